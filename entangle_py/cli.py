@@ -1,0 +1,92 @@
+"""Command line: ``entangle capture | show | check | import-fx``.
+
+Each subcommand lives in the module that does the job; this file only parses arguments and turns
+errors a user can act on into one line on stderr and exit code 2 (no traceback).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .errors import InputError
+
+EXIT_BAD_INPUT = 2
+
+
+def _add_capture(sub):
+    p = sub.add_parser("capture", help="capture a sequential or multi-rank program into a graph bundle")
+    p.add_argument("script", help="Python script defining build(rank, world_size) (see README)")
+    p.add_argument("--world-size", type=int, default=1, help="number of ranks to simulate (1 = sequential)")
+    p.add_argument("--joint", action="store_true", help="capture the joint forward+backward graph")
+    p.add_argument("--dynamic", action="store_true", help="capture with dynamic (symbolic) sizes")
+    p.add_argument("-o", "--output", required=True, help="bundle to write (.pt, .json, .json.gz)")
+
+    def run(args):
+        from .capture import cli_capture
+        return cli_capture(args)
+    p.set_defaults(run=run)
+
+
+def _add_show(sub):
+    p = sub.add_parser("show", help="summarise a graph bundle")
+    p.add_argument("file")
+    p.add_argument("--node", help="print one node (with its source line)")
+    p.add_argument("--rank", type=int, default=None, help="only this rank")
+
+    def run(args):
+        from .show import cli_show
+        return cli_show(args)
+    p.set_defaults(run=run)
+
+
+def _add_check(sub):
+    p = sub.add_parser("check", help="prove that DIST refines SEQ")
+    p.add_argument("seq", help="sequential bundle (1 rank)")
+    p.add_argument("dist", help="distributed bundle (every rank)")
+    p.add_argument("--spec", help="spec file (TOML): input relation, outputs to check, expectations")
+    p.add_argument("--write-spec", metavar="F", help="write the (inferred) spec to F")
+    p.add_argument("--json", metavar="REPORT", help="write the report as JSON")
+    p.add_argument("-v", "--verbose", action="store_true", help="phase timings and details")
+    p.add_argument("--lemmas", action="append", default=[], metavar="FILE.py",
+                   help="extra lemma file (custom ops); may repeat")
+
+    def run(args):
+        from .infer import cli_check
+        return cli_check(args)
+    p.set_defaults(run=run)
+
+
+def _add_import_fx(sub):
+    p = sub.add_parser("import-fx", help="import GraphModule.print_readable() text dumps (one per rank)")
+    p.add_argument("files", nargs="+", help="one file per rank, in rank order")
+    p.add_argument("-o", "--output", required=True, help="bundle to write (.pt, .json, .json.gz)")
+    p.add_argument("--kind", default=None, help="forward | joint (default: from the signature)")
+
+    def run(args):
+        from .fx_import import cli_import_fx
+        return cli_import_fx(args)
+    p.set_defaults(run=run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="entangle", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in (_add_capture, _add_show, _add_check, _add_import_fx):
+        add(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except InputError as e:
+        print(f"entangle {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"entangle {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The lemma library, grouped by operator family (one module per family)."""

@@ -1,0 +1,393 @@
+"""Spec files: the input relation, which outputs to check, and the user's expectations.
+
+A spec is TOML::
+
+    [mesh]                                  # optional: an N-D device mesh, row-major like DeviceMesh
+    shape = [2, 2]
+    names = ["dp", "tp"]
+
+    [inputs]                                # G_s input -> how the ranks hold it
+    "param:fc1.weight" = "shard(0)"         # concat of the ranks' tensors along dim 0
+    "input:x" = "replicate"                 # every rank holds the same tensor
+    partial_in = "partial"                  # sum over ranks
+    w = "concat(r0.w, r1.w, dim=1)"         # an explicit clean expression over rank-qualified names
+    "param:w2" = "shard(0)@tp"              # on a mesh: sharded over tp, replicated over the rest
+    "input:y" = "shard(0)@dp, shard(1)@tp"  # one placement per mesh dim that is not replicated
+
+    [outputs]
+    check = ["out"]                         # which G_s outputs to verify (default: all)
+
+    [expect]                                # relations the outputs must have
+    out = "replicate"
+
+    [cut]                                   # a tensor of both graphs treated as an input
+    hidden = "shard(2)"
+
+Names are the stable names of a bundle (input/output port names, or node names).  Placements are
+turned into clean terms over rank-qualified tensors (``relation_terms``); those are what the
+checker starts from.
+"""
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import InputError
+
+
+class SpecError(InputError):
+    pass
+
+
+# ----------------------------------------------------------------------------- terms
+
+@dataclass(frozen=True)
+class Leaf:
+    """Tensor ``name`` of rank ``rank`` of the distributed program (printed ``r0.name``)."""
+    rank: int
+    name: str
+
+    def __str__(self):
+        return f"r{self.rank}.{_quote(self.name)}"
+
+
+@dataclass(frozen=True)
+class Call:
+    """A clean operator over terms: concat, sum (over ranks), max (over ranks), slice, ..."""
+    op: str
+    args: tuple
+    attrs: tuple = ()   # ((key, value), ...)
+
+    def __str__(self):
+        parts = [str(a) for a in self.args] + [f"{k}={_fmt_attr(v)}" for k, v in self.attrs]
+        return f"{self.op}({', '.join(parts)})"
+
+    def attr(self, key, default=None):
+        return dict(self.attrs).get(key, default)
+
+
+Term = Leaf | Call
+
+_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_:.\-]*$")
+
+
+def _quote(name: str) -> str:
+    return name if _PLAIN_NAME.match(name) else '"' + name.replace('"', '\\"') + '"'
+
+
+def _fmt_attr(v) -> str:
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_fmt_attr(x) for x in v) + "]"
+    return str(v)
+
+
+def leaves(t: Term):
+    if isinstance(t, Leaf):
+        yield t
+    else:
+        for a in t.args:
+            yield from leaves(a)
+
+
+# Operators an explicit input expression may use: data movement and reductions over ranks.
+CLEAN_OPS = frozenset({"concat", "sum", "max", "slice", "transpose", "permute", "reshape", "neg"})
+
+_TOK = re.compile(r'\s*(?:(-?\d+)|("(?:[^"\\]|\\.)*")|([A-Za-z_][A-Za-z0-9_:.\-]*)|([(),=\[\]]))')
+
+
+class _ExprParser:
+    """Recursive descent over ``op(arg, ..., key=value)`` / ``rK.name``; never evaluates text."""
+
+    def __init__(self, text: str, where: str):
+        self.text, self.where = text, where
+        self.toks, pos = [], 0
+        while pos < len(text.rstrip()):
+            m = _TOK.match(text, pos)
+            if not m or m.end() == pos:
+                self.fail(f"unexpected {text[pos:pos+10]!r}")
+            self.toks.append(m.groups())
+            pos = m.end()
+        self.i = 0
+
+    def fail(self, why):
+        raise SpecError(f"{self.where}: {why} in {self.text!r}")
+
+    def peek(self):
+        return self.toks[self.i] if self.i < len(self.toks) else (None, None, None, None)
+
+    def punct(self, p):
+        if self.peek()[3] != p:
+            self.fail(f"expected {p!r}")
+        self.i += 1
+
+    def parse(self) -> Term:
+        t = self.term()
+        if self.i != len(self.toks):
+            self.fail("trailing text")
+        return t
+
+    def term(self) -> Term:
+        num, quoted, ident, punct = self.peek()
+        if ident is None:
+            self.fail("expected a tensor (rK.name) or an operator")
+        self.i += 1
+        m = re.match(r"^r(\d+)\.(.*)$", ident)
+        if m and self.peek()[3] != "(":
+            name = m.group(2)
+            if not name:  # r0."quoted name"
+                q = self.peek()[1]
+                if q is None:
+                    self.fail("expected a name after the rank")
+                self.i += 1
+                name = q[1:-1].replace('\\"', '"')
+            return Leaf(int(m.group(1)), name)
+        if ident not in CLEAN_OPS:
+            self.fail(f"{ident!r} is not a clean operator ({', '.join(sorted(CLEAN_OPS))})")
+        self.punct("(")
+        args, attrs = [], []
+        while self.peek()[3] != ")":
+            tok = self.peek()
+            if tok[2] is not None and self.i + 1 < len(self.toks) and self.toks[self.i + 1][3] == "=":
+                self.i += 2
+                attrs.append((tok[2], self.value()))
+            else:
+                args.append(self.term())
+            if self.peek()[3] == ",":
+                self.i += 1
+            elif self.peek()[3] != ")":
+                self.fail("expected ',' or ')'")
+        self.punct(")")
+        return Call(ident, tuple(args), tuple(attrs))
+
+    def value(self):
+        num, _, ident, punct = self.peek()
+        if num is not None:
+            self.i += 1
+            return int(num)
+        if punct == "[":
+            self.i += 1
+            out = []
+            while self.peek()[3] != "]":
+                out.append(self.value())
+                if self.peek()[3] == ",":
+                    self.i += 1
+            self.punct("]")
+            return tuple(out)
+        self.fail("expected an integer or a list of integers")
+
+
+def parse_term(text: str, where: str = "expression") -> Term:
+    return _ExprParser(text, where).parse()
+
+
+# ----------------------------------------------------------------------------- placements
+
+@dataclass(frozen=True)
+class Shard:
+    dim: int
+    group: str | None = None   # mesh dim name; None = all ranks
+
+    def __str__(self):
+        return f"shard({self.dim})" + (f"@{self.group}" if self.group else "")
+
+
+@dataclass(frozen=True)
+class Replicate:
+    group: str | None = None
+
+    def __str__(self):
+        return "replicate" + (f"@{self.group}" if self.group else "")
+
+
+@dataclass(frozen=True)
+class Partial:
+    group: str | None = None
+    reduce: str = "sum"
+
+    def __str__(self):
+        return ("partial" if self.reduce == "sum" else f"partial({self.reduce})") + (f"@{self.group}" if self.group else "")
+
+
+Placement = Shard | Replicate | Partial
+
+
+@dataclass(frozen=True)
+class Relation:
+    """How one G_s tensor relates to the ranks: placements (one per mesh dim used) or a term."""
+    placements: tuple = ()
+    term: Term | None = None
+
+    def __str__(self):
+        return str(self.term) if self.term is not None else ", ".join(str(p) for p in self.placements)
+
+
+_PLACEMENT = re.compile(r"^\s*(shard\(\s*(-?\d+)\s*\)|replicate|partial(?:\(\s*(sum|max)\s*\))?)\s*(?:@\s*([A-Za-z_][A-Za-z0-9_]*))?\s*$")
+
+
+def parse_relation(text: str, where: str, mesh: "Mesh") -> Relation:
+    if not isinstance(text, str):
+        raise SpecError(f"{where}: expected a string, got {type(text).__name__}")
+    parts = [p for p in text.split(",")] if not re.match(r"^\s*[a-z]+\(.*r\d+\.", text) else None
+    if parts is not None and all(_PLACEMENT.match(p) for p in parts):
+        placements = []
+        for p in parts:
+            m = _PLACEMENT.match(p)
+            group = m.group(4)
+            if group is not None and group not in mesh.names:
+                raise SpecError(f"{where}: unknown mesh dimension {group!r} (mesh: {', '.join(mesh.names) or 'none declared'})")
+            if m.group(2) is not None:
+                placements.append(Shard(int(m.group(2)), group))
+            elif m.group(1) == "replicate":
+                placements.append(Replicate(group))
+            else:
+                placements.append(Partial(group, m.group(3) or "sum"))
+        groups = [p.group for p in placements]
+        if len(set(groups)) != len(groups):
+            raise SpecError(f"{where}: two placements for the same mesh dimension in {text!r}")
+        return Relation(placements=tuple(placements))
+    return Relation(term=parse_term(text, where))
+
+
+@dataclass(frozen=True)
+class Mesh:
+    shape: tuple = ()
+    names: tuple = ()
+
+    def coords(self, rank: int) -> tuple:
+        out = []
+        for size in reversed(self.shape):
+            out.append(rank % size)
+            rank //= size
+        return tuple(reversed(out))
+
+    def rank_of(self, coords) -> int:
+        r = 0
+        for c, size in zip(coords, self.shape):
+            r = r * size + c
+        return r
+
+
+@dataclass
+class Spec:
+    inputs: dict = field(default_factory=dict)      # name -> Relation
+    check: list | None = None                       # output names; None = all
+    expect: dict = field(default_factory=dict)      # output name -> Relation
+    cut: dict = field(default_factory=dict)         # tensor name -> Relation
+    mesh: Mesh = field(default_factory=Mesh)
+    path: str | None = None
+
+    def to_toml(self) -> str:
+        lines = []
+        if self.mesh.shape:
+            lines += ["[mesh]", f"shape = {list(self.mesh.shape)}",
+                      "names = [" + ", ".join(f'"{n}"' for n in self.mesh.names) + "]", ""]
+        for section, table in (("inputs", self.inputs), ("cut", self.cut)):
+            if table:
+                lines.append(f"[{section}]")
+                lines += [f'"{k}" = "{v}"' for k, v in table.items()]
+                lines.append("")
+        if self.check is not None:
+            lines += ["[outputs]", "check = [" + ", ".join(f'"{c}"' for c in self.check) + "]", ""]
+        if self.expect:
+            lines.append("[expect]")
+            lines += [f'"{k}" = "{v}"' for k, v in self.expect.items()]
+            lines.append("")
+        return "\n".join(lines)
+
+
+def load_spec(path: str | Path) -> Spec:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read ({e.strerror or e})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise SpecError(f"{path}: not valid TOML ({e})") from None
+    return parse_spec(data, str(path))
+
+
+def parse_spec(data: dict, where: str = "spec") -> Spec:
+    unknown = set(data) - {"mesh", "inputs", "outputs", "expect", "cut"}
+    if unknown:
+        raise SpecError(f"{where}: unknown section(s) {sorted(unknown)}")
+    mesh = Mesh()
+    if "mesh" in data:
+        m = data["mesh"]
+        shape, names = m.get("shape"), m.get("names")
+        if not (isinstance(shape, list) and isinstance(names, list) and len(shape) == len(names)
+                and all(isinstance(s, int) and s > 0 for s in shape) and all(isinstance(n, str) for n in names)):
+            raise SpecError(f"{where}: [mesh] needs shape = [ints] and names = [strings] of the same length")
+        mesh = Mesh(tuple(shape), tuple(names))
+    spec = Spec(mesh=mesh, path=where)
+    for section in ("inputs", "cut", "expect"):
+        table = data.get(section, {})
+        if not isinstance(table, dict):
+            raise SpecError(f"{where}: [{section}] must be a table")
+        getattr(spec, section).update(
+            {name: parse_relation(text, f"{where} [{section}] {name!r}", mesh) for name, text in table.items()})
+    outputs = data.get("outputs", {})
+    if "check" in outputs:
+        check = outputs["check"]
+        if not (isinstance(check, list) and all(isinstance(c, str) for c in check)):
+            raise SpecError(f"{where}: [outputs] check must be a list of output names")
+        spec.check = list(check)
+    return spec
+
+
+# ----------------------------------------------------------------------------- relation terms
+
+def relation_terms(rel: Relation, name: str, world_size: int, mesh: Mesh | None = None) -> list[Term]:
+    """Every clean term that equals the G_s tensor, over the ranks' tensors called ``name``.
+
+    ``shard(0)`` on 2 ranks gives ``[concat(r0.x, r1.x, dim=0)]``; ``replicate`` gives one term per
+    rank (``r0.x``, ``r1.x``, ...): all of them equal the G_s tensor.
+    """
+    if rel.term is not None:
+        return [rel.term]
+    mesh = mesh if mesh is not None and mesh.shape else Mesh((world_size,), ("_all",))
+    if _prod(mesh.shape) != world_size:
+        raise SpecError(f"mesh {list(mesh.shape)} has {_prod(mesh.shape)} ranks but the program has {world_size}")
+    by_dim = {}
+    for p in rel.placements:
+        g = p.group or mesh.names[0]
+        if p.group is None and len(mesh.shape) > 1:
+            raise SpecError(f"{name}: on a {len(mesh.shape)}-D mesh a placement must name its mesh dimension (e.g. {p}@{mesh.names[-1]})")
+        by_dim[mesh.names.index(g)] = p
+    active = [d for d in range(len(mesh.shape)) if d in by_dim and not isinstance(by_dim[d], Replicate)]
+    free = [d for d in range(len(mesh.shape)) if d not in active]
+    terms = []
+    for fixed in _product([range(mesh.shape[d]) for d in free]):
+        coords = dict(zip(free, fixed))
+        terms.append(_nest(active, coords, by_dim, mesh, name))
+    return terms
+
+
+def _nest(active, coords, by_dim, mesh, name):
+    if not active:
+        return Leaf(mesh.rank_of([coords[d] for d in range(len(mesh.shape))]), name)
+    d, rest = active[0], active[1:]
+    parts = tuple(_nest(rest, {**coords, d: i}, by_dim, mesh, name) for i in range(mesh.shape[d]))
+    p = by_dim[d]
+    if len(parts) == 1:
+        return parts[0]
+    if isinstance(p, Shard):
+        return Call("concat", parts, (("dim", p.dim),))
+    return Call("sum" if p.reduce == "sum" else "max", parts)
+
+
+def _prod(xs):
+    out = 1
+    for x in xs:
+        out *= x
+    return out
+
+
+def _product(ranges):
+    if not ranges:
+        yield ()
+        return
+    for i in ranges[0]:
+        for rest in _product(ranges[1:]):
+            yield (i,) + rest

@@ -1,0 +1,1097 @@
+"""Numeric interpreter over graph bundles: run G_s and every rank of G_d with real torch ops on CPU.
+
+Used for capture-faithfulness tests and for failure evidence (DESIGN §6): random G_s inputs, G_d
+inputs built from them through the input relation (``distribute``), run both programs (possibly
+only up to some nodes, ``upto``), compare.
+
+* Op targets resolve only against the whitelisted namespaces (``graph.OP_NAMESPACES``) with
+  ``getattr`` on ``torch.ops`` -- nothing from a graph file is ever evaluated.
+* Device constants (meta, cuda, ...) become ``cpu``; ``pin_memory`` is dropped.  With
+  ``float_dtype`` every floating-point dtype constant is replaced (run a float32/bf16 capture in
+  float64).
+* Symbolic sizes in arguments are evaluated with the symbols bound by unifying each placeholder's
+  shape with the actual input's shape (SymInt placeholders get their value from that binding).
+* Collectives are simulated across ranks in one process: each rank's interpretation is a generator
+  that yields at every collective; when all members of the group have reached their matching
+  collective (matched by member set and order of issue, so per-rank group names may differ), the
+  result is computed for all of them.  A rank whose collective does not match its peers' raises
+  ``CollectiveMismatch`` naming both ranks, nodes and ops.
+"""
+from __future__ import annotations
+
+import functools
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import sympy
+import torch
+
+from . import graph as G
+from . import spec as S
+from .errors import InputError
+
+
+class InterpError(InputError):
+    """The interpreter cannot run a graph (bad inputs, unbound size, failing op)."""
+
+
+class UnsupportedOp(InterpError):
+    """An op target that is not whitelisted or does not exist in this torch."""
+
+
+class CollectiveMismatch(InterpError):
+    """Ranks disagree on a collective (different op / group / shape), or one never joins it."""
+
+
+class ShapeMismatch(InterpError):
+    """A value's shape differs from the shape recorded in the graph."""
+
+
+# ----------------------------------------------------------------------------- op resolution
+
+_COLLECTIVE_NS = frozenset({"_c10d_functional", "c10d_functional", "_c10d_functional_autograd", "_dtensor"})
+_IDENTITY_TG = frozenset({"log_tensor", "inplace_log_tensor"})
+_OP_CACHE: dict[str, Any] = {}
+
+
+def _split_target(target: str) -> tuple[str, str, str]:
+    try:
+        G.check_target(target)
+    except G.GraphFormatError as e:
+        raise UnsupportedOp(str(e)) from None
+    parts = target.split(".")
+    if len(parts) == 2:
+        parts.append("default")
+    ns, op, overload = parts
+    if op.startswith("__") or overload.startswith("__"):
+        raise UnsupportedOp(f"op {target!r}: dunder names are not ops")
+    return ns, op, overload
+
+
+def resolve_op(target: str) -> torch._ops.OpOverload:
+    """``'aten.mm.default'`` -> ``torch.ops.aten.mm.default`` (whitelisted namespaces only)."""
+    if target in _OP_CACHE:
+        return _OP_CACHE[target]
+    ns, op, overload = _split_target(target)
+    if ns not in G.OP_NAMESPACES:   # check_target already did; kept as the explicit gate
+        raise UnsupportedOp(f"op {target!r}: namespace {ns!r} is not allowed")
+    try:
+        packet = getattr(getattr(torch.ops, ns), op)
+        fn = getattr(packet, overload)
+    except (AttributeError, RuntimeError):
+        raise UnsupportedOp(f"unknown op {target!r}: torch {torch.__version__} has no torch.ops.{ns}.{op}.{overload}") from None
+    if not isinstance(fn, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)):
+        raise UnsupportedOp(f"op {target!r} does not resolve to a torch operator")
+    _OP_CACHE[target] = fn
+    return fn
+
+
+# ----------------------------------------------------------------------------- constants, sizes
+
+def _torch_const(c: G.TorchConst, float_dtype):
+    if c.kind == "device":
+        return torch.device("cpu")
+    obj = getattr(torch, c.value, None) if not c.value.startswith("_") else None
+    want = {"dtype": torch.dtype, "layout": torch.layout, "memory_format": torch.memory_format}[c.kind]
+    if not isinstance(obj, want):
+        raise InterpError(f"unknown {c.kind} constant {c.value!r}")
+    if c.kind == "dtype" and float_dtype is not None and obj.is_floating_point:
+        return float_dtype
+    return obj
+
+
+def _bind_map(binding: dict[str, int]) -> dict:
+    return {G.symbolic.make_symbol(k): sympy.Integer(v) for k, v in binding.items()}
+
+
+def eval_size(expr, binding: dict[str, int], where: str = "") -> int:
+    """Value of a size expression under ``binding`` (symbol name -> int)."""
+    if isinstance(expr, (int, bool)):
+        return int(expr)
+    if not isinstance(expr, sympy.Basic):
+        raise InterpError(f"{where}: not a size: {expr!r}")
+    e = expr.xreplace({s: sympy.Integer(binding[s.name]) for s in expr.free_symbols if s.name in binding})
+    if e.free_symbols:
+        raise InterpError(f"{where}: size {expr} has unbound symbol(s) "
+                          f"{', '.join(sorted(s.name for s in e.free_symbols))}")
+    try:
+        return int(e)
+    except TypeError:
+        raise InterpError(f"{where}: size {expr} does not evaluate to an integer ({e})") from None
+
+
+def unify_shape(meta_shape: Iterable, actual: Iterable[int], binding: dict[str, int], where: str) -> None:
+    """Bind the symbols of ``meta_shape`` so that it equals ``actual``; raise on a contradiction."""
+    meta_shape, actual = tuple(meta_shape), tuple(int(a) for a in actual)
+    if len(meta_shape) != len(actual):
+        raise ShapeMismatch(f"{where}: expected {len(meta_shape)} dims {_fmt_shape(meta_shape)}, got shape {list(actual)}")
+    pending = list(zip(meta_shape, actual))
+    while pending:
+        rest = []
+        for m, a in pending:
+            if isinstance(m, int) or (isinstance(m, sympy.Basic) and m.is_Integer):
+                if int(m) != a:
+                    raise ShapeMismatch(f"{where}: expected shape {_fmt_shape(meta_shape)}, got {list(actual)}")
+                continue
+            free = [s for s in m.free_symbols if s.name not in binding]
+            if not free:
+                v = eval_size(m, binding, where)
+                if v != a:
+                    raise ShapeMismatch(f"{where}: expected shape {_fmt_shape(meta_shape)} "
+                                        f"= {_fmt_shape([_try_eval(x, binding) for x in meta_shape])}, got {list(actual)}")
+            elif len(free) == 1:
+                s = free[0]
+                if m == s:
+                    binding[s.name] = a
+                else:
+                    sols = _solve_int(m.xreplace({x: sympy.Integer(binding[x.name]) for x in m.free_symbols if x.name in binding}), s, a)
+                    if sols is None:
+                        rest.append((m, a))
+                    else:
+                        binding[s.name] = sols
+            else:
+                rest.append((m, a))
+        if len(rest) == len(pending):
+            return   # nothing more can be bound from this shape; later uses report unbound symbols
+        pending = rest
+
+
+def _solve_int(expr, sym, value):
+    try:
+        sols = sympy.solve(sympy.Eq(expr, value), sym)
+    except (NotImplementedError, TypeError, ValueError):
+        sols = []
+    ints = [int(x) for x in sols if getattr(x, "is_Integer", False) and int(x) > 0]
+    if len(ints) == 1:
+        return ints[0]
+    # small brute force for FloorDiv / Mod expressions sympy cannot invert
+    for v in range(1, 1 << 16):
+        try:
+            if int(expr.xreplace({sym: sympy.Integer(v)})) == value:
+                return v
+        except TypeError:
+            return None
+    return None
+
+
+def _try_eval(x, binding):
+    try:
+        return eval_size(x, binding)
+    except InterpError:
+        return x
+
+
+def _fmt_shape(shape) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+# ----------------------------------------------------------------------------- collectives
+
+_REDUCE_OPS = ("sum", "avg", "max", "min", "product")
+
+
+@dataclass
+class _Request:
+    """A rank stopped at a communication op."""
+    rank: int
+    node: G.Node
+    kind: str                     # all_reduce, all_gather, reduce_scatter, all_to_all, broadcast,
+                                  # shard_dim_alltoall, *_coalesced, recv, batch_recv
+    members: tuple = ()           # global ranks of the group, in group-rank order
+    tensors: list = field(default_factory=list)
+    params: dict = field(default_factory=dict)
+
+    def describe(self) -> str:
+        shapes = ", ".join(str(list(t.shape)) for t in self.tensors if isinstance(t, torch.Tensor))
+        extra = ", ".join(f"{k}={v}" for k, v in self.params.items() if k not in ("recvs",))
+        return f"{self.node.target} on ranks {list(self.members)} [{shapes}]" + (f" {extra}" if extra else "")
+
+
+def _load_collective_ops() -> None:
+    """Python-registered collective ops (legacy c10d_functional, _dtensor) exist after these imports."""
+    for mod in ("torch.distributed._functional_collectives", "torch.distributed.tensor._collective_utils"):
+        try:
+            __import__(mod)
+        except Exception:   # pragma: no cover - a torch without distributed
+            pass
+
+
+def _positional(target: str, args: list, kwargs: dict) -> list:
+    """Arguments in schema order (kwargs placed by name, defaults filled in)."""
+    try:
+        fn = resolve_op(target)
+    except UnsupportedOp:
+        _load_collective_ops()
+        try:
+            fn = resolve_op(target)
+        except UnsupportedOp:
+            return list(args) + list(kwargs.values())
+    out = list(args)
+    for a in fn._schema.arguments[len(args):]:
+        if a.name in kwargs:
+            out.append(kwargs[a.name])
+        elif a.has_default_value():
+            out.append(a.default_value)
+        else:
+            break
+    return out
+
+
+def _reduce(tensors: list, op: str, where: str):
+    if op not in _REDUCE_OPS:
+        raise UnsupportedOp(f"{where}: reduce op {op!r} is not supported ({', '.join(_REDUCE_OPS)})")
+    if op == "sum" or op == "avg":
+        out = functools.reduce(torch.add, tensors)
+        return out / len(tensors) if op == "avg" else out
+    if op == "product":
+        return functools.reduce(torch.mul, tensors)
+    return functools.reduce(torch.maximum if op == "max" else torch.minimum, tensors)
+
+
+def _split_sizes(sizes, total, n, where):
+    if sizes is None or len(sizes) == 0:
+        if total % n:
+            raise CollectiveMismatch(f"{where}: dim 0 of size {total} does not split evenly over {n} ranks")
+        return [total // n] * n
+    sizes = [int(s) for s in sizes]
+    if len(sizes) != n or sum(sizes) != total:
+        raise CollectiveMismatch(f"{where}: split sizes {sizes} do not tile dim 0 of size {total} over {n} ranks")
+    return sizes
+
+
+def _complete(reqs: list[_Request]) -> list:
+    """Results of one collective, in group-rank order; ``reqs`` agree on kind and members."""
+    first = reqs[0]
+    n = len(reqs)
+    kind = first.kind
+    where = f"{first.node.target} (rank {first.rank} node {first.node.name!r})"
+    if kind in ("all_reduce", "all_reduce_coalesced"):
+        nt = len(first.tensors)
+        outs = [_reduce([r.tensors[i] for r in reqs], first.params["reduce_op"], where) for i in range(nt)]
+        return [[o.clone() for o in outs] if kind.endswith("coalesced") else outs[0].clone() for _ in reqs]
+    if kind in ("all_gather", "all_gather_coalesced"):
+        outs = [torch.cat([r.tensors[i] for r in reqs], dim=0) for i in range(len(first.tensors))]
+        return [[o.clone() for o in outs] if kind.endswith("coalesced") else outs[0].clone() for _ in reqs]
+    if kind in ("reduce_scatter", "reduce_scatter_coalesced"):
+        per_tensor = []
+        for i in range(len(first.tensors)):
+            full = _reduce([r.tensors[i] for r in reqs], first.params["reduce_op"], where)
+            if full.shape[0] % n:
+                raise CollectiveMismatch(f"{where}: dim 0 of size {full.shape[0]} does not split evenly over {n} ranks")
+            per_tensor.append([c.clone() for c in torch.chunk(full, n, dim=0)] if full.shape[0] else [full] * n)
+        return [[pt[j] for pt in per_tensor] if kind.endswith("coalesced") else per_tensor[0][j] for j in range(n)]
+    if kind == "broadcast":
+        src = first.params["src"]
+        if not 0 <= src < n:
+            raise CollectiveMismatch(f"{where}: broadcast source {src} is not a rank of the {n}-rank group "
+                                     f"(src is the rank within the group)")
+        return [reqs[src].tensors[0].clone() for _ in reqs]
+    if kind == "all_to_all":
+        chunks = []
+        for r in reqs:
+            t = r.tensors[0]
+            sizes = _split_sizes(r.params.get("input_split_sizes"), t.shape[0], n,
+                                 f"{r.node.target} (rank {r.rank} node {r.node.name!r}) input")
+            chunks.append(list(torch.split(t, sizes, dim=0)))
+        outs = []
+        for j, r in enumerate(reqs):
+            out = torch.cat([chunks[i][j] for i in range(n)], dim=0)
+            want = r.params.get("output_split_sizes")
+            got = [chunks[i][j].shape[0] for i in range(n)]
+            if want and [int(w) for w in want] != got:
+                raise CollectiveMismatch(f"{r.node.target} (rank {r.rank} node {r.node.name!r}): output split sizes "
+                                         f"{[int(w) for w in want]} but the peers send {got}")
+            outs.append(out)
+        return outs
+    if kind == "shard_dim_alltoall":
+        gd, sd = first.params["gather_dim"], first.params["shard_dim"]
+        full = torch.cat([r.tensors[0] for r in reqs], dim=gd)
+        if full.shape[sd] % n:
+            raise CollectiveMismatch(f"{where}: dim {sd} of size {full.shape[sd]} does not split evenly over {n} ranks")
+        return [c.contiguous() for c in torch.chunk(full, n, dim=sd)]
+    raise UnsupportedOp(f"{where}: collective kind {kind!r}")
+
+
+def _check_match(reqs: list[_Request]) -> None:
+    a = reqs[0]
+    for b in reqs[1:]:
+        problem = None
+        if b.kind != a.kind:
+            problem = "different collectives"
+        elif b.members != a.members:
+            problem = "different group rank order"
+        elif {k: v for k, v in a.params.items() if k not in ("input_split_sizes", "output_split_sizes")} != \
+                {k: v for k, v in b.params.items() if k not in ("input_split_sizes", "output_split_sizes")}:
+            problem = "different parameters"
+        elif len(a.tensors) != len(b.tensors):
+            problem = "different numbers of tensors"
+        elif any(x.dtype != y.dtype for x, y in zip(a.tensors, b.tensors)):
+            problem = "different dtypes"
+        elif a.kind not in ("all_to_all", "shard_dim_alltoall", "all_gather", "all_gather_coalesced") and \
+                any(x.shape != y.shape for x, y in zip(a.tensors, b.tensors)):
+            problem = "different shapes"
+        elif a.kind in ("all_gather", "all_gather_coalesced") and \
+                any(x.shape[1:] != y.shape[1:] for x, y in zip(a.tensors, b.tensors)):
+            problem = "different shapes"
+        if problem:
+            raise CollectiveMismatch(
+                f"collective mismatch ({problem}): rank {a.rank} is at node {a.node.name!r} ({a.describe()}) "
+                f"but rank {b.rank} is at node {b.node.name!r} ({b.describe()})")
+
+
+# ----------------------------------------------------------------------------- the interpreter
+
+_PARK = object()   # yielded by a rank whose ``upto`` nodes are all computed
+
+
+class _Runner:
+    def __init__(self, bundle: G.Bundle, inputs_per_rank, upto, float_dtype, check_shapes):
+        if len(inputs_per_rank) != bundle.world_size:
+            raise InterpError(f"{len(inputs_per_rank)} input dicts for a {bundle.world_size}-rank bundle")
+        self.bundle = bundle
+        self.W = bundle.world_size
+        self.float_dtype = float_dtype
+        self.check_shapes = check_shapes
+        self.upto = upto
+        self.envs: list[dict[str, Any]] = [dict() for _ in range(self.W)]
+        self.bindings: list[dict[str, int]] = [dict() for _ in range(self.W)]
+        self.mailbox: dict[tuple, deque] = {}
+        for r in range(self.W):
+            self._bind_inputs(r, inputs_per_rank[r])
+
+    # -- inputs
+    def _bind_inputs(self, r: int, given: dict):
+        g = self.bundle.rank(r)
+        env, binding = self.envs[r], self.bindings[r]
+        by_node = {p.node: p.name for p in g.inputs}
+        known = set(by_node.values()) | {n.name for n in g.nodes if n.is_placeholder}
+        unknown = set(given) - known
+        if unknown:
+            raise InterpError(f"rank {r}: inputs {sorted(unknown)} are not inputs of the graph "
+                              f"(inputs: {', '.join(p.name for p in g.inputs)})")
+        placeholders = [n for n in g.nodes if n.is_placeholder]
+        missing = []
+        later = []
+        for n in placeholders:
+            port = by_node.get(n.name, n.name)
+            key = port if port in given else (n.name if n.name in given else None)
+            if isinstance(n.val, G.TensorMeta):
+                if key is None:
+                    missing.append(port)
+                    continue
+                t = given[key]
+                if not isinstance(t, torch.Tensor):
+                    raise InterpError(f"rank {r}: input {port!r} must be a tensor, got {type(t).__name__}")
+                unify_shape(n.val.shape, t.shape, binding, f"rank {r} input {port!r}")
+                env[n.name] = t
+            else:
+                later.append((n, port, key))
+        if missing:
+            raise InterpError(f"rank {r}: missing input(s) {', '.join(repr(m) for m in missing)}")
+        for n, port, key in later:
+            if key is not None:
+                v = given[key]
+                if isinstance(n.val, G.SymIntMeta):
+                    v = int(v)
+                    e = n.val.expr
+                    if isinstance(e, sympy.Symbol) and e.name not in binding:
+                        binding[e.name] = v
+                    elif _try_eval(e, binding) not in (v, e):
+                        raise ShapeMismatch(f"rank {r} input {port!r}: given {v} but the shapes say {e} = {_try_eval(e, binding)}")
+                env[n.name] = v
+            elif isinstance(n.val, G.SymIntMeta):
+                env[n.name] = eval_size(n.val.expr, binding, f"rank {r} SymInt input {port!r}")
+            else:
+                raise InterpError(f"rank {r}: missing input {port!r} ({n.val!r})")
+
+    # -- argument resolution
+    def _arg(self, r, v, node):
+        if isinstance(v, G.Ref):
+            try:
+                return self.envs[r][v.name]
+            except KeyError:
+                raise InterpError(f"rank {r} node {node.name!r}: argument {v.name!r} has not been computed") from None
+        if isinstance(v, G.TorchConst):
+            return _torch_const(v, self.float_dtype)
+        if isinstance(v, (list, tuple)):
+            return [self._arg(r, x, node) for x in v]
+        if isinstance(v, sympy.Basic):
+            if v is sympy.true or v is sympy.false:
+                return bool(v)
+            return eval_size(v, self.bindings[r], f"rank {r} node {node.name!r}")
+        return v
+
+    def _args(self, r, node):
+        args = [self._arg(r, a, node) for a in node.args]
+        kwargs = {k: self._arg(r, v, node) for k, v in node.kwargs.items() if k != "pin_memory"}
+        return args, kwargs
+
+    # -- group lookup
+    def _group(self, r, node, name):
+        g = self.bundle.rank(r)
+        if isinstance(name, (list, tuple)):   # legacy c10d_functional: explicit rank list
+            members = tuple(int(x) for x in name)
+        elif name in g.groups:
+            members = tuple(g.groups[name])
+        elif not g.groups:
+            members = tuple(range(self.W))    # no group table: the whole world
+        else:
+            raise InterpError(f"rank {r} node {node.name!r}: process group {name!r} is not in the rank's group "
+                              f"table ({', '.join(sorted(g.groups))})")
+        if r not in members:
+            raise CollectiveMismatch(f"rank {r} node {node.name!r}: {node.target} on group {name!r} = ranks "
+                                     f"{list(members)}, which does not include rank {r}")
+        if any(not 0 <= m < self.W for m in members):
+            raise InterpError(f"rank {r} node {node.name!r}: group {name!r} names ranks outside the world {list(members)}")
+        return members
+
+    def _collective(self, r, node, args, kwargs):
+        ns, op, _ = _split_target(node.target)
+        if op == "wait_tensor":
+            return None, args[0]
+        legacy = ns == "c10d_functional"
+        A = _positional(node.target, args, kwargs)
+
+        def grp(i_name, i_ranks):
+            return self._group(r, node, A[i_ranks] if legacy else A[i_name])
+
+        def tens(x):
+            return [x] if isinstance(x, torch.Tensor) else list(x)
+
+        if op in ("all_reduce", "all_reduce_", "all_reduce_coalesced", "all_reduce_coalesced_"):
+            kind = "all_reduce_coalesced" if "coalesced" in op else "all_reduce"
+            return _Request(r, node, kind, grp(2, 3), tens(A[0]), {"reduce_op": str(A[1]).lower()}), None
+        if op in ("all_gather_into_tensor", "all_gather_into_tensor_coalesced"):
+            members = grp(2, 2)
+            size = int(A[3] if legacy else A[1])
+            self._check_group_size(r, node, members, size)
+            return _Request(r, node, "all_gather_coalesced" if "coalesced" in op else "all_gather", members,
+                            tens(A[0]), {"group_size": size}), None
+        if op in ("reduce_scatter_tensor", "reduce_scatter_tensor_coalesced"):
+            members = grp(3, 3)
+            size = int(A[4] if legacy else A[2])
+            self._check_group_size(r, node, members, size)
+            return _Request(r, node, "reduce_scatter_coalesced" if "coalesced" in op else "reduce_scatter", members,
+                            tens(A[0]), {"reduce_op": str(A[1]).lower(), "group_size": size}), None
+        if op == "all_to_all_single":
+            members = grp(3, 4)
+            return _Request(r, node, "all_to_all", members, [A[0]],
+                            {"output_split_sizes": A[1], "input_split_sizes": A[2]}), None
+        if op in ("broadcast", "broadcast_"):
+            members = grp(2, 3)
+            return _Request(r, node, "broadcast", members, [A[0]], {"src": int(A[1])}), None
+        if op == "shard_dim_alltoall":
+            return _Request(r, node, "shard_dim_alltoall", grp(3, 3), [A[0]],
+                            {"gather_dim": int(A[1]), "shard_dim": int(A[2])}), None
+        if op in ("isend", "irecv", "batch_p2p_ops"):
+            return self._p2p(r, node, op, A), None
+        raise UnsupportedOp(f"rank {r} node {node.name!r}: collective {node.target!r} is not supported by the interpreter")
+
+    @staticmethod
+    def _check_group_size(r, node, members, size):
+        if size != len(members):
+            raise CollectiveMismatch(f"rank {r} node {node.name!r}: {node.target} says group_size={size} but its "
+                                     f"group has {len(members)} ranks {list(members)}")
+
+    def _p2p(self, r, node, op, A):
+        if op == "isend":
+            self._post(r, int(A[1]), int(A[2]), A[0])
+            return ("value", A[0])
+        if op == "irecv":
+            return _Request(r, node, "recv", (int(A[1]), r), [A[0]], {"recvs": [(0, int(A[1]), int(A[2]), A[0])]})
+        ops, peers, tags, tensors = A[0], A[1], A[2], A[3]
+        recvs = []
+        for i, (o, p, t, x) in enumerate(zip(ops, peers, tags, tensors)):
+            if o == "isend":
+                self._post(r, int(p), int(t), x)
+            elif o == "irecv":
+                recvs.append((i, int(p), int(t), x))
+            else:
+                raise UnsupportedOp(f"rank {r} node {node.name!r}: p2p op {o!r}")
+        return _Request(r, node, "batch_recv", tuple(sorted({p for _, p, _, _ in recvs} | {r})), list(tensors),
+                        {"recvs": recvs})
+
+    def _post(self, src, dst, tag, t):
+        if not 0 <= dst < self.W:
+            raise InterpError(f"rank {src}: send to rank {dst} outside the world")
+        self.mailbox.setdefault((src, dst, tag), deque()).append(t.clone())
+
+    def _try_recv(self, req: _Request):
+        recvs = req.params["recvs"]
+        if not all(self.mailbox.get((p, req.rank, t)) for _, p, t, _ in recvs):
+            return False, None
+        got = {}
+        for i, p, t, buf in recvs:
+            msg = self.mailbox[(p, req.rank, t)].popleft()
+            if msg.shape != buf.shape:
+                raise CollectiveMismatch(f"rank {req.rank} node {req.node.name!r}: receives shape {list(buf.shape)} "
+                                         f"from rank {p} but rank {p} sent {list(msg.shape)}")
+            got[i] = msg.to(buf.dtype)
+        if req.kind == "recv":
+            return True, got[0]
+        return True, [got.get(i, x) for i, x in enumerate(req.tensors)]
+
+    # -- one rank
+    def _program(self, r):
+        g = self.bundle.rank(r)
+        env = self.envs[r]
+        goal = None
+        if self.upto is not None:
+            goal = set(self.upto.get(r, ()))
+            unknown = [x for x in goal if not g.has(x)]
+            if unknown:
+                raise InterpError(f"rank {r}: upto names unknown node(s) {sorted(unknown)}")
+            goal -= set(env)
+        for node in g.nodes:
+            if goal is not None and not goal:
+                yield _PARK
+            if node.is_placeholder:
+                continue
+            args, kwargs = self._args(r, node)
+            target = node.target
+            ns = node.namespace
+            try:
+                if target == "getitem":
+                    v = args[0][args[1]]
+                elif ns in _COLLECTIVE_NS:
+                    req, v = self._collective(r, node, args, kwargs)
+                    if isinstance(req, tuple):      # isend: completes at once
+                        v = req[1]
+                    elif req is not None:
+                        v = yield req
+                elif ns == "tg" and node.op.split(".")[1] in _IDENTITY_TG:
+                    v = args[0] if node.val is not None else None
+                elif ns == "higher_order" and node.op == "higher_order.auto_functionalized":
+                    v = self._auto_functionalized(r, node, args, kwargs)
+                else:
+                    fn = resolve_op(target)
+                    v = fn(*args, **kwargs)
+            except InterpError:
+                raise
+            except Exception as e:   # a torch error: name the node
+                raise InterpError(f"rank {r} node {node.name!r} ({target}) failed: {type(e).__name__}: "
+                                  f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}") from e
+            if self.check_shapes:
+                self._check_val(r, node, node.val, v)
+            env[node.name] = v
+            if goal is not None:
+                goal.discard(node.name)
+        if goal:
+            raise InterpError(f"rank {r}: upto node(s) {sorted(goal)} were not computed")
+
+    def _auto_functionalized(self, r, node, args, kwargs):
+        if not args or not isinstance(node.args[0], str):
+            raise UnsupportedOp(f"rank {r} node {node.name!r}: auto_functionalized needs the op target as its first "
+                                f"argument (a string), got {node.args[:1]!r}")
+        inner = node.args[0]
+        if inner.startswith("tg.") and inner.split(".")[1] in _IDENTITY_TG:
+            mutated = [kwargs[a] for a in kwargs if isinstance(kwargs[a], torch.Tensor)]
+            return (None, *mutated)
+        fn = resolve_op(inner)
+        kw = {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in kwargs.items()}
+        out = fn(*args[1:], **kw)
+        written = [a.name for a in fn._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+        return (out, *[kw[name] for name in written if name in kw])
+
+    def _check_val(self, r, node, meta, v):
+        if isinstance(meta, G.TensorMeta):
+            if not isinstance(v, torch.Tensor):
+                raise ShapeMismatch(f"rank {r} node {node.name!r} ({node.target}): expected a tensor, got {type(v).__name__}")
+            unify_shape(meta.shape, v.shape, self.bindings[r], f"rank {r} node {node.name!r} ({node.target})")
+            want = getattr(torch, meta.dtype, None)
+            if isinstance(want, torch.dtype) and v.dtype != want and not (
+                    self.float_dtype is not None and want.is_floating_point and v.dtype == self.float_dtype):
+                raise ShapeMismatch(f"rank {r} node {node.name!r} ({node.target}): expected dtype {meta.dtype}, got "
+                                    f"{str(v.dtype).replace('torch.', '')}")
+        elif isinstance(meta, tuple) and isinstance(v, (tuple, list)):
+            if len(meta) == len(v):
+                for m, x in zip(meta, v):
+                    self._check_val(r, node, m, x)
+        elif isinstance(meta, G.SymIntMeta) and isinstance(v, int):
+            e = meta.expr
+            if isinstance(e, sympy.Symbol) and e.name not in self.bindings[r]:
+                self.bindings[r][e.name] = v
+
+    # -- scheduler
+    def run(self):
+        W = self.W
+        gens = [self._program(r) for r in range(W)]
+        state = ["run"] * W        # run | pending | parked | done
+        pending: list[_Request | None] = [None] * W
+        send: list[Any] = [None] * W
+
+        def needed(r):
+            for q in range(W):
+                if state[q] == "pending" and r in pending[q].members and q != r:
+                    return True
+            return False
+
+        def advance(r):
+            try:
+                y = gens[r].send(send[r])
+            except StopIteration:
+                state[r] = "done"
+                return
+            send[r] = None
+            if y is _PARK:
+                state[r] = "parked"
+            else:
+                state[r], pending[r] = "pending", y
+
+        while True:
+            progressed = False
+            for r in range(W):
+                while state[r] == "run" or (state[r] == "parked" and needed(r)):
+                    advance(r)
+                    progressed = True
+            for r in range(W):
+                if state[r] != "pending":
+                    continue
+                req = pending[r]
+                if req.kind in ("recv", "batch_recv"):
+                    ok, val = self._try_recv(req)
+                    if ok:
+                        send[r], pending[r], state[r] = val, None, "run"
+                        progressed = True
+                    continue
+                key = frozenset(req.members)
+                if all(state[m] == "pending" and pending[m].kind not in ("recv", "batch_recv")
+                       and frozenset(pending[m].members) == key for m in req.members):
+                    reqs = [pending[m] for m in req.members]
+                    _check_match(reqs)
+                    for m, val in zip(req.members, _complete(reqs)):
+                        send[m], pending[m], state[m] = val, None, "run"
+                    progressed = True
+            if not progressed:
+                break
+        stuck = [r for r in range(W) if state[r] == "pending"]
+        if stuck:
+            raise self._deadlock(stuck, state, pending)
+        return self.envs
+
+    def _deadlock(self, stuck, state, pending):
+        r = stuck[0]
+        req = pending[r]
+        if req.kind in ("recv", "batch_recv"):
+            srcs = [p for _, p, _, _ in req.params["recvs"]]
+            return CollectiveMismatch(f"rank {r} is at node {req.node.name!r} ({req.node.target}) waiting for a "
+                                      f"message from rank(s) {srcs} that is never sent")
+        for m in req.members:
+            if m == r:
+                continue
+            if state[m] == "done":
+                return CollectiveMismatch(
+                    f"rank {r} is at node {req.node.name!r} ({req.describe()}) but rank {m} finished its graph "
+                    f"without issuing a matching collective")
+            if state[m] == "parked":
+                return CollectiveMismatch(f"rank {r} is at node {req.node.name!r} ({req.describe()}); rank {m} stopped")
+            if state[m] == "pending" and frozenset(pending[m].members) != frozenset(req.members):
+                other = pending[m]
+                return CollectiveMismatch(
+                    f"collective order mismatch: rank {r} is at node {req.node.name!r} ({req.describe()}) "
+                    f"but rank {m} is at node {other.node.name!r} ({other.describe()})")
+        return CollectiveMismatch(f"ranks {stuck} are deadlocked at " +
+                                  "; ".join(f"rank {q}: {pending[q].node.name!r} ({pending[q].describe()})" for q in stuck))
+
+
+def run_bundle(bundle: G.Bundle, inputs_per_rank: list[dict[str, Any]],
+               upto: dict[int, set[str]] | None = None, *,
+               float_dtype: torch.dtype | None = None, check_shapes: bool = True) -> list[dict[str, Any]]:
+    """Run every rank of ``bundle``; return each rank's environment (node name -> value).
+
+    ``inputs_per_rank[r]`` maps rank r's input port names (or placeholder node names) to tensors
+    (SymInt inputs may be omitted: they are taken from the shapes).  With ``upto``, rank r stops as
+    soon as the nodes ``upto[r]`` are computed (a rank missing from ``upto`` computes nothing of
+    its own) -- but a stopped rank still runs on to the collectives its peers wait for.
+    ``float_dtype`` replaces every floating dtype constant of the graph (e.g. run a float32
+    capture in float64).  ``check_shapes`` compares every value with the node's recorded
+    shape/dtype and raises ``ShapeMismatch``.
+    """
+    return _Runner(bundle, inputs_per_rank, upto, float_dtype, check_shapes).run()
+
+
+def output_values(bundle: G.Bundle, envs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per rank: output port name -> value (ports whose node was not computed are left out)."""
+    out = []
+    for g, env in zip(bundle.ranks, envs):
+        out.append({p.name: env[p.node] for p in g.outputs if p.node in env})
+    return out
+
+
+def named_values(bundle: G.Bundle, envs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per rank: every value by node name, input port name and output port name (ports win)."""
+    out = []
+    for g, env in zip(bundle.ranks, envs):
+        d = dict(env)
+        d.update({p.name: env[p.node] for p in g.inputs if p.node in env})
+        d.update({p.name: env[p.node] for p in g.outputs if p.node in env})
+        out.append(d)
+    return out
+
+
+# ----------------------------------------------------------------------------- random inputs
+
+def _is_float(dtype: torch.dtype) -> bool:
+    return dtype.is_floating_point or dtype.is_complex
+
+
+def _dtype(name: str) -> torch.dtype:
+    d = getattr(torch, name, None) if not name.startswith("_") else None
+    if not isinstance(d, torch.dtype):
+        raise InterpError(f"unknown dtype {name!r}")
+    return d
+
+
+def random_tensor(shape, dtype: torch.dtype, generator: torch.Generator | None, int_range=(0, 2)) -> torch.Tensor:
+    shape = tuple(int(s) for s in shape)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=generator).bool()
+    if _is_float(dtype):
+        return torch.randn(shape, generator=generator, dtype=dtype)
+    lo, hi = int_range
+    return torch.randint(lo, hi, shape, generator=generator, dtype=dtype)
+
+
+def random_inputs(rank_graph: G.RankGraph, generator: torch.Generator | None = None, *,
+                  sizes: dict[str, int] | None = None, int_ranges: dict[str, tuple[int, int]] | None = None,
+                  float_dtype: torch.dtype | None = None, fixed: dict[str, Any] | None = None,
+                  default_size: int | None = None) -> dict[str, Any]:
+    """Random values for a rank graph's inputs (by port name), from their recorded shape/dtype.
+
+    Floats ~ randn (in ``float_dtype`` if given), integers uniform in ``int_ranges[port]``
+    (default [0, 2)), bools random.  Symbolic sizes are bound from ``sizes`` (symbol name -> int);
+    an unbound symbol takes ``default_size`` (clipped to the symbol's range) or is an error.
+    ``fixed`` gives values for some ports verbatim.  SymInt inputs get their size's value.
+    """
+    sizes = dict(sizes or {})
+    int_ranges = int_ranges or {}
+    fixed = fixed or {}
+    for name, (lo, hi) in rank_graph.symbols.items():
+        if name not in sizes and default_size is not None:
+            v = max(default_size, lo if lo is not None else 1)
+            sizes[name] = min(v, hi) if hi is not None else v
+    out = {}
+    for p in rank_graph.inputs:
+        if p.name in fixed:
+            out[p.name] = fixed[p.name]
+            continue
+        n = rank_graph.node(p.node)
+        where = f"rank {rank_graph.rank} input {p.name!r}"
+        if isinstance(n.val, G.TensorMeta):
+            shape = [eval_size(d, sizes, where) for d in n.val.shape]
+            dt = _dtype(n.val.dtype)
+            if float_dtype is not None and dt.is_floating_point:
+                dt = float_dtype
+            out[p.name] = random_tensor(shape, dt, generator, int_ranges.get(p.name, (0, 2)))
+        elif isinstance(n.val, G.SymIntMeta):
+            out[p.name] = eval_size(n.val.expr, sizes, where)
+        else:
+            raise InterpError(f"{where}: cannot make a random value for {n.val!r}; pass it in 'fixed'")
+    return out
+
+
+# ----------------------------------------------------------------------------- distribute
+
+def _leaf_shape(bundle: G.Bundle, rank: int, name: str) -> tuple:
+    if not 0 <= rank < bundle.world_size:
+        raise InterpError(f"r{rank}.{name}: rank {rank} is outside the {bundle.world_size}-rank program")
+    g = bundle.rank(rank)
+    n = g.input_node(name)
+    if n is None and g.has(name):
+        n = g.node(name)
+    if n is None:
+        raise InterpError(f"r{rank}.{name}: rank {rank} has no input {name!r}")
+    if not isinstance(n.val, G.TensorMeta):
+        raise InterpError(f"r{rank}.{name}: not a tensor ({n.val!r})")
+    return n.val.shape
+
+
+def _solve_sizes(exprs: list, total: int, where: str) -> list[int]:
+    """Integer sizes for ``exprs`` (ints or sympy) that add up to ``total``."""
+    exprs = [sympy.sympify(e) for e in exprs]
+    free = set().union(*(e.free_symbols for e in exprs))
+    if not free:
+        sizes = [int(e) for e in exprs]
+    elif all(e == exprs[0] for e in exprs):
+        if total % len(exprs):
+            raise InterpError(f"{where}: {total} does not split evenly into {len(exprs)} parts of size {exprs[0]}")
+        sizes = [total // len(exprs)] * len(exprs)
+    elif len(free) == 1:
+        s = next(iter(free))
+        v = _solve_int(sympy.Add(*exprs), s, total)
+        if v is None:
+            raise InterpError(f"{where}: cannot solve {' + '.join(map(str, exprs))} = {total}")
+        sizes = [int(e.xreplace({s: sympy.Integer(v)})) for e in exprs]
+    else:
+        raise InterpError(f"{where}: part sizes {[str(e) for e in exprs]} have several unknown symbols")
+    if sum(sizes) != total or any(x < 0 for x in sizes):
+        raise InterpError(f"{where}: the ranks' sizes {sizes} do not tile the sequential size {total}")
+    return sizes
+
+
+def _random_parts(value: torch.Tensor, n: int, reduce: str, generator, where) -> list[torch.Tensor]:
+    if value.dtype == torch.bool:
+        raise InterpError(f"{where}: cannot split a bool tensor into partial values")
+    if reduce == "sum":
+        if _is_float(value.dtype):
+            scale = value.abs().mean().item() if value.numel() else 1.0
+            parts = [torch.randn(value.shape, generator=generator, dtype=value.dtype) * (scale or 1.0) for _ in range(n - 1)]
+        else:
+            parts = [torch.randint(-3, 4, value.shape, generator=generator, dtype=value.dtype) for _ in range(n - 1)]
+        rest = value.clone()
+        for p in parts:
+            rest = rest - p
+        return parts + [rest]
+    if reduce == "max":
+        winner = torch.randint(0, n, value.shape, generator=generator)
+        out = []
+        for i in range(n):
+            if _is_float(value.dtype):
+                lower = value - torch.rand(value.shape, generator=generator, dtype=value.dtype) - 0.1
+            else:
+                lower = value - torch.randint(1, 4, value.shape, generator=generator, dtype=value.dtype)
+            out.append(torch.where(winner == i, value, lower))
+        return out
+    raise InterpError(f"{where}: partial({reduce}) is not supported")
+
+
+def _place(value, placements_by_dim, mesh: S.Mesh, bundle, name, generator):
+    """Placements (one per mesh dim) -> {rank: tensor}, DTensor semantics (mesh dims in order)."""
+    ndim = len(mesh.shape)
+    where = f"input {name!r}"
+
+    def block_size(k, coords: dict, d):
+        """Size along tensor dim d of the block addressed by mesh coords for dims <= k."""
+        for k2 in range(k + 1, ndim):
+            p = placements_by_dim.get(k2)
+            if isinstance(p, S.Shard) and p.dim % value.dim() == d:
+                return sympy.Add(*[block_size(k2, {**coords, k2: j}, d) for j in range(mesh.shape[k2])])
+        full = [coords.get(i, 0) for i in range(ndim)]
+        shape = _leaf_shape(bundle, mesh.rank_of(full), name)
+        if len(shape) != value.dim():
+            raise InterpError(f"{where}: rank {mesh.rank_of(full)} holds {len(shape)} dims, the sequential tensor {value.dim()}")
+        return sympy.sympify(shape[d])
+
+    def rec(k, v, coords) -> dict:
+        if k == ndim:
+            return {(): v}
+        p = placements_by_dim.get(k, S.Replicate())
+        n = mesh.shape[k]
+        if isinstance(p, S.Replicate):
+            sub = rec(k + 1, v, {**coords, k: 0})
+            return {(i,) + c: t for i in range(n) for c, t in sub.items()}
+        if isinstance(p, S.Shard):
+            if value.dim() == 0:
+                raise InterpError(f"{where}: cannot shard a 0-dim tensor")
+            d = p.dim % value.dim()
+            sizes = _solve_sizes([block_size(k, {**coords, k: i}, d) for i in range(n)], v.shape[d],
+                                 f"{where} shard({p.dim}) over mesh dim {mesh.names[k]}")
+            parts = torch.split(v, sizes, dim=d)
+        else:
+            parts = _random_parts(v, n, p.reduce, generator, where)
+        out = {}
+        for i, part in enumerate(parts):
+            for c, t in rec(k + 1, part.contiguous(), {**coords, k: i}).items():
+                out[(i,) + c] = t
+        return out
+
+    return {mesh.rank_of(c): t for c, t in rec(0, value, {}).items()}
+
+
+_DIM_ATTRS = ("dim",)
+
+
+def _invert(term: S.Term, value: torch.Tensor, bundle, generator, out: dict):
+    """Assign tensors to the leaves of ``term`` so that it evaluates to ``value``."""
+    if isinstance(term, S.Leaf):
+        key = (term.rank, term.name)
+        if key in out and not (out[key].shape == value.shape and torch.equal(out[key], value)):
+            raise InterpError(f"{term}: appears twice in the relation with different values")
+        out[key] = value
+        return
+    op, args = term.op, term.args
+    if op == "concat":
+        d = term.attr("dim", 0) % max(value.dim(), 1)
+        sizes = _solve_sizes([_term_size(a, d, bundle) for a in args], value.shape[d], f"{term}")
+        for a, part in zip(args, torch.split(value, sizes, dim=d)):
+            _invert(a, part.contiguous(), bundle, generator, out)
+    elif op in ("sum", "max"):
+        for a, part in zip(args, _random_parts(value, len(args), op, generator, str(term))):
+            _invert(a, part, bundle, generator, out)
+    elif op == "neg" and len(args) == 1:
+        _invert(args[0], -value, bundle, generator, out)
+    elif op == "transpose" and len(args) == 1:
+        d0, d1 = _transpose_dims(term)
+        _invert(args[0], value.transpose(d0, d1).contiguous(), bundle, generator, out)
+    elif op == "permute" and len(args) == 1:
+        dims = list(term.attr("dims", ()))
+        inv = [dims.index(i) for i in range(len(dims))]
+        _invert(args[0], value.permute(inv).contiguous(), bundle, generator, out)
+    elif op == "reshape" and len(args) == 1 and isinstance(args[0], S.Leaf):
+        shape = _leaf_shape(bundle, args[0].rank, args[0].name)
+        _invert(args[0], value.reshape([int(s) if not isinstance(s, sympy.Basic) or s.is_Integer else -1 for s in shape]),
+                bundle, generator, out)
+    elif op == "slice" and len(args) == 1 and isinstance(args[0], S.Leaf):
+        shape = _leaf_shape(bundle, args[0].rank, args[0].name)
+        d = term.attr("dim", 0) % value.dim()
+        start, step = term.attr("start", 0), term.attr("step", 1)
+        full_shape = list(value.shape)
+        full_shape[d] = int(shape[d]) if not isinstance(shape[d], sympy.Basic) or shape[d].is_Integer else None
+        if full_shape[d] is None or step != 1:
+            raise InterpError(f"{term}: cannot invert a slice with a symbolic size or a step")
+        full = random_tensor(full_shape, value.dtype, generator)
+        full.narrow(d, start, value.shape[d]).copy_(value)
+        _invert(args[0], full, bundle, generator, out)
+    else:
+        raise InterpError(f"cannot build the ranks' inputs from the relation {term}: {op!r} is not invertible here "
+                          f"(use concat / sum / max / neg / transpose / permute over rank tensors)")
+
+
+def _transpose_dims(term: S.Call):
+    dims = term.attr("dims")
+    if dims is not None:
+        return int(dims[0]), int(dims[1])
+    return int(term.attr("dim0", 0)), int(term.attr("dim1", 1))
+
+
+def _term_size(t: S.Term, d: int, bundle):
+    if isinstance(t, S.Leaf):
+        return _leaf_shape(bundle, t.rank, t.name)[d]
+    if t.op == "concat" and t.attr("dim", 0) == d:
+        return sympy.Add(*[sympy.sympify(_term_size(a, d, bundle)) for a in t.args])
+    if t.op in ("concat", "sum", "max", "neg"):
+        return _term_size(t.args[0], d, bundle)
+    raise InterpError(f"cannot size {t} along dim {d}")
+
+
+def distribute_term(value: torch.Tensor, term: S.Term, bundle_dist: G.Bundle,
+                    generator: torch.Generator | None = None) -> dict[tuple[int, str], torch.Tensor]:
+    """Leaf tensors ``(rank, name) -> tensor`` such that ``term`` evaluates to ``value``."""
+    out: dict = {}
+    _invert(term, value, bundle_dist, generator, out)
+    return out
+
+
+def distribute(value: torch.Tensor, relation: S.Relation, name: str, bundle_dist: G.Bundle,
+               mesh: S.Mesh | None = None, generator: torch.Generator | None = None) -> list[torch.Tensor | None]:
+    """Each rank's input ``name`` built from the sequential tensor ``value`` per ``relation``.
+
+    shard(d) splits along d with the sizes of the ranks' inputs (uneven splits allowed),
+    replicate copies, partial(sum) draws random parts that add up to ``value`` (partial(max):
+    random parts whose elementwise max is ``value``).  N-D meshes follow DTensor: placements apply
+    in mesh-dim order and a replicated mesh dim holds identical tensors.  An explicit term is
+    inverted (concat / sum / max / neg / transpose / permute; slice / reshape of a single leaf);
+    ranks it does not mention get ``None``.
+    """
+    W = bundle_dist.world_size
+    out: list = [None] * W
+    if relation.term is not None:
+        leaves = distribute_term(value, relation.term, bundle_dist, generator)
+        others = sorted({n for (_, n) in leaves if n != name})
+        if others:
+            raise InterpError(f"relation {relation} for {name!r} names other tensors ({', '.join(others)}); "
+                              f"use distribute_term")
+        for (r, _), t in leaves.items():
+            out[r] = t
+        return out
+    mesh = mesh if mesh is not None and mesh.shape else S.Mesh((W,), ("_all",))
+    if S._prod(mesh.shape) != W:
+        raise InterpError(f"mesh {list(mesh.shape)} has {S._prod(mesh.shape)} ranks but the program has {W}")
+    by_dim = {}
+    for p in relation.placements:
+        if p.group is None and len(mesh.shape) > 1:
+            raise InterpError(f"{name}: on a {len(mesh.shape)}-D mesh a placement must name its mesh dimension")
+        by_dim[mesh.names.index(p.group) if p.group else 0] = p
+    for r, t in _place(value, by_dim, mesh, bundle_dist, name, generator).items():
+        out[r] = t
+    return out
+
+
+def distribute_inputs(seq_inputs: dict[str, Any], spec: S.Spec, bundle_dist: G.Bundle,
+                      generator: torch.Generator | None = None, *, default_replicate: bool = True) -> list[dict[str, Any]]:
+    """Every rank's inputs built from the sequential inputs through ``spec.inputs``.
+
+    An input without a relation is replicated (if ``default_replicate`` and the shapes allow it).
+    Rank inputs that no relation mentions are filled with random tensors.  Explicit terms may name
+    any rank tensors.
+    """
+    W = bundle_dist.world_size
+    per_rank: list[dict] = [dict() for _ in range(W)]
+    mesh = spec.mesh if spec.mesh.shape else None
+    for name, value in seq_inputs.items():
+        rel = spec.inputs.get(name)
+        if rel is None:
+            if not default_replicate:
+                raise InterpError(f"no input relation for {name!r}")
+            rel = S.Relation(placements=(S.Replicate(),) if mesh is None else
+                             tuple(S.Replicate(n) for n in spec.mesh.names))
+        if not isinstance(value, torch.Tensor):
+            for r in range(W):
+                if _has_input(bundle_dist.rank(r), name):
+                    per_rank[r][name] = value
+            continue
+        if rel.term is not None:
+            for (r, n), t in distribute_term(value, rel.term, bundle_dist, generator).items():
+                per_rank[r][n] = t
+        else:
+            holders = [r for r in range(W) if _has_input(bundle_dist.rank(r), name)]
+            if not holders:
+                continue    # a sequential input the distributed program does not read
+            for r, t in enumerate(distribute(value, rel, name, bundle_dist, mesh, generator)):
+                if t is not None and r in holders:
+                    per_rank[r][name] = t
+    for r in range(W):
+        g = bundle_dist.rank(r)
+        for p in g.inputs:
+            if p.name in per_rank[r]:
+                continue
+            n = g.node(p.node)
+            if isinstance(n.val, G.TensorMeta) and all(isinstance(d, int) for d in n.val.shape):
+                per_rank[r][p.name] = random_tensor(n.val.shape, _dtype(n.val.dtype), generator)
+            elif isinstance(n.val, G.TensorMeta):
+                raise InterpError(f"rank {r} input {p.name!r} has no relation to the sequential inputs and a "
+                                  f"symbolic shape; cannot fill it")
+    return per_rank
+
+
+def _has_input(g: G.RankGraph, name: str) -> bool:
+    return g.input_node(name) is not None or (g.has(name) and g.node(name).is_placeholder)
+
+
+# ----------------------------------------------------------------------------- clean terms
+
+def eval_term(term: S.Term, values_per_rank: list[dict[str, Any]]) -> torch.Tensor:
+    """Evaluate a clean term (concat, sum, max, slice, transpose, permute, reshape, neg) over the
+    ranks' values (``values_per_rank[r][name]``, e.g. from ``named_values``)."""
+    if isinstance(term, S.Leaf):
+        if not 0 <= term.rank < len(values_per_rank):
+            raise InterpError(f"{term}: no rank {term.rank}")
+        try:
+            return values_per_rank[term.rank][term.name]
+        except KeyError:
+            raise InterpError(f"{term}: rank {term.rank} has no value named {term.name!r}") from None
+    args = [eval_term(a, values_per_rank) for a in term.args]
+    op = term.op
+    if op == "concat":
+        return torch.cat(args, dim=term.attr("dim", 0))
+    if op == "sum":
+        return functools.reduce(torch.add, args)
+    if op == "max":
+        return functools.reduce(torch.maximum, args)
+    if op == "neg":
+        return -args[0]
+    if op == "slice":
+        d, start = term.attr("dim", 0), term.attr("start", 0)
+        end, step = term.attr("end", None), term.attr("step", 1)
+        idx = [slice(None)] * args[0].dim()
+        idx[d] = slice(start, end, step)
+        return args[0][tuple(idx)]
+    if op == "transpose":
+        d0, d1 = _transpose_dims(term)
+        return args[0].transpose(d0, d1)
+    if op == "permute":
+        return args[0].permute(list(term.attr("dims", ())))
+    if op == "reshape":
+        return args[0].reshape(list(term.attr("shape", ())))
+    raise InterpError(f"cannot evaluate {term}: unknown clean op {op!r}")

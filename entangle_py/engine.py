@@ -1,0 +1,169 @@
+"""The e-graph engine: one egglog e-graph, reused across the operator-by-operator loop.
+
+Facts are egglog commands in text (parsed in small chunks: parsing one huge program is slow).
+A G_d tensor is the leaf ``(Gd "r<rank>.<node>")``; a G_s tensor is an e-class bound to a global
+``$s<k>``.  ``prove_clean`` runs the lemmas step by step until the target's e-class holds a clean
+term (early stop) or a limit is hit; ``extract`` returns the best term, clean or not.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from egglog import bindings
+
+from . import terms
+from .lemma import Library
+
+CHUNK = 24   # commands per parse: parsing cost grows faster than linearly with program size
+
+
+@dataclass
+class Limits:
+    iterations: int = 40        # lemma iterations per G_s operator
+    nodes: int = 400_000        # e-graph size
+    seconds: float = 60.0       # wall time per G_s operator
+
+
+@dataclass
+class Outcome:
+    status: str                 # 'clean' | 'saturated' | 'limit'
+    iterations: int
+    seconds: float
+    limit: str | None = None    # which limit was hit
+
+
+class EngineError(RuntimeError):
+    """egglog refused a command: a bug in lowering or a lemma (e.g. mismatched sizes)."""
+
+
+class Engine:
+    def __init__(self, library: Library):
+        self.eg = bindings.EGraph()
+        self.pending: list[str] = []
+        self.library = library
+        self._run_text(terms.declarations())
+        self._run_text(library.egglog())
+        self.total_runs = 0
+
+    # -- commands ------------------------------------------------------------------------
+    def _run_text(self, text: str):
+        lines = [ln for ln in _split_commands(text)]
+        for i in range(0, len(lines), CHUNK):
+            chunk = "\n".join(lines[i:i + CHUNK])
+            try:
+                self.eg.run_program(*self.eg.parse_program(chunk))
+            except bindings.EggSmolError as e:
+                raise EngineError(f"egglog: {e.context if hasattr(e, 'context') else e}\nin:\n{chunk[:2000]}") from None
+
+    def add(self, command: str):
+        self.pending.append(command)
+
+    def flush(self):
+        if self.pending:
+            cmds, self.pending = self.pending, []
+            self._run_text("\n".join(cmds))
+
+    def run1(self, command: str):
+        self.flush()
+        try:
+            return self.eg.run_program(*self.eg.parse_program(command))
+        except bindings.EggSmolError as e:
+            raise EngineError(f"egglog: {e}\nin: {command[:500]}") from None
+
+    # -- queries -------------------------------------------------------------------------
+    def is_clean(self, var: str) -> bool:
+        self.flush()
+        try:
+            self.eg.run_program(*self.eg.parse_program(f"(check (clean {var}))"))
+            return True
+        except bindings.EggSmolError:
+            return False
+
+    def equal(self, a: str, b: str) -> bool:
+        self.flush()
+        try:
+            self.eg.run_program(*self.eg.parse_program(f"(check (= {a} {b}))"))
+            return True
+        except bindings.EggSmolError:
+            return False
+
+    def extract(self, var: str):
+        """(cost, term) with term a parsed s-expression."""
+        out = self.run1(f"(extract {var})")[0]
+        return out.cost, _term_from_dag(out.termdag, out.term)
+
+    def size(self) -> int:
+        out = self.run1("(print-size)")[0]
+        return sum(n for _, n in out.sizes)
+
+    # -- saturation ----------------------------------------------------------------------
+    def settle(self):
+        """Shape facts and the clean relation to a fixpoint (no lemma)."""
+        self.run1("(run-schedule (saturate (run shapes)) (saturate (run cleanliness)))")
+
+    def prove_clean(self, var: str, limits: Limits) -> Outcome:
+        start = time.perf_counter()
+        self.settle()
+        if self.is_clean(var):
+            return Outcome("clean", 0, time.perf_counter() - start)
+        for it in range(1, limits.iterations + 1):
+            out = self.run1("(run-schedule (run lemmas) (saturate (run shapes)) (saturate (run cleanliness)))")
+            self.total_runs += 1
+            updated = out[0].report.updated if out else True
+            if self.is_clean(var):
+                return Outcome("clean", it, time.perf_counter() - start)
+            if not updated:
+                return Outcome("saturated", it, time.perf_counter() - start)
+            elapsed = time.perf_counter() - start
+            if elapsed > limits.seconds:
+                return Outcome("limit", it, elapsed, f"{limits.seconds:g} s per operator")
+            if it % 4 == 0 and self.size() > limits.nodes:
+                return Outcome("limit", it, elapsed, f"{limits.nodes} e-nodes")
+        return Outcome("limit", limits.iterations, time.perf_counter() - start,
+                       f"{limits.iterations} iterations per operator")
+
+
+def _split_commands(text: str):
+    """Split egglog text into top-level commands (balanced parentheses, strings respected)."""
+    depth, start, in_str, esc = 0, None, False, False
+    for i, ch in enumerate(text):
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+            continue
+        if ch == '"':
+            in_str = True
+        elif ch == ";" and depth == 0:
+            continue
+        elif ch == "(":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                yield text[start:i + 1]
+
+
+def _term_from_dag(dag, tid):
+    node = dag.get(tid)
+    if isinstance(node, bindings.TermLit):
+        v = node.value
+        return _lit_value(v)
+    if isinstance(node, bindings.TermVar):
+        return terms.Var(node.name)
+    return (terms.Var(node.name),) + tuple(_term_from_dag(dag, a) for a in node.args)
+
+
+def _lit_value(lit):
+    for attr in ("value",):
+        v = getattr(lit, attr, lit)
+        if isinstance(v, (int, float, str, bool)):
+            return v
+        lit = v
+    return lit

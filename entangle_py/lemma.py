@@ -1,0 +1,93 @@
+"""Lemmas as data: a rewrite, its side condition, and generators of concrete instances.
+
+A lemma ``lhs => rhs when conds`` is an egglog rewrite over the term language of ``terms``.  The
+same text is evaluated with torch by the test-suite: ``instances(rng)`` yields variable bindings
+for which the condition must hold and both sides must agree numerically; ``rejects(rng)`` yields
+bindings that violate the condition (the condition must say so).  Lemmas live in ``lemmas/``,
+one module per operator family, each exporting ``LEMMAS`` (and optionally ``RULES``: plain egglog
+rules such as shape propagation, with a ``check`` of their own).
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from . import terms
+from .errors import InputError
+
+LEMMA_FAMILIES = ("movement", "elementwise", "linalg", "reduction", "collective", "shapes")
+
+
+@dataclass(frozen=True)
+class Lemma:
+    name: str
+    lhs: str
+    rhs: str
+    when: tuple = ()
+    instances: Callable[[random.Random], Iterable[dict]] | None = None
+    rejects: Callable[[random.Random], Iterable[dict]] | None = None
+    family: str = ""
+
+    def egglog(self, ruleset: str) -> str:
+        when = f" :when ({' '.join(self.when)})" if self.when else ""
+        return f"(rewrite {self.lhs} {self.rhs}{when} :ruleset {ruleset})"
+
+    def condition_holds(self, env: dict) -> bool:
+        return all(bool(terms.evaluate(terms.parse_sexpr(c), env)) for c in self.when)
+
+    def sides(self, env: dict):
+        return (terms.evaluate(terms.parse_sexpr(self.lhs), env),
+                terms.evaluate(terms.parse_sexpr(self.rhs), env))
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A plain egglog rule (e.g. shape propagation).  ``check(rng)`` yields (term, env) pairs:
+    the test inserts the term, runs the rules, and compares every derived ``dim`` with torch."""
+    name: str
+    text: str
+    family: str = ""
+    check_terms: Callable[[random.Random], Iterable[tuple[str, dict]]] | None = None
+
+
+@dataclass
+class Library:
+    lemmas: list[Lemma] = field(default_factory=list)
+    rules: list[Rule] = field(default_factory=list)
+
+    def egglog(self) -> str:
+        """Rules (ruleset ``shapes``) and lemmas (ruleset ``lemmas``), declared by terms."""
+        out = [r.text for r in self.rules]
+        out += [lem.egglog("lemmas") for lem in self.lemmas]
+        return "\n".join(out)
+
+
+def _from_module(mod, family: str, lib: Library):
+    for lem in getattr(mod, "LEMMAS", []):
+        lib.lemmas.append(Lemma(**{**lem.__dict__, "family": family}))
+    for rule in getattr(mod, "RULES", []):
+        lib.rules.append(Rule(**{**rule.__dict__, "family": family}))
+
+
+def load_library(extra_files: Iterable[str] = ()) -> Library:
+    """The built-in lemma families, plus lemma files given by the user (``--lemmas F.py``)."""
+    lib = Library()
+    for family in LEMMA_FAMILIES:
+        _from_module(importlib.import_module(f"lemmas.{family}"), family, lib)
+    for path in extra_files:
+        p = Path(path)
+        if not p.is_file():
+            raise InputError(f"lemma file {path} does not exist")
+        spec = importlib.util.spec_from_file_location(f"entangle_user_lemmas_{p.stem}", p)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)   # the user's own code, given on the command line
+        _from_module(mod, p.stem, lib)
+    names = [lem.name for lem in lib.lemmas]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise InputError(f"duplicate lemma names: {sorted(dup)}")
+    return lib

@@ -1,0 +1,377 @@
+"""The term language the engine reasons in: egglog declarations plus a torch meaning for each.
+
+Every constructor that lemmas or lowered graphs use is declared here once, with its egglog
+signature, its extraction cost, whether it is *clean* (data movement or a reduction over ranks)
+and its meaning as a torch computation.  The meaning is what the lemma tests evaluate (both sides
+of every lemma on random instances) and what failure evidence uses.
+
+Terms are written as egglog s-expressions.  ``parse_sexpr`` reads them; ``evaluate`` computes
+them with torch given values for their variables.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+BIG = 100_000        # cost of a compute op / a G_s tensor: any term containing one is not clean
+CLEAN_COST = 1
+
+# ----------------------------------------------------------------------------- s-expressions
+
+_SEXPR_TOKEN = re.compile(r'\s*(?:(\()|(\))|("(?:[^"\\]|\\.)*")|([^\s()"]+))')
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+
+
+def parse_sexpr(text: str):
+    """Parse one s-expression: lists become tuples, "strings" str, numbers int/float, else Var."""
+    pos, stack, out = 0, [[]], None
+    text = text.strip()
+    while pos < len(text):
+        m = _SEXPR_TOKEN.match(text, pos)
+        if not m or m.end() == pos:
+            raise ValueError(f"bad s-expression near {text[pos:pos+20]!r}")
+        lp, rp, string, atom = m.groups()
+        pos = m.end()
+        if lp:
+            stack.append([])
+        elif rp:
+            done = tuple(stack.pop())
+            stack[-1].append(done)
+        elif string is not None:
+            stack[-1].append(string[1:-1].replace('\\"', '"'))
+        else:
+            stack[-1].append(_atom(atom))
+    if len(stack) != 1 or len(stack[0]) != 1:
+        raise ValueError(f"unbalanced s-expression {text!r}")
+    out = stack[0][0]
+    return out
+
+
+def _atom(tok: str):
+    if re.fullmatch(r"-?\d+", tok):
+        return int(tok)
+    if re.fullmatch(r"-?\d+\.\d*(e-?\d+)?", tok):
+        return float(tok)
+    return Var(tok)
+
+
+def to_sexpr(x) -> str:
+    if isinstance(x, tuple):
+        return "(" + " ".join(to_sexpr(a) for a in x) + ")"
+    if isinstance(x, str):
+        return '"' + x.replace('"', '\\"') + '"'
+    if isinstance(x, Var):
+        return x.name
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    return str(x)
+
+
+def str_lit(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# ----------------------------------------------------------------------------- constructors
+
+@dataclass(frozen=True)
+class Constructor:
+    name: str
+    signature: str                 # egglog argument sorts, e.g. "T i64"
+    sort: str                      # result sort
+    cost: int
+    clean: bool
+    meaning: Callable              # torch semantics over evaluated arguments
+
+
+def _unary(op: str, x):
+    return UNARY_OPS[op](x)
+
+
+def _scalar(op: str, x, c: str):
+    return SCALAR_OPS[op](x, float(c))
+
+
+def _binary(op: str, a, b):
+    return BINARY_OPS[op](a, b)
+
+
+def _slice(x, dim, start, end):
+    return x.narrow(dim, start, end - start)
+
+
+def _view(x, shape):
+    return x.reshape(tuple(shape))
+
+
+def _expand(x, shape):
+    return x.expand(tuple(shape))
+
+
+def _reduce(op: str, x, dims, keepdim):
+    dims = list(dims)
+    if op == "sum":
+        return x.sum(dim=dims, keepdim=bool(keepdim))
+    if op == "mean":
+        return x.mean(dim=dims, keepdim=bool(keepdim))
+    if op == "amax":
+        return x.amax(dim=dims, keepdim=bool(keepdim))
+    raise KeyError(op)
+
+
+def _stack_sum(parts):
+    if not parts:
+        raise ValueError("sum over no ranks")
+    out = parts[0]
+    for p in parts[1:]:
+        out = out + p
+    return out
+
+
+def _stack_max(parts):
+    out = parts[0]
+    for p in parts[1:]:
+        out = torch.maximum(out, p)
+    return out
+
+
+UNARY_OPS: dict[str, Callable] = {
+    "gelu": lambda x: torch.nn.functional.gelu(x),
+    "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    "relu": torch.relu,
+    "silu": torch.nn.functional.silu,
+    "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh,
+    "exp": torch.exp,
+    "log": torch.log,
+    "neg": torch.neg,
+    "abs": torch.abs,
+    "sqrt": torch.sqrt,
+    "rsqrt": torch.rsqrt,
+    "erf": torch.erf,
+    "reciprocal": torch.reciprocal,
+    "square": torch.square,
+    "logical_not": torch.logical_not,
+}
+
+# x op c for a scalar constant c (stored as text so that -inf and 1e-05 survive exactly)
+SCALAR_OPS: dict[str, Callable] = {
+    "add": lambda x, c: x + c,
+    "sub": lambda x, c: x - c,
+    "rsub": lambda x, c: c - x,
+    "mul": lambda x, c: x * c,
+    "div": lambda x, c: x / c,
+    "pow": lambda x, c: x ** c,
+    "eq": lambda x, c: x == c,
+    "ne": lambda x, c: x != c,
+    "lt": lambda x, c: x < c,
+    "le": lambda x, c: x <= c,
+    "gt": lambda x, c: x > c,
+    "ge": lambda x, c: x >= c,
+}
+
+BINARY_OPS: dict[str, Callable] = {
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": torch.div,
+    "maximum": torch.maximum,
+    "minimum": torch.minimum,
+    "pow": torch.pow,
+    "eq": torch.eq,
+    "lt": torch.lt,
+    "gt": torch.gt,
+    "bitwise_or": torch.bitwise_or,
+    "bitwise_and": torch.bitwise_and,
+    "logical_or": torch.logical_or,
+    "logical_and": torch.logical_and,
+}
+
+# Elementwise ops that commute with a sum over ranks in their first argument when the other is
+# not summed (linearity): (sum_r x_r) * c = sum_r (x_r * c).
+LINEAR_SCALAR_OPS = ("mul", "div")
+
+
+def _c(name, signature, sort, cost, clean, meaning):
+    return Constructor(name, signature, sort, cost, clean, meaning)
+
+
+CONSTRUCTORS: list[Constructor] = [
+    # sizes
+    _c("DLit", "i64", "Dim", 0, True, lambda n: n),
+    _c("DSym", "String", "Dim", 0, True, None),
+    # lists: tensors (concat parts, ranks of a sum), ints (dims), sizes (shapes)
+    _c("Nil", "", "TList", 0, True, lambda: []),
+    _c("Cons", "T TList", "TList", 0, True, lambda a, r: [a] + r),
+    _c("INil", "", "IList", 0, True, lambda: []),
+    _c("ICons", "i64 IList", "IList", 0, True, lambda a, r: [a] + r),
+    _c("DNil", "", "DList", 0, True, lambda: []),
+    _c("DCons", "Dim DList", "DList", 0, True, lambda a, r: [a] + r),
+    # leaves
+    _c("Gd", "String", "T", 1, True, None),           # a tensor of the distributed program
+    _c("Gs", "String", "T", BIG * 10, False, None),   # a tensor of the sequential program
+    # clean: data movement and reductions over ranks
+    _c("concat", "TList i64", "T", CLEAN_COST, True, lambda parts, d: torch.cat(parts, d)),
+    _c("rsum", "TList", "T", CLEAN_COST, True, _stack_sum),
+    _c("rmax", "TList", "T", CLEAN_COST, True, _stack_max),
+    _c("slice", "T i64 Dim Dim", "T", CLEAN_COST, True, _slice),
+    _c("transpose", "T i64 i64", "T", CLEAN_COST, True, lambda x, a, b: x.transpose(a, b)),
+    _c("permute", "T IList", "T", CLEAN_COST, True, lambda x, dims: x.permute(*dims)),
+    _c("view", "T DList", "T", CLEAN_COST, True, _view),
+    _c("expand", "T DList", "T", CLEAN_COST, True, _expand),
+    # compute
+    _c("unary", "String T", "T", BIG, False, _unary),
+    _c("scalar", "String T String", "T", BIG, False, _scalar),
+    _c("binary", "String T T", "T", BIG, False, _binary),
+    _c("mm", "T T", "T", BIG, False, torch.mm),
+    _c("bmm", "T T", "T", BIG, False, torch.bmm),
+    _c("reduce", "String T IList i64", "T", BIG, False, _reduce),
+    _c("softmax", "T i64", "T", BIG, False, lambda x, d: torch.softmax(x, d)),
+    _c("opaque", "String TList", "T", BIG, False, None),   # an op with no lemmas: congruence only
+]
+
+BY_NAME = {c.name: c for c in CONSTRUCTORS}
+
+# egglog primitives usable in lemma guards and right-hand sides, with their Python meaning.
+PRIMITIVES: dict[str, Callable] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "=": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+
+# ----------------------------------------------------------------------------- helper functions
+# List-walking helpers (map an op over concat parts, zip two lists, ...) are constructors too:
+# they are dirty (cost BIG) until rewritten away, so an unfinished walk is never extracted.
+
+HELPERS: list[Constructor] = [
+    _c("map_unary", "String TList", "TList", BIG, False, lambda op, l: [_unary(op, x) for x in l]),
+    _c("map_scalar", "String TList String", "TList", BIG, False, lambda op, l, c: [_scalar(op, x, c) for x in l]),
+    _c("map_binary_l", "String TList T", "TList", BIG, False, lambda op, l, y: [_binary(op, x, y) for x in l]),
+    _c("map_binary_r", "String T TList", "TList", BIG, False, lambda op, y, l: [_binary(op, y, x) for x in l]),
+    _c("zip_binary", "String TList TList i64 i64", "TList", BIG, False,
+       lambda op, l1, l2, d1, d2: [_binary(op, a, b) for a, b in _zip_aligned(l1, l2, d1, d2)]),
+    _c("lsum", "TList i64", "Dim", BIG, False, lambda l, d: sum(int(x.shape[d]) for x in l)),
+    _c("map_mm_l", "TList T", "TList", BIG, False, lambda l, w: [torch.mm(x, w) for x in l]),
+    _c("map_mm_r", "T TList", "TList", BIG, False, lambda x, l: [torch.mm(x, w) for w in l]),
+    _c("zip_mm", "TList TList", "TList", BIG, False, lambda l1, l2: [torch.mm(a, b) for a, b in _zip_exact(l1, l2)]),
+    _c("map_transpose", "TList i64 i64", "TList", BIG, False, lambda l, a, b: [x.transpose(a, b) for x in l]),
+    _c("map_softmax", "TList i64", "TList", BIG, False, lambda l, d: [torch.softmax(x, d) for x in l]),
+]
+CONSTRUCTORS += HELPERS
+BY_NAME = {c.name: c for c in CONSTRUCTORS}
+
+
+def _zip_aligned(l1, l2, d1, d2):
+    """Pairs of concat parts that line up along the concat axis (dim d1 of l1, d2 of l2)."""
+    for a, b in _zip_exact(l1, l2):
+        if a.shape[d1] != b.shape[d2]:
+            raise ValueError("concat parts do not line up")
+    return zip(l1, l2)
+
+
+def _zip_exact(l1, l2):
+    if len(l1) != len(l2):
+        raise ValueError("lists of different lengths")
+    return zip(l1, l2)
+
+
+# Functions (not constructors) and relations the engine maintains.
+FUNCTIONS_TEXT = """
+(function dim (T i64) Dim :merge old)
+(function ndim (T) i64 :merge old)
+(relation clean (T))
+(relation cleanl (TList))
+"""
+
+
+def declarations() -> str:
+    """egglog text declaring every sort and constructor."""
+    sorts = {}
+    for c in CONSTRUCTORS:
+        sorts.setdefault(c.sort, []).append(c)
+    lines = ["(sort T)", "(sort TList)", "(sort IList)", "(sort DList)", "(sort Dim)",
+             "(ruleset lemmas)", "(ruleset shapes)", "(ruleset cleanliness)"]
+    for c in CONSTRUCTORS:
+        lines.append(f"(constructor {c.name} ({c.signature}) {c.sort} :cost {c.cost})")
+    lines.append(FUNCTIONS_TEXT)
+    # clean: G_d leaves, and clean ops whose tensor children are clean
+    lines.append("(rule ((= x (Gd n))) ((clean x)) :ruleset cleanliness)")
+    lines.append("(rule ((= l (Nil))) ((cleanl l)) :ruleset cleanliness)")
+    lines.append("(rule ((= l (Cons a r)) (clean a) (cleanl r)) ((cleanl l)) :ruleset cleanliness)")
+    for c in CONSTRUCTORS:
+        if c.sort != "T" or not c.clean or c.name == "Gd":
+            continue
+        sig = c.signature.split()
+        args = [f"a{i}" for i in range(len(sig))]
+        conds = [f"(clean a{i})" for i, s in enumerate(sig) if s == "T"]
+        conds += [f"(cleanl a{i})" for i, s in enumerate(sig) if s == "TList"]
+        lines.append(f"(rule ((= x ({c.name} {' '.join(args)})) {' '.join(conds)}) ((clean x)) :ruleset cleanliness)")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+class EvalError(Exception):
+    """A term that cannot be evaluated (undefined: lists of different lengths, bad shapes...)."""
+
+
+def evaluate(expr, env: dict):
+    """Compute a parsed s-expression with torch.  ``env`` maps variable names to values.
+
+    ``(dim x i)`` is ``x.shape[i]``; ``(ndim x)`` is ``x.dim()``; lists are Python lists.
+    """
+    if isinstance(expr, Var):
+        if expr.name in ("true", "false"):
+            return expr.name == "true"
+        try:
+            return env[expr.name]
+        except KeyError:
+            raise EvalError(f"unbound variable {expr.name}") from None
+    if not isinstance(expr, tuple):
+        return expr
+    head, *args = expr
+    name = head.name if isinstance(head, Var) else head
+    vals = [evaluate(a, env) for a in args]
+    try:
+        if name == "dim":
+            return int(vals[0].shape[vals[1]])
+        if name == "ndim":
+            return vals[0].dim()
+        if name in PRIMITIVES:
+            return PRIMITIVES[name](*vals)
+        c = BY_NAME.get(name)
+        if c is None or c.meaning is None:
+            raise EvalError(f"no meaning for {name}")
+        return c.meaning(*vals)
+    except EvalError:
+        raise
+    except (RuntimeError, ValueError, IndexError, TypeError) as e:
+        raise EvalError(f"{name}: {e}") from None
+
+
+def allclose(a, b, rtol=1e-6, atol=1e-8) -> bool:
+    if isinstance(a, list) or isinstance(b, list):
+        return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and all(
+            allclose(x, y, rtol, atol) for x, y in zip(a, b))
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.shape != b.shape:
+            return False
+        if a.dtype == torch.bool or b.dtype == torch.bool:
+            return bool(torch.equal(a, b))
+        return bool(torch.allclose(a.double(), b.double(), rtol=rtol, atol=atol, equal_nan=True))
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=rtol, abs_tol=atol)
+    return a == b

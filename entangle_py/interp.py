@@ -1009,12 +1009,14 @@ def distribute(value: torch.Tensor, relation: S.Relation, name: str, bundle_dist
 
 
 def distribute_inputs(seq_inputs: dict[str, Any], spec: S.Spec, bundle_dist: G.Bundle,
-                      generator: torch.Generator | None = None, *, default_replicate: bool = True) -> list[dict[str, Any]]:
+                      generator: torch.Generator | None = None, *, default_replicate: bool = True,
+                      float_dtype: torch.dtype | None = None) -> list[dict[str, Any]]:
     """Every rank's inputs built from the sequential inputs through ``spec.inputs``.
 
     An input without a relation is replicated (if ``default_replicate`` and the shapes allow it).
-    Rank inputs that no relation mentions are filled with random tensors.  Explicit terms may name
-    any rank tensors.
+    SymInt inputs are left out (``run_bundle`` derives them from the shapes: a sharded dim's local
+    size is not the sequential one).  Rank inputs that no relation mentions are filled with random
+    tensors (floats in ``float_dtype`` if given).  Explicit terms may name any rank tensors.
     """
     W = bundle_dist.world_size
     per_rank: list[dict] = [dict() for _ in range(W)]
@@ -1028,7 +1030,9 @@ def distribute_inputs(seq_inputs: dict[str, Any], spec: S.Spec, bundle_dist: G.B
                              tuple(S.Replicate(n) for n in spec.mesh.names))
         if not isinstance(value, torch.Tensor):
             for r in range(W):
-                if _has_input(bundle_dist.rank(r), name):
+                g = bundle_dist.rank(r)
+                n = g.input_node(name) or (g.node(name) if g.has(name) else None)
+                if n is not None and n.is_placeholder and not isinstance(n.val, G.SymIntMeta):
                     per_rank[r][name] = value
             continue
         if rel.term is not None:
@@ -1048,7 +1052,10 @@ def distribute_inputs(seq_inputs: dict[str, Any], spec: S.Spec, bundle_dist: G.B
                 continue
             n = g.node(p.node)
             if isinstance(n.val, G.TensorMeta) and all(isinstance(d, int) for d in n.val.shape):
-                per_rank[r][p.name] = random_tensor(n.val.shape, _dtype(n.val.dtype), generator)
+                dt = _dtype(n.val.dtype)
+                if float_dtype is not None and dt.is_floating_point:
+                    dt = float_dtype
+                per_rank[r][p.name] = random_tensor(n.val.shape, dt, generator)
             elif isinstance(n.val, G.TensorMeta):
                 raise InterpError(f"rank {r} input {p.name!r} has no relation to the sequential inputs and a "
                                   f"symbolic shape; cannot fill it")

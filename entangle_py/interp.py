@@ -28,6 +28,7 @@ import sympy
 import torch
 
 from . import graph as G
+from . import symbolic
 from . import spec as S
 from .errors import InputError
 
@@ -99,10 +100,6 @@ def _torch_const(c: G.TorchConst, float_dtype):
     if c.kind == "dtype" and float_dtype is not None and obj.is_floating_point:
         return float_dtype
     return obj
-
-
-def _bind_map(binding: dict[str, int]) -> dict:
-    return {G.symbolic.make_symbol(k): sympy.Integer(v) for k, v in binding.items()}
 
 
 def eval_size(expr, binding: dict[str, int], where: str = "") -> int:

@@ -224,10 +224,15 @@ def encode_arg(v):
         return {"ref": v.name}
     if isinstance(v, TorchConst):
         return {v.kind: v.value}
-    if v is None or isinstance(v, (bool, int, str)):
-        return v
+    # coerce subclasses (TorchVersion is a str, SymInt-derived ints...) to the plain type
+    if v is None or isinstance(v, bool):
+        return None if v is None else bool(v)
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, str):
+        return str(v)
     if isinstance(v, float):
-        return _enc_scalar_float(v)
+        return _enc_scalar_float(float(v))
     if isinstance(v, (list, tuple)):
         return [encode_arg(x) for x in v]
     if isinstance(v, sympy.Basic):
@@ -259,7 +264,7 @@ def encode_bundle(b: Bundle) -> dict:
         "version": FORMAT_VERSION,
         "kind": b.kind,
         "world_size": b.world_size,
-        "meta": dict(b.meta),
+        "meta": {str(k): str(v) for k, v in b.meta.items()},
         "ranks": [_encode_rank(g) for g in b.ranks],
     }
 

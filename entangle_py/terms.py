@@ -269,6 +269,10 @@ HELPERS: list[Constructor] = [
     _c("zip_mm", "TList TList", "TList", BIG, False, lambda l1, l2: [torch.mm(a, b) for a, b in _zip_exact(l1, l2)]),
     _c("map_transpose", "TList i64 i64", "TList", BIG, False, lambda l, a, b: [x.transpose(a, b) for x in l]),
     _c("map_softmax", "TList i64", "TList", BIG, False, lambda l, d: [torch.softmax(x, d) for x in l]),
+    _c("map_view", "TList DList", "TList", BIG, False, lambda l, s: [x.reshape(tuple(s)) for x in l]),
+    _c("map_view_last", "TList DList", "TList", BIG, False,
+       lambda l, s: [x.reshape(tuple(s[:-1]) + (x.shape[-1],)) for x in l]),
+    _c("dset_last", "DList Dim", "DList", BIG, False, lambda s, v: list(s[:-1]) + [v]),
 ]
 CONSTRUCTORS += HELPERS
 BY_NAME = {c.name: c for c in CONSTRUCTORS}
@@ -292,6 +296,9 @@ def _zip_exact(l1, l2):
 FUNCTIONS_TEXT = """
 (function dim (T i64) Dim :merge old)
 (function ndim (T) i64 :merge old)
+(function dlen (DList) i64 :merge old)
+(function dat (DList i64) Dim :merge old)
+(function dlast (DList) Dim :merge old)
 (relation clean (T))
 (relation cleanl (TList))
 """
@@ -350,6 +357,10 @@ def evaluate(expr, env: dict):
             return int(vals[0].shape[vals[1]])
         if name == "ndim":
             return vals[0].dim()
+        if name == "dlen":
+            return len(vals[0])
+        if name == "dlast":
+            return vals[0][-1]
         if name in PRIMITIVES:
             return PRIMITIVES[name](*vals)
         c = BY_NAME.get(name)

@@ -112,3 +112,76 @@ LEMMAS = [
           when=("(= (dim x d) (DLit n))",), instances=_full_slice, rejects=_partial_slice),
     Lemma("concat-single", "(concat (Cons x (Nil)) d)", "x", instances=_single),
 ]
+
+
+# ----------------------------------------------------------------------------- view / reshape
+
+def _view_last_instance(rng, ok=True):
+    """A concat along the last dim, viewed so that only the leading dims change."""
+    lead = [rng.randint(1, 3) for _ in range(rng.randint(1, 3))]
+    total = 1
+    for x in lead:
+        total *= x
+    l = [tensor(rng, *lead, n) for n in [rng.randint(1, 4) for _ in range(rng.randint(1, 6))]]
+    n = sum(p.shape[-1] for p in l)
+    new_lead = [total] if len(lead) > 1 else [1, total]
+    s = new_lead + [n if ok else n + 1]
+    return {"l": l, "d": len(lead), "s": s, "k": len(s)}
+
+
+@repeat(6)
+def _view_last(rng):
+    return _view_last_instance(rng)
+
+
+@repeat(3)
+def _view_last_bad(rng):
+    inst = _view_last_instance(rng)
+    inst["d"] = 0   # concat along a leading dim: the condition must reject it
+    return inst
+
+
+@repeat(4)
+def _map_view_last(rng):
+    l = [tensor(rng, 2, 3, n) for n in (2, 4)]
+    return {"x": l[0], "r": l[1:], "s": [6, 99], "n": 3, "v": 2}
+
+
+@repeat(4)
+def _view_rsum(rng):
+    shape = [rng.randint(1, 3) for _ in range(3)]
+    l = [tensor(rng, *shape) for _ in range(rng.randint(1, 8))]
+    return {"l": l, "s": [shape[0] * shape[1], shape[2]]}
+
+
+@repeat(3)
+def _map_view(rng):
+    l = [tensor(rng, 2, 3) for _ in range(3)]
+    return {"x": l[0], "r": l[1:], "s": [3, 2]}
+
+
+@repeat(3)
+def _dlist(rng):
+    s = [rng.randint(1, 9) for _ in range(rng.randint(2, 4))]
+    return {"x": s[0], "y": s[1], "r": s[2:], "v": 7}
+
+
+LEMMAS += [
+    # reshaping only the dims before a concat along the last dim keeps the concat
+    Lemma("view-concat-last", "(view (concat l d) s)", "(concat (map_view_last l s) (- k 1))",
+          when=("(= d (- (ndim (concat l d)) 1))", "(= (dlast s) (dim (concat l d) d))", "(= k (dlen s))"),
+          instances=_view_last, rejects=_view_last_bad),
+    Lemma("map-view-last-nil", "(map_view_last (Nil) s)", "(Nil)", instances=lambda rng: [{"s": [1, 2]}]),
+    Lemma("map-view-last-cons", "(map_view_last (Cons x r) s)",
+          "(Cons (view x (dset_last s v)) (map_view_last r s))",
+          when=("(= n (ndim x))", "(= v (dim x (- n 1)))"), instances=_map_view_last,
+          rejects=lambda rng: [{"x": tensor(rng, 2, 3), "r": [], "s": [6], "n": 3, "v": 3}]),
+    # a view is linear: it commutes with a sum over ranks
+    Lemma("view-rsum", "(view (rsum l) s)", "(rsum (map_view l s))", instances=_view_rsum),
+    Lemma("map-view-nil", "(map_view (Nil) s)", "(Nil)", instances=lambda rng: [{"s": [1]}]),
+    Lemma("map-view-cons", "(map_view (Cons x r) s)", "(Cons (view x s) (map_view r s))", instances=_map_view),
+    # shape-list helpers
+    Lemma("dset-last-one", "(dset_last (DCons x (DNil)) v)", "(DCons v (DNil))", instances=lambda rng: [{"x": 3, "v": 5}]),
+    Lemma("dset-last-more", "(dset_last (DCons x (DCons y r)) v)", "(DCons x (dset_last (DCons y r) v))",
+          instances=_dlist),
+]

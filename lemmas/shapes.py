@@ -83,3 +83,23 @@ RULES = [
         check_terms=_transpose_terms),
 ]
 RULES[0] = Rule(RULES[0].name, RULES[0].text, check_terms=_elementwise_terms)
+
+
+@repeat(2)
+def _view_terms(rng):
+    return ("(view x (DCons (DLit 6) (DCons (DLit 4) (DNil))))", {"x": tensor(rng, 2, 3, 4)})
+
+
+RULES += [
+    Rule("dlen", (
+        "(rule ((= l (DCons a (DNil)))) ((set (dlast l) a)) :ruleset shapes)\n"
+        "(rule ((= l (DCons a r)) (= v (dlast r))) ((set (dlast l) v)) :ruleset shapes)\n"
+        "(rule ((= l (DNil))) ((set (dlen l) 0)) :ruleset shapes)\n"
+        "(rule ((= l (DCons x r)) (= n (dlen r))) ((set (dlen l) (+ n 1))) :ruleset shapes)")),
+    Rule("shape-view", (
+        "(rule ((= y (view x s)) (= n (dlen s))) ((set (ndim y) n)) :ruleset shapes)\n"
+        "(rule ((= l (DCons a r))) ((set (dat l 0) a)) :ruleset shapes)\n"
+        "(rule ((= l (DCons a r)) (= v (dat r i))) ((set (dat l (+ i 1)) v)) :ruleset shapes)\n"
+        "(rule ((= y (view x s)) (= v (dat s i))) ((set (dim y i) v)) :ruleset shapes)"),
+        check_terms=_view_terms),
+]

@@ -1,0 +1,501 @@
+"""The operator-by-operator refinement loop (Entangle §3-4) and ``entangle check``.
+
+R starts as the input relation.  For each G_s operator in topological order its term over the
+already-related inputs is added to the e-graph, the lemmas run until its e-class holds a clean
+term (only G_d tensors, data movement and reductions over ranks) or a limit is hit, and the best
+term is extracted.  No clean term: refinement fails at that operator.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from . import graph as G
+from . import lower as L
+from . import spec as S
+from .engine import Engine, Limits
+from .errors import InputError
+from .lemma import load_library
+from .terms import BIG, Var, str_lit
+
+
+class CheckInputError(InputError):
+    pass
+
+
+@dataclass
+class OpFailure:
+    node: str
+    target: str
+    source: str | None
+    inputs: dict            # input name -> relation text
+    best: str               # best (non-clean) term found
+    considered: list        # G_d tensors in the e-graph near the failure
+    reason: str             # 'no clean term' | limit text
+
+
+@dataclass
+class Result:
+    status: str                                  # 'refines' | 'fails' | 'unknown'
+    relations: dict = field(default_factory=dict)   # checked output -> clean term text
+    failure: OpFailure | None = None
+    expectations: list = field(default_factory=list)  # (output, required, found, ok)
+    inferred_inputs: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+    ops_checked: int = 0
+    collectives: list = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return {"refines": 0, "fails": 1, "unknown": 3}[self.status]
+
+
+# ----------------------------------------------------------------------------- names
+
+class Names:
+    """Stable names <-> nodes for one rank graph: port names first, then node names."""
+
+    def __init__(self, g: G.RankGraph):
+        self.g = g
+        self.by_port = {p.name: p.node for p in g.inputs}
+        self.by_port.update({p.name: p.node for p in g.outputs})
+        self.display = {}
+        for p in g.outputs + g.inputs:
+            self.display.setdefault(p.node, p.name)
+
+    def node(self, name: str) -> str | None:
+        if name in self.by_port:
+            return self.by_port[name]
+        return name if self.g.has(name) else None
+
+    def show(self, node: str) -> str:
+        return self.display.get(node, node)
+
+
+def gd_leaf(rank: int, node: str) -> str:
+    return f"(Gd {str_lit(f'r{rank}.{node}')})"
+
+
+# ----------------------------------------------------------------------------- the checker
+
+class Checker:
+    def __init__(self, seq: G.Bundle, dist: G.Bundle, spec: S.Spec, limits: Limits | None = None,
+                 lemma_files=(), progress=None, log=None):
+        if seq.world_size != 1:
+            raise CheckInputError(f"the sequential bundle has {seq.world_size} ranks; expected 1")
+        self.seq, self.dist, self.spec = seq.ranks[0], dist, spec
+        self.limits = limits or Limits()
+        self.progress = progress
+        self.log = log or (lambda msg: None)
+        self.seq_names = Names(self.seq)
+        self.dist_names = [Names(g) for g in dist.ranks]
+        self.lib = load_library(lemma_files)
+        self.engine = Engine(self.lib)
+        self.svar: dict[str, str] = {}        # G_s node (or node#i) -> egglog expression
+        self.dvar: list[dict[str, str]] = [dict() for _ in dist.ranks]
+        self._n = 0
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _fresh(self) -> str:
+        self._n += 1
+        return f"$v{self._n}"
+
+    def _set_shape(self, var: str, val):
+        if not isinstance(val, G.TensorMeta):
+            return
+        self.engine.add(f"(set (ndim {var}) {len(val.shape)})")
+        for i, s in enumerate(val.shape):
+            self.engine.add(f"(set (dim {var} {i}) {L.dim_term(s)})")
+
+    def _term_of(self, t: S.Term, where: str) -> str:
+        """egglog text of a spec term over G_d tensors."""
+        if isinstance(t, S.Leaf):
+            if not 0 <= t.rank < self.dist.world_size:
+                raise CheckInputError(f"{where}: rank {t.rank} does not exist (world size {self.dist.world_size})")
+            node = self.dist_names[t.rank].node(t.name)
+            if node is None:
+                raise CheckInputError(f"{where}: rank {t.rank} has no tensor named {t.name!r}")
+            return self.dvar[t.rank].get(node) or gd_leaf(t.rank, node)
+        args = [self._term_of(a, where) for a in t.args]
+        if t.op in ("sum", "max"):
+            return f"({'rsum' if t.op == 'sum' else 'rmax'} {_list(args)})"
+        if t.op == "concat":
+            return f"(concat {_list(args)} {t.attr('dim', 0)})"
+        raise CheckInputError(f"{where}: operator {t.op!r} is not supported in input relations yet")
+
+    # -- G_d -------------------------------------------------------------------------------
+    def insert_dist(self):
+        """Every G_d node: a leaf, unioned with its lowered definition (collectives across ranks)."""
+        pending_coll = []   # (rank, node, Collective)
+        for r, g in enumerate(self.dist.ranks):
+            low = L.Lowerer(g, lambda name, r=r: self.dvar[r][name])
+            for n in g.nodes:
+                if n.is_placeholder:
+                    if isinstance(n.val, G.TensorMeta):
+                        self._dist_leaf(r, n.name, n.val)
+                    continue
+                res = low.lower(n)
+                self._bind_dist(r, n, res, pending_coll)
+        self._lower_collectives(pending_coll)
+
+    def _dist_leaf(self, r, name, val):
+        v = gd_leaf(r, name)
+        self.dvar[r][name] = v
+        self._set_shape(v, val)
+        return v
+
+    def _bind_dist(self, r, n, res, pending_coll):
+        if isinstance(res, L.NotTensor):
+            return
+        if isinstance(res, L.NoSemantics):
+            self.no_semantics.setdefault(res.op, []).append((r, n))
+            self._dist_leaf(r, n.name, n.val) if isinstance(n.val, G.TensorMeta) else None
+            return
+        if isinstance(res, L.Identity):
+            if res.ref in self.dvar[r]:
+                self.dvar[r][n.name] = self.dvar[r][res.ref]
+            return
+        if isinstance(res, L.TupleTerms):
+            for i, item in enumerate(res.items):
+                if item is None or not isinstance(n.val[i], G.TensorMeta):
+                    continue
+                key = f"{n.name}#{i}"
+                v = self._dist_leaf(r, key, n.val[i])
+                if isinstance(item, L.Term):
+                    self.engine.add(f"(union {v} {item.text})")
+            return
+        if isinstance(res, L.Collective):
+            v = self._dist_leaf(r, n.name, n.val)
+            pending_coll.append((r, n, res))
+            return
+        v = self._dist_leaf(r, n.name, n.val)
+        self.engine.add(f"(union {v} {res.text})")
+
+    def _lower_collectives(self, pending):
+        """Match each rank's collectives with its peers' (same group members, same order)."""
+        by_group: dict[tuple, dict[int, list]] = {}
+        for r, n, c in pending:
+            members = tuple(self.dist.ranks[r].groups.get(c.group, ()))
+            if not members:
+                raise CheckInputError(f"rank {r} node {n.name}: collective on group {c.group!r}, "
+                                      f"which is not in the rank's process-group table")
+            by_group.setdefault(members, {}).setdefault(r, []).append((n, c))
+        for members, per_rank in by_group.items():
+            counts = {r: len(per_rank.get(r, [])) for r in members}
+            if len(set(counts.values())) != 1:
+                raise CheckInputError(
+                    f"collective sequences differ on group {list(members)}: " +
+                    ", ".join(f"rank {r} issues {k}" for r, k in counts.items()))
+            for k in range(counts[members[0]]):
+                ops = {r: per_rank[r][k] for r in members}
+                kinds = {(c.kind, c.reduce) for _, c in ops.values()}
+                if len(kinds) != 1:
+                    desc = ", ".join(f"rank {r}: {n.name} ({c.kind})" for r, (n, c) in ops.items())
+                    raise CheckInputError(f"collective #{k + 1} on group {list(members)} does not match: {desc}")
+                self._lower_collective(members, ops)
+                self.collectives.append((list(members), next(iter(kinds))[0],
+                                         {r: n.name for r, (n, _) in ops.items()}))
+
+    def _lower_collective(self, members, ops):
+        inputs = [self.dvar[r][ops[r][1].input] for r in members]
+        kind, red = ops[members[0]][1].kind, ops[members[0]][1].reduce
+        for idx, r in enumerate(members):
+            n, c = ops[r]
+            out = self.dvar[r][n.name]
+            if kind == "all_reduce":
+                if red not in ("sum", "max"):
+                    self.no_semantics.setdefault(f"all_reduce({red})", []).append((r, n))
+                    continue
+                self.engine.add(f"(union {out} ({'rsum' if red == 'sum' else 'rmax'} {_list(inputs)}))")
+            elif kind == "all_gather":
+                self.engine.add(f"(union {out} (concat {_list(inputs)} 0))")
+            elif kind == "reduce_scatter":
+                size = n.val.shape[0]
+                if red != "sum" or not isinstance(size, int):
+                    self.no_semantics.setdefault(f"reduce_scatter({red})", []).append((r, n))
+                    continue
+                self.engine.add(f"(union {out} (slice (rsum {_list(inputs)}) 0 (DLit {idx * size}) (DLit {(idx + 1) * size})))")
+            elif kind == "broadcast":
+                src = c.params[0]
+                self.engine.add(f"(union {out} {self.dvar[src][ops[src][1].input]})")
+            elif kind == "all_to_all":
+                self.no_semantics.setdefault("all_to_all_single", []).append((r, n))
+
+    # -- input relation --------------------------------------------------------------------
+    def input_relations(self) -> dict:
+        """Spec relations for G_s inputs, with missing ones inferred from shapes."""
+        rels = {}
+        ports = {p.name: p.node for p in self.seq.inputs}
+        for name in list(self.spec.inputs) + list(self.spec.cut):
+            if self.seq_names.node(name) is None:
+                raise CheckInputError(f"spec names {name!r}, which the sequential graph does not have "
+                                      f"(inputs: {', '.join(sorted(ports)[:8])}...)")
+        inferred = {}
+        for pname, node in ports.items():
+            val = self.seq.node(node).val
+            if pname in self.spec.inputs or node in self.spec.inputs:
+                rels[pname] = self.spec.inputs.get(pname) or self.spec.inputs[node]
+                continue
+            if not isinstance(val, G.TensorMeta):
+                continue
+            rel = self._infer_placement(pname, val)
+            rels[pname] = rel
+            inferred[pname] = rel
+        self.inferred = inferred
+        return rels
+
+    def _infer_placement(self, pname: str, val: G.TensorMeta) -> S.Relation:
+        W = self.dist.world_size
+        shapes = []
+        for r, names in enumerate(self.dist_names):
+            node = names.node(pname)
+            dv = self.dist.ranks[r].node(node).val if node else None
+            if not isinstance(dv, G.TensorMeta):
+                raise CheckInputError(f"input {pname!r}: rank {r} has no such tensor input; add it to [inputs] in the spec")
+            shapes.append(tuple(dv.shape))
+        seq_shape = tuple(val.shape)
+        if all(s == seq_shape for s in shapes):
+            return S.Relation(placements=(S.Replicate(),))
+        if all(len(s) == len(seq_shape) for s in shapes):
+            diff = [d for d in range(len(seq_shape)) if any(s[d] != seq_shape[d] for s in shapes)]
+            if len(diff) == 1 and sum(s[diff[0]] for s in shapes) == seq_shape[diff[0]] and W > 1:
+                return S.Relation(placements=(S.Shard(diff[0]),))
+        raise CheckInputError(
+            f"cannot infer how the ranks hold input {pname!r} (sequential shape {list(seq_shape)}, "
+            f"rank shapes {[list(s) for s in shapes]}); add it to [inputs] in the spec, e.g. "
+            f"\"{pname}\" = \"shard(0)\" or \"partial\"")
+
+    def insert_inputs(self, rels: dict):
+        for pname, rel in rels.items():
+            node = self.seq_names.node(pname)
+            v = self._fresh()
+            self.engine.add(f"(let {v} (Gs {str_lit(pname)}))")
+            self._set_shape(v, self.seq.node(node).val)
+            self.svar[node] = v
+            for t in S.relation_terms(rel, pname, self.dist.world_size, self.spec.mesh):
+                self.engine.add(f"(union {v} {self._term_of(t, f'input {pname!r}')})")
+
+    # -- main loop -------------------------------------------------------------------------
+    def run(self) -> Result:
+        res = Result("refines")
+        self.no_semantics: dict[str, list] = {}
+        self.collectives: list = []
+        t0 = time.perf_counter()
+        self.insert_dist()
+        rels = self.input_relations()
+        res.inferred_inputs = {k: str(v) for k, v in self.inferred.items()}
+        self.insert_inputs(rels)
+        self._check_semantics(self.seq, "sequential")
+        res.collectives = self.collectives
+        if self.no_semantics:
+            op, where = next(iter(self.no_semantics.items()))
+            r, n = where[0]
+            raise CheckInputError(f"no semantics for {op} ({len(where)} nodes, first at "
+                                  f"{n.source or f'rank {r} node {n.name}'})")
+        self.engine.flush()
+        res.timings["insert"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        low = L.Lowerer(self.seq, lambda name: self.svar[name])
+        ops = [n for n in self.seq.nodes if not n.is_placeholder]
+        needed = self._needed_nodes()
+        for i, n in enumerate(ops):
+            if self.progress:
+                self.progress(i, len(ops), n.name)
+            if n.name not in needed or n.name in self.svar:
+                continue
+            out = self._relate(low, n)
+            if out is not None:
+                res.status = "fails" if out.reason == "no clean term" else "unknown"
+                res.failure = out
+                break
+            res.ops_checked += 1
+        res.timings["infer"] = time.perf_counter() - t1
+        if res.failure is None:
+            self._finish(res)
+        return res
+
+    def _needed_nodes(self) -> set:
+        """G_s nodes that checked outputs depend on (others are not verified)."""
+        check = self.spec.check
+        outs = [p for p in self.seq.outputs if check is None or p.name in check or p.node in check]
+        if check is not None:
+            known = {p.name for p in self.seq.outputs} | {p.node for p in self.seq.outputs}
+            unknown = [c for c in check if c not in known and not self.seq.has(c)]
+            if unknown:
+                raise CheckInputError(f"[outputs] check names {unknown[0]!r}, which is not an output of the sequential graph")
+            outs += [G.Port(c, c) for c in check if c not in known]
+        seen, stack = set(), [p.node for p in outs]
+        while stack:
+            name = stack.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            stack.extend(self.seq.node(name).refs())
+        self.checked_outputs = outs
+        return seen
+
+    def _check_semantics(self, g, label):
+        low = L.Lowerer(g, lambda name: "")
+        for n in g.nodes:
+            if n.is_placeholder:
+                continue
+            try:
+                res = low.lower(n)
+            except (KeyError, TypeError, IndexError):
+                continue
+            if isinstance(res, L.NoSemantics):
+                self.no_semantics.setdefault(res.op, []).append((0, n))
+
+    def _relate(self, low: L.Lowerer, n: G.Node) -> OpFailure | None:
+        res = low.lower(n)
+        if isinstance(res, L.NotTensor):
+            return None
+        if isinstance(res, L.Identity):
+            if res.ref in self.svar:
+                self.svar[n.name] = self.svar[res.ref]
+                if "#" in res.ref:          # an output of a multi-output op: relate it now
+                    return self._prove(n, self.svar[n.name])
+            return None
+        if isinstance(res, L.Collective):   # a collective in G_s runs on one rank: identity
+            self.svar[n.name] = self.svar[res.input]
+            return None
+        if isinstance(res, L.TupleTerms):
+            for i, item in enumerate(res.items):
+                if item is None:
+                    continue
+                v = self._fresh()
+                self.engine.add(f"(let {v} {item.text})")
+                self._set_shape(v, n.val[i])
+                self.svar[f"{n.name}#{i}"] = v
+            return None    # related lazily: by the getitem that uses an output
+        v = self._fresh()
+        self.engine.add(f"(let {v} {res.text})")
+        self._set_shape(v, n.val)
+        self.svar[n.name] = v
+        return self._prove(n, v)
+
+    def _prove(self, n: G.Node, v: str) -> OpFailure | None:
+        outcome = self.engine.prove_clean(v, self.limits)
+        if outcome.status == "clean":
+            return None
+        cost, best = self.engine.extract(v)
+        inputs = {}
+        for ref in dict.fromkeys(n.refs()):
+            if ref in self.svar:
+                c, t = self.engine.extract(self.svar[ref])
+                inputs[ref] = self.show_term(t) + ("" if c < BIG else "  (not clean)")
+        considered = sorted({self.show_term(l) for l in _leaves(best)})
+        reason = "no clean term" if outcome.status == "saturated" else f"limit: {outcome.limit}"
+        if outcome.status == "limit" and outcome.limit and "iterations" in outcome.limit and not self._grows():
+            reason = "no clean term"
+        return OpFailure(node=n.name, target=n.target, source=str(n.source) if n.source else None,
+                         inputs=inputs, best=self.show_term(best), considered=considered, reason=reason)
+
+    def _grows(self) -> bool:
+        before = self.engine.size()
+        self.engine.run1("(run-schedule (run lemmas))")
+        return self.engine.size() > before
+
+    def _finish(self, res: Result):
+        for p in self.checked_outputs:
+            node = p.node
+            if node not in self.svar:
+                continue
+            cost, t = self.engine.extract(self.svar[node])
+            res.relations[p.name] = self.show_term(t)
+        for name, rel in self.spec.expect.items():
+            port = next((p for p in self.seq.outputs if p.name == name or p.node == name), None)
+            node = port.node if port else (name if self.seq.has(name) else None)
+            if node is None or node not in self.svar:
+                raise CheckInputError(f"[expect] names {name!r}, which is not a checked output of the sequential graph")
+            found = res.relations.get(port.name if port else name, "?")
+            ok = True
+            for t in S.relation_terms(rel, port.name if port else name, self.dist.world_size, self.spec.mesh):
+                text = self._term_of(t, f"[expect] {name!r}")
+                tv = self._fresh()
+                self.engine.add(f"(let {tv} {text})")
+                if not self._prove_equal(self.svar[node], tv):
+                    ok = False
+            res.expectations.append((name, str(rel), found, ok))
+            if not ok and res.status == "refines":
+                res.status = "fails"
+
+    def _prove_equal(self, a: str, b: str) -> bool:
+        self.engine.settle()
+        for _ in range(self.limits.iterations):
+            if self.engine.equal(a, b):
+                return True
+            out = self.engine.run1("(run-schedule (run lemmas) (saturate (run shapes)))")
+            if out and not out[0].report.updated:
+                break
+        return self.engine.equal(a, b)
+
+    # -- display ---------------------------------------------------------------------------
+    def show_term(self, t) -> str:
+        if not isinstance(t, tuple):
+            return str(t)
+        head = t[0].name if isinstance(t[0], Var) else str(t[0])
+        args = t[1:]
+        if head == "Gd":
+            rank, node = args[0].split(".", 1)
+            r = int(rank[1:])
+            base = node.split("#")[0]
+            return f"r{r}.{self.dist_names[r].show(base)}" + (f"[{node.split('#')[1]}]" if "#" in node else "")
+        if head == "Gs":
+            return f"seq.{args[0]}"
+        if head in ("Cons", "Nil"):
+            return ", ".join(self.show_term(x) for x in _list_items(t))
+        if head in ("concat",):
+            return f"concat({self.show_term(args[0])}, dim={args[1]})"
+        if head in ("rsum", "rmax"):
+            return f"{'sum' if head == 'rsum' else 'max'}({self.show_term(args[0])})"
+        if head == "DLit":
+            return str(args[0])
+        if head in ("unary", "scalar", "binary", "opaque"):
+            name = str(args[0]).split("|")[0]
+            rest = [self.show_term(a) for a in args[1:]]
+            return f"{name}({', '.join(rest)})"
+        return f"{head}({', '.join(self.show_term(a) for a in args)})"
+
+
+def _list(items) -> str:
+    out = "(Nil)"
+    for x in reversed(items):
+        out = f"(Cons {x} {out})"
+    return out
+
+
+def _list_items(t):
+    out = []
+    while isinstance(t, tuple) and isinstance(t[0], Var) and t[0].name == "Cons":
+        out.append(t[1])
+        t = t[2]
+    return out
+
+
+def _leaves(t):
+    if isinstance(t, tuple):
+        if isinstance(t[0], Var) and t[0].name == "Gd":
+            yield t
+        else:
+            for a in t[1:]:
+                yield from _leaves(a)
+
+
+# ----------------------------------------------------------------------------- CLI
+
+def check_files(seq_path, dist_path, spec_path=None, lemma_files=(), limits=None, progress=None) -> tuple[Result, "Checker"]:
+    t0 = time.perf_counter()
+    seq = G.load(seq_path)
+    dist = G.load(dist_path)
+    spec = S.load_spec(spec_path) if spec_path else S.Spec()
+    load_time = time.perf_counter() - t0
+    checker = Checker(seq, dist, spec, limits=limits, lemma_files=lemma_files, progress=progress)
+    res = checker.run()
+    res.timings = {"load": load_time, **res.timings}
+    return res, checker
+
+
+def cli_check(args) -> int:
+    from . import report
+    return report.run_check_cli(args)

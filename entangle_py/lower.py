@@ -1,0 +1,372 @@
+"""Lowering: the meaning of each graph op as a term of the engine's language.
+
+Both programs are lowered by the same table, so a G_s op and the G_d op that computes the same
+thing become the same term (congruence).  An op either
+
+- is an identity for the relation (``wait_tensor``, ``clone``, ``copy(dst, src)``, ...),
+- becomes a term (``aten.mm`` -> ``(mm a b)``; ``aten.addmm`` -> ``(binary "add" (mm a b) bias)``),
+- is a collective (handled by ``infer``: it needs the peers' tensors),
+- is a pure op without lemmas: an ``opaque`` term keyed by the op and its constant arguments,
+- or has no semantics here: ``NoSemantics`` (the checker refuses the graph, it never guesses).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from .graph import Node, Ref, SymIntMeta, TensorMeta, TorchConst
+from .terms import str_lit
+
+COLLECTIVES = {
+    "_c10d_functional.all_reduce.default": "all_reduce",
+    "_c10d_functional.all_gather_into_tensor.default": "all_gather",
+    "_c10d_functional.reduce_scatter_tensor.default": "reduce_scatter",
+    "_c10d_functional.all_to_all_single.default": "all_to_all",
+    "_c10d_functional.broadcast.default": "broadcast",
+}
+
+IDENTITY_OPS = {
+    "aten.clone.default", "aten.detach.default", "aten.alias.default", "aten.lift_fresh_copy.default",
+    "aten.contiguous.default", "_c10d_functional.wait_tensor.default", "tg.log_tensor.default",
+    "tg.inplace_log_tensor.default", "aten.clone", "aten.detach",
+}
+
+UNARY = {
+    "aten.gelu.default": None, "aten.relu.default": "relu", "aten.silu.default": "silu",
+    "aten.sigmoid.default": "sigmoid", "aten.tanh.default": "tanh", "aten.exp.default": "exp",
+    "aten.log.default": "log", "aten.neg.default": "neg", "aten.abs.default": "abs",
+    "aten.sqrt.default": "sqrt", "aten.rsqrt.default": "rsqrt", "aten.erf.default": "erf",
+    "aten.reciprocal.default": "reciprocal", "aten.logical_not.default": "logical_not",
+}
+
+BINARY = {
+    "add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum": "maximum", "minimum": "minimum",
+    "pow": "pow", "eq": "eq", "lt": "lt", "gt": "gt", "le": "le", "ge": "ge", "ne": "ne",
+    "bitwise_or": "bitwise_or", "bitwise_and": "bitwise_and", "logical_or": "logical_or",
+    "logical_and": "logical_and",
+}
+
+# Pure ATen ops the checker knows to be deterministic functions of their arguments but has no
+# lemmas for: they relate by congruence only (same op, same constants, related inputs).
+OPAQUE_PURE = {
+    "aten.native_layer_norm.default", "aten.layer_norm.default", "aten.embedding.default",
+    "aten.index.Tensor", "aten.index_put.default", "aten.where.self", "aten.masked_fill.Scalar",
+    "aten.masked_fill.Tensor", "aten.select.int", "aten.gather.default", "aten.scatter.value",
+    "aten.cumsum.default", "aten.sum.default", "aten.mean.default", "aten.max.dim", "aten.min.dim",
+    "aten.argmax.default", "aten.log_softmax.int", "aten._log_softmax.default", "aten.var_mean.correction",
+    "aten.var.correction", "aten.native_layer_norm_backward.default", "aten.gelu_backward.default",
+    "aten._softmax_backward_data.default", "aten.threshold_backward.default", "aten.embedding_dense_backward.default",
+    "aten.zeros.default", "aten.ones.default", "aten.full.default", "aten.zeros_like.default",
+    "aten.ones_like.default", "aten.full_like.default", "aten.arange.default", "aten.arange.start",
+    "aten.empty.memory_format", "aten.new_zeros.default", "aten.new_empty.default", "aten.scalar_tensor.default",
+    "aten.slice_scatter.default", "aten.select_scatter.default", "aten.index_select.default",
+    "aten._to_copy.default", "aten.sigmoid_backward.default", "aten.tanh_backward.default",
+    "aten.silu_backward.default", "aten.nll_loss_forward.default", "aten.nll_loss_backward.default",
+    "aten._log_softmax_backward_data.default", "aten.bitwise_not.default", "aten.clamp.default",
+    "aten.tril.default", "aten.triu.default", "aten.squeeze.dims", "aten.sum.dim_IntList",
+}
+
+
+@dataclass(frozen=True)
+class Identity:
+    ref: str
+
+
+@dataclass(frozen=True)
+class Term:
+    text: str          # s-expression over the input e-classes
+
+
+@dataclass(frozen=True)
+class TupleTerms:
+    items: tuple       # one Term | Identity | None per output
+
+
+@dataclass(frozen=True)
+class Collective:
+    kind: str
+    input: str
+    group: str
+    reduce: str = "sum"
+    params: tuple = ()
+
+
+@dataclass(frozen=True)
+class NotTensor:
+    pass
+
+
+@dataclass(frozen=True)
+class NoSemantics:
+    op: str
+
+
+class Lowerer:
+    """Lower the nodes of one rank graph.  ``var(name)`` gives the egglog expression of a node."""
+
+    def __init__(self, graph, var):
+        self.g = graph
+        self.var = var
+
+    def shape(self, name: str) -> tuple:
+        v = self.g.node(name).val
+        if not isinstance(v, TensorMeta):
+            raise KeyError(name)
+        return v.shape
+
+    def ndim(self, name: str) -> int:
+        return len(self.shape(name))
+
+    def t(self, a) -> str:
+        if not isinstance(a, Ref):
+            raise TypeError(f"expected a tensor argument, got {a!r}")
+        return self.var(a.name)
+
+    def lower(self, n: Node):
+        tgt = n.target
+        if not isinstance(n.val, (TensorMeta, tuple)):
+            return NotTensor()
+        a = n.args
+        if tgt == "getitem":
+            return Identity(f"{a[0].name}#{a[1]}")
+        if tgt in IDENTITY_OPS:
+            return Identity(a[0].name)
+        if tgt == "aten.copy.default" or tgt == "aten.copy_.default":
+            return Identity(a[1].name)
+        if tgt in COLLECTIVES:
+            return self._collective(n, COLLECTIVES[tgt])
+        op = tgt.split(".", 1)[1] if tgt.startswith("aten.") else None          # 'mm.default'
+        base = op.split(".")[0] if op else None                                  # 'mm'
+        if tgt == "aten._to_copy.default":
+            src = self.g.node(a[0].name).val
+            if isinstance(src, TensorMeta) and src.dtype == n.val.dtype:
+                return Identity(a[0].name)
+        if tgt in UNARY:
+            name = UNARY[tgt] or ("gelu_tanh" if n.kwargs.get("approximate") == "tanh" else "gelu")
+            return Term(f"(unary {str_lit(name)} {self.t(a[0])})")
+        if base in BINARY and len(a) >= 2:
+            out = self._binary(n, BINARY[base])
+            if out is not None:
+                return out
+        if base == "rsub":
+            if isinstance(a[1], Ref):
+                return Term(f"(binary \"sub\" {self.t(a[1])} {self.t(a[0])})")
+            return Term(f"(scalar \"rsub\" {self.t(a[0])} {_scalar(a[1])})")
+        h = getattr(self, "_h_" + op.replace(".", "_"), None) if op else None
+        if h is not None:
+            out = h(n)
+            if out is not None:
+                return out
+        if tgt in OPAQUE_PURE:
+            return self._opaque(n)
+        return NoSemantics(tgt)
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _dim(self, d, nd):
+        return d + nd if d < 0 else d
+
+    def _shape_list(self, shape) -> str:
+        out = "(DNil)"
+        for s in reversed(shape):
+            out = f"(DCons {dim_term(s)} {out})"
+        return out
+
+    def _opaque(self, n: Node):
+        tensors = [a for a in list(n.args) + list(n.kwargs.values()) if isinstance(a, Ref)]
+        lists = [x for a in n.args if isinstance(a, (list, tuple)) for x in a if isinstance(x, Ref)]
+        key = n.target + "|" + _const_key(n.args) + "|" + _const_key(tuple(sorted(n.kwargs.items())))
+        items = "(Nil)"
+        for r in reversed(tensors + lists):
+            items = f"(Cons {self.var(r.name)} {items})"
+        if isinstance(n.val, tuple):
+            return TupleTerms(tuple(
+                Term(f"(opaque {str_lit(key + '#' + str(i))} {items})") if isinstance(v, TensorMeta) else None
+                for i, v in enumerate(n.val)))
+        return Term(f"(opaque {str_lit(key)} {items})")
+
+    def _binary(self, n: Node, op: str):
+        x, y = n.args[0], n.args[1]
+        alpha = n.kwargs.get("alpha", 1)
+        if isinstance(x, Ref) and isinstance(y, Ref):
+            yt = self.t(y)
+            if alpha != 1:
+                yt = f"(scalar \"mul\" {yt} {_scalar(alpha)})"
+            return Term(f"(binary {str_lit(op)} {self.t(x)} {yt})")
+        if isinstance(x, Ref) and isinstance(y, (int, float, bool)):
+            c = y * alpha if alpha != 1 else y
+            return Term(f"(scalar {str_lit(op)} {self.t(x)} {_scalar(c)})")
+        return None
+
+    # -- movement --------------------------------------------------------------------------
+    def _h_t_default(self, n):
+        x = n.args[0]
+        return Term(f"(transpose {self.t(x)} 0 1)") if self.ndim(x.name) == 2 else Identity(x.name)
+
+    def _h_transpose_int(self, n):
+        x, a, b = n.args[:3]
+        nd = self.ndim(x.name)
+        a, b = sorted((self._dim(a, nd), self._dim(b, nd)))
+        return Identity(x.name) if a == b else Term(f"(transpose {self.t(x)} {a} {b})")
+
+    def _h_permute_default(self, n):
+        x, dims = n.args[:2]
+        nd = self.ndim(x.name)
+        dims = [self._dim(d, nd) for d in dims]
+        if dims == list(range(nd)):
+            return Identity(x.name)
+        moved = [i for i, d in enumerate(dims) if d != i]
+        if len(moved) == 2 and dims[moved[0]] == moved[1]:
+            return Term(f"(transpose {self.t(x)} {moved[0]} {moved[1]})")
+        lst = "(INil)"
+        for d in reversed(dims):
+            lst = f"(ICons {d} {lst})"
+        return Term(f"(permute {self.t(x)} {lst})")
+
+    def _reshape_to_output(self, n):
+        x = n.args[0]
+        if tuple(self.shape(x.name)) == tuple(n.val.shape):
+            return Identity(x.name)
+        return Term(f"(view {self.t(x)} {self._shape_list(n.val.shape)})")
+
+    _h_view_default = _h_reshape_default = _h__unsafe_view_default = _reshape_to_output
+    _h_unsqueeze_default = _h_squeeze_dim = _h_squeeze_dims = _h_squeeze_default = _reshape_to_output
+    _h_flatten_using_ints = _reshape_to_output
+
+    def _h_expand_default(self, n):
+        x = n.args[0]
+        if tuple(self.shape(x.name)) == tuple(n.val.shape):
+            return Identity(x.name)
+        return Term(f"(expand {self.t(x)} {self._shape_list(n.val.shape)})")
+
+    def _h_slice_Tensor(self, n):
+        x = n.args[0]
+        dim = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim", 0)
+        start = n.args[2] if len(n.args) > 2 else n.kwargs.get("start", None)
+        end = n.args[3] if len(n.args) > 3 else n.kwargs.get("end", None)
+        step = n.args[4] if len(n.args) > 4 else n.kwargs.get("step", 1)
+        if step != 1 or not all(isinstance(v, (int, type(None))) for v in (start, end)):
+            return None
+        shape = self.shape(x.name)
+        d = self._dim(dim, len(shape))
+        size = shape[d]
+        if not isinstance(size, int):
+            return None
+        s, e = slice(start, end).indices(size)[:2]
+        e = max(e, s)
+        if s == 0 and e == size:
+            return Identity(x.name)
+        return Term(f"(slice {self.t(x)} {d} (DLit {s}) (DLit {e}))")
+
+    def _split_parts(self, n, sizes):
+        x, dim = n.args[0], (n.args[2] if len(n.args) > 2 else n.kwargs.get("dim", 0))
+        d = self._dim(dim, self.ndim(x.name))
+        items, off = [], 0
+        for s in sizes:
+            items.append(Term(f"(slice {self.t(x)} {d} (DLit {off}) (DLit {off + s}))"))
+            off += s
+        return TupleTerms(tuple(items))
+
+    def _h_split_with_sizes_default(self, n):
+        sizes = n.args[1]
+        if not all(isinstance(s, int) for s in sizes):
+            return None
+        return self._split_parts(n, sizes)
+
+    def _h_split_Tensor(self, n):
+        x, size = n.args[0], n.args[1]
+        dim = n.args[2] if len(n.args) > 2 else n.kwargs.get("dim", 0)
+        total = self.shape(x.name)[self._dim(dim, self.ndim(x.name))]
+        if not isinstance(total, int) or not isinstance(size, int):
+            return None
+        return self._split_parts(n, [min(size, total - i) for i in range(0, total, size)])
+
+    def _h_cat_default(self, n):
+        parts = n.args[0]
+        dim = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim", 0)
+        d = self._dim(dim, len(n.val.shape))
+        lst = "(Nil)"
+        for p in reversed(parts):
+            lst = f"(Cons {self.t(p)} {lst})"
+        return Term(f"(concat {lst} {d})")
+
+    # -- linear algebra --------------------------------------------------------------------
+    def _h_mm_default(self, n):
+        return Term(f"(mm {self.t(n.args[0])} {self.t(n.args[1])})")
+
+    def _h_bmm_default(self, n):
+        return Term(f"(bmm {self.t(n.args[0])} {self.t(n.args[1])})")
+
+    def _h_addmm_default(self, n):
+        bias, a, b = n.args[:3]
+        beta, alpha = n.kwargs.get("beta", 1), n.kwargs.get("alpha", 1)
+        prod = f"(mm {self.t(a)} {self.t(b)})"
+        if alpha != 1:
+            prod = f"(scalar \"mul\" {prod} {_scalar(alpha)})"
+        if beta == 0:
+            return Term(prod)
+        bt = self.t(bias) if beta == 1 else f"(scalar \"mul\" {self.t(bias)} {_scalar(beta)})"
+        return Term(f"(binary \"add\" {prod} {bt})")
+
+    def _h_baddbmm_default(self, n):
+        inp, a, b = n.args[:3]
+        beta, alpha = n.kwargs.get("beta", 1), n.kwargs.get("alpha", 1)
+        prod = f"(bmm {self.t(a)} {self.t(b)})"
+        if alpha != 1:
+            prod = f"(scalar \"mul\" {prod} {_scalar(alpha)})"
+        if beta == 0:   # the input's contents never matter
+            return Term(prod)
+        it = self.t(inp) if beta == 1 else f"(scalar \"mul\" {self.t(inp)} {_scalar(beta)})"
+        return Term(f"(binary \"add\" {prod} {it})")
+
+    def _h__softmax_default(self, n):
+        x, dim = n.args[:2]
+        return Term(f"(softmax {self.t(x)} {self._dim(dim, self.ndim(x.name))})")
+
+    _h_softmax_int = _h__softmax_default
+
+    # -- collectives -----------------------------------------------------------------------
+    def _collective(self, n: Node, kind: str):
+        a = n.args
+        if kind == "all_reduce":
+            return Collective(kind, a[0].name, str(a[2]), reduce=str(a[1]))
+        if kind == "all_gather":
+            return Collective(kind, a[0].name, str(a[2]), params=(a[1],))
+        if kind == "reduce_scatter":
+            return Collective(kind, a[0].name, str(a[3]), reduce=str(a[1]), params=(a[2],))
+        if kind == "all_to_all":
+            return Collective(kind, a[0].name, str(a[3]), params=(tuple(a[1] or ()), tuple(a[2] or ())))
+        if kind == "broadcast":
+            return Collective(kind, a[0].name, str(a[2]), params=(a[1],))
+        return NoSemantics(n.target)
+
+
+def dim_term(s) -> str:
+    if isinstance(s, int):
+        return f"(DLit {s})"
+    if isinstance(s, sympy.Basic) and s.is_Integer:
+        return f"(DLit {int(s)})"
+    from .symbolic import to_text
+    return f"(DSym {str_lit(to_text(s))})"
+
+
+def _scalar(v) -> str:
+    if isinstance(v, bool):
+        return str_lit(str(int(v)))
+    if isinstance(v, float) and v == int(v) and abs(v) < 2**53:
+        return str_lit(repr(float(v)))
+    return str_lit(repr(v))
+
+
+def _const_key(v) -> str:
+    """Text of an op's constant arguments (tensor arguments appear as '_')."""
+    if isinstance(v, Ref):
+        return "_"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(_const_key(x) for x in v) + "]"
+    if isinstance(v, TorchConst):
+        return f"{v.kind}={v.value}" if v.kind == "dtype" else "_"
+    if isinstance(v, sympy.Basic):
+        from .symbolic import to_text
+        return to_text(v)
+    return repr(v)

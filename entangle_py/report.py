@@ -1,0 +1,98 @@
+"""Reporting a check: terminal output (rich), the JSON report, and exit codes.
+
+Exit codes: 0 refines, 1 refinement fails, 2 bad input, 3 unknown (a limit was hit).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from .engine import Limits
+from .infer import Result, check_files
+
+
+def to_json(res: Result, seq: str, dist: str) -> dict:
+    return {
+        "seq": seq,
+        "dist": dist,
+        "status": res.status,
+        "exit_code": res.exit_code,
+        "relations": res.relations,
+        "expectations": [{"output": o, "required": req, "found": found, "holds": ok}
+                         for o, req, found, ok in res.expectations],
+        "failure": asdict(res.failure) if res.failure else None,
+        "inferred_inputs": res.inferred_inputs,
+        "collectives": [{"group": g, "kind": k, "nodes": {str(r): n for r, n in nodes.items()}}
+                        for g, k, nodes in res.collectives],
+        "ops_checked": res.ops_checked,
+        "timings_s": {k: round(v, 4) for k, v in res.timings.items()},
+    }
+
+
+def print_result(res: Result, console: Console, verbose: bool = False):
+    if res.inferred_inputs:
+        console.print("[bold]inferred input relation[/] (review it; --write-spec F saves it):")
+        for name, rel in res.inferred_inputs.items():
+            console.print(f"  {name} = {rel}")
+    if res.status == "refines":
+        console.print(f"[bold green]refines[/]: {res.ops_checked} operators related")
+    elif res.status == "fails":
+        console.print("[bold red]refinement fails[/]")
+    else:
+        console.print("[bold yellow]unknown[/]: a limit was hit")
+    for name, term in res.relations.items():
+        console.print(f"  {name} = {term}", highlight=False)
+    for out, req, found, ok in res.expectations:
+        mark = "[green]holds[/]" if ok else "[red]violated[/]"
+        console.print(f"  expect {out} = {req}: {mark}" + ("" if ok else f" (found {out} = {found})"), highlight=False)
+    f = res.failure
+    if f:
+        console.print(f"[bold]{'first operator without a clean mapping' if res.status == 'fails' else 'stopped at'}[/]: "
+                      f"{f.node} = {f.target}", highlight=False)
+        if f.source:
+            console.print(f"  at {f.source}", highlight=False)
+        if res.status == "unknown":
+            console.print(f"  {f.reason}", highlight=False)
+        for name, rel in f.inputs.items():
+            console.print(f"  input {name} = {rel}", highlight=False)
+        console.print(f"  best term found: {f.best}", highlight=False)
+        if f.considered:
+            console.print(f"  G_d tensors in it: {', '.join(f.considered[:12])}", highlight=False)
+    if verbose:
+        console.print("phases: " + ", ".join(f"{k} {v:.3f} s" for k, v in res.timings.items()))
+
+
+def run_check_cli(args) -> int:
+    console = Console(stderr=False, highlight=False)
+    err = Console(stderr=True)
+    t0 = time.perf_counter()
+    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as prog:
+        task = prog.add_task("relating operators", total=None)
+
+        def progress(i, total, name):
+            prog.update(task, total=total, completed=i, description=f"relating {name}")
+        res, checker = check_files(args.seq, args.dist, args.spec, lemma_files=args.lemmas, limits=Limits(),
+                                   progress=progress)
+    t_report = time.perf_counter()
+    print_result(res, console, verbose=args.verbose)
+    if args.write_spec:
+        spec = checker.spec
+        for name, rel in checker.inferred.items():
+            spec.inputs[name] = rel
+        with open(args.write_spec, "w") as fh:
+            fh.write(spec.to_toml())
+        console.print(f"wrote spec to {args.write_spec}")
+    res.timings["report"] = time.perf_counter() - t_report
+    res.timings["total"] = time.perf_counter() - t0
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(to_json(res, args.seq, args.dist), fh, indent=1)
+    if args.verbose:
+        print(f"report {res.timings['report']:.3f} s, total {res.timings['total']:.3f} s", file=sys.stderr)
+    return res.exit_code

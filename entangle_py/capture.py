@@ -1,0 +1,861 @@
+"""Capture a sequential or multi-rank PyTorch program into a graph bundle.
+
+Script contract
+===============
+
+A capture script is a Python file that defines::
+
+    def build(rank: int, world_size: int) -> tuple[torch.nn.Module, dict[str, torch.Tensor]]
+
+``build`` returns the model *as rank ``rank`` of ``world_size`` holds it* (its parameter shards)
+and the user inputs of one forward call, by name: the model is called as ``model(**inputs)``.
+
+* ``world_size == 1`` is the sequential program (the specification): no process group exists and
+  the model must not call collectives (Megatron's parallel layers at TP=1 behave like plain ones).
+* ``world_size > 1``: every rank is simulated in this process, one after the other, with torch's
+  fake process group (``dist.init_process_group("fake", ...)``): ``dist.get_rank()``,
+  ``dist.group.WORLD`` and collectives (``dist.*``, functional collectives, inside
+  ``torch.autograd.Function`` or not) all work and are recorded, nothing is communicated.
+* ``build`` runs under ``with torch.device("meta")``: modules and tensors it creates hold no memory.
+  Anything it returns on another device is moved to ``meta``.  Sizes are all that matter.
+* Inputs that should get a gradient in a ``joint`` capture are created with ``requires_grad=True``.
+* Optional ``DYNAMIC_DIMS = {"x": [0, 1]}``: with ``dynamic=True`` these input dims are symbolic
+  (default: every dim of every input may be symbolic; dims that meet a fixed size are specialised).
+
+What is captured: TorchDynamo with ``fullgraph=True`` then AOTAutograd.  ``joint=False``: the
+inference (forward-only) ATen graph, traced under ``torch.no_grad()``.  ``joint=True``: the joint
+forward+backward graph (AOTAutograd's ``partition_fn`` receives it), with tangents as inputs and
+gradients as outputs.  A graph break (data-dependent ``if``, ``print``, ``.item()``, ...) or any
+construct Dynamo/AOTAutograd rejects raises :class:`CaptureError` naming the construct and the
+script's ``file:line``.
+
+Stable port names (the same on every rank; spec files rely on them):
+
+* inputs: ``param:<fqn>``, ``buffer:<fqn>``, ``input:<name>`` (keys of the inputs dict),
+  ``tangent:<output name>`` (joint), ``size:<tensor port>:<dim>`` (a symbolic size, dynamic);
+* outputs: ``out`` for a single tensor, ``out:0``, ``out:1``, ... for a tuple/list, ``out:<key>`` for
+  a dict; gradients ``grad:<fqn>`` for parameters, ``grad:buffer:<fqn>`` and ``grad:input:<name>``.
+
+Symbolic sizes (dynamic) are renamed after the input dim they come from (``x_size0`` is dim 0 of
+input ``x``), so the same name means "that dim of that input in *this* bundle": a sharded input's
+local size in a distributed bundle is not the global size in the sequential one.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import importlib.util
+import math
+import operator
+import os
+import re
+import sys
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+import sympy
+
+from . import graph, symbolic
+from .errors import InputError
+
+
+class CaptureError(InputError):
+    """The program cannot be captured as one graph (graph break, unsupported construct, bad script)."""
+
+
+# ----------------------------------------------------------------------------- script loading
+
+def load_script(script) -> types.ModuleType:
+    """Import a capture script from a path (or accept an already imported module)."""
+    if isinstance(script, types.ModuleType):
+        if not hasattr(script, "build"):
+            raise CaptureError(f"module {script.__name__} has no build(rank, world_size) function")
+        return script
+    path = Path(script)
+    if not path.is_file():
+        raise CaptureError(f"{script}: no such script")
+    path = path.resolve()
+    name = "_entangle_script_" + re.sub(r"\W", "_", path.stem) + "_" + hashlib.sha1(str(path).encode()).hexdigest()[:8]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise CaptureError(f"{script}: cannot be imported as a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    # Like `python script.py`: the script's directory is importable (helper modules beside it).
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(module)
+    except InputError:
+        raise
+    except Exception as e:  # the user's script failed at import: say where
+        raise CaptureError(f"{_display_path(path)}: importing the script failed: {type(e).__name__}: "
+                           f"{_first_line(e)}{_user_frame_suffix(e, str(path))}") from e
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(str(path.parent))
+    if not callable(getattr(module, "build", None)):
+        raise CaptureError(f"{_display_path(path)}: defines no build(rank, world_size) function")
+    return module
+
+
+def _script_file(module: types.ModuleType) -> str | None:
+    f = getattr(module, "__file__", None)
+    return str(Path(f).resolve()) if f else None
+
+
+def _display_path(p) -> str:
+    """Paths inside the working directory are shown (and stored) relative to it."""
+    p = Path(p)
+    try:
+        return Path(os.path.relpath(p, os.getcwd())).as_posix() if p.is_absolute() and \
+            Path(p).resolve().is_relative_to(Path.cwd().resolve()) else p.as_posix()
+    except (ValueError, OSError):
+        return p.as_posix()
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    return lines[0][:300] if lines else type(e).__name__
+
+
+def _user_frame_suffix(e: BaseException, script_file: str | None) -> str:
+    import traceback
+    frames = traceback.extract_tb(e.__traceback__)
+    pick = _pick_frame([(f.filename, f.lineno, f.name, f.line or "") for f in frames], script_file)
+    return f" (at {_display_path(pick[0])}:{pick[1]})" if pick else ""
+
+
+# ----------------------------------------------------------------------------- public API
+
+def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = False) -> graph.Bundle:
+    """Capture ``script`` (path or module, see the module docstring) for every rank of ``world_size``."""
+    if not isinstance(world_size, int) or world_size < 1:
+        raise CaptureError(f"world size must be a positive integer, got {world_size!r}")
+    module = load_script(script)
+    import torch
+    import torch.distributed as dist
+    if dist.is_available() and dist.is_initialized():
+        raise CaptureError("a default process group is already initialized in this process; "
+                           "capture simulates ranks with its own fake process group")
+    ranks = []
+    for r in range(world_size):
+        ranks.append(_capture_rank(module, r, world_size, joint, dynamic))
+    names0 = ([p.name for p in ranks[0].inputs], [p.name for p in ranks[0].outputs])
+    for g in ranks[1:]:
+        names = ([p.name for p in g.inputs], [p.name for p in g.outputs])
+        if names != names0:
+            raise CaptureError(
+                f"rank {g.rank} has ports {names} but rank 0 has {names0}: every rank must take the "
+                f"same named inputs and return the same outputs")
+    script_file = _script_file(module)
+    meta = {
+        "torch": str(torch.__version__),
+        "script": Path(script_file).name if script_file else module.__name__,
+        "world_size": str(world_size),
+        "joint": str(bool(joint)).lower(),
+        "dynamic": str(bool(dynamic)).lower(),
+        "captured_by": "entangle capture",
+    }
+    return graph.Bundle(ranks=ranks, kind="joint" if joint else "forward", meta=meta)
+
+
+def cli_capture(args) -> int:
+    t0 = time.perf_counter()
+    bundle = capture(args.script, world_size=args.world_size, joint=args.joint, dynamic=args.dynamic)
+    graph.save(bundle, args.output)
+    g0 = bundle.rank(0)
+    ops = sum(1 for n in g0.nodes if not n.is_placeholder)
+    colls = sum(1 for n in g0.nodes if n.namespace in _COLLECTIVE_NS and "wait_tensor" not in n.target)
+    print(f"captured {args.script}: {bundle.kind}, {bundle.world_size} rank(s), {ops} ops/rank "
+          f"({colls} collectives), {len(g0.inputs)} inputs, {len(g0.outputs)} outputs"
+          f"{', dynamic' if args.dynamic else ''} -> {args.output} ({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+# ----------------------------------------------------------------------------- one rank
+
+@dataclasses.dataclass
+class _DynamoInfo:
+    port_names: list[str] = dataclasses.field(default_factory=list)   # per dynamo graph input
+    num_outputs: int = 0
+    shape_env: Any = None
+    symbol_names: dict = dataclasses.field(default_factory=dict)       # torch symbol -> our name
+    result_structure: list = dataclasses.field(default_factory=list)   # output port names
+
+
+_COLLECTIVE_NS = ("_c10d_functional", "c10d_functional", "_c10d_functional_autograd")
+
+
+def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool) -> graph.RankGraph:
+    import torch
+    import torch.distributed as dist
+
+    script_file = _script_file(module)
+    torch._dynamo.reset()
+    pg = False
+    try:
+        if world_size > 1:
+            from torch.testing._internal.distributed.fake_pg import FakeStore
+            dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=world_size)
+            pg = True
+        model, inputs = _build(module, rank, world_size, script_file)
+        gm, info = _trace(model, inputs, module, joint, dynamic, script_file, rank)
+        return _convert(gm, info, model, inputs, rank, script_file, joint, world_size)
+    finally:
+        torch._dynamo.reset()
+        if pg:
+            dist.destroy_process_group()
+
+
+def _build(module, rank, world_size, script_file):
+    import torch
+    try:
+        with torch.device("meta"):
+            result = module.build(rank, world_size)
+    except InputError:
+        raise
+    except Exception as e:
+        raise CaptureError(f"build(rank={rank}, world_size={world_size}) failed: {type(e).__name__}: "
+                           f"{_first_line(e)}{_user_frame_suffix(e, script_file)}") from e
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise CaptureError("build(rank, world_size) must return (model, inputs)")
+    model, inputs = result
+    if not isinstance(model, torch.nn.Module):
+        raise CaptureError(f"build() returned a {type(model).__name__} as the model; expected a torch.nn.Module")
+    if not isinstance(inputs, dict) or not all(isinstance(k, str) for k in inputs):
+        raise CaptureError("build() must return the inputs as a dict {name: tensor}")
+    for k, v in inputs.items():
+        if not isinstance(v, torch.Tensor):
+            raise CaptureError(f"input {k!r} is a {type(v).__name__}; inputs must be tensors")
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_.]*$", k):
+            raise CaptureError(f"input name {k!r} must be an identifier")
+    if any(p.device.type != "meta" for p in model.parameters()) or \
+            any(b.device.type != "meta" for b in model.buffers()):
+        model = model.to("meta")
+    import inspect
+    try:
+        inspect.signature(model.forward).bind(**inputs)
+    except TypeError as e:
+        raise CaptureError(f"{type(model).__name__}.forward cannot be called with the inputs "
+                           f"{sorted(inputs)} by name: {e}") from None
+    except ValueError:
+        pass  # no introspectable signature: let Dynamo try
+    moved = {}
+    for k, v in inputs.items():
+        if v.device.type != "meta":
+            v = v.detach().to("meta").requires_grad_(v.requires_grad)
+        moved[k] = v
+    return model, moved
+
+
+def _trace(model, inputs, module, joint, dynamic, script_file, rank):
+    """Run Dynamo + AOTAutograd; return the captured ATen GraphModule and what the backend saw."""
+    import torch
+    from functorch.compile import default_partition, make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+
+    info = _DynamoInfo()
+    captured: dict[str, Any] = {}
+    port_of_id = {}
+    for fqn, p in model.named_parameters(remove_duplicate=True):
+        port_of_id.setdefault(id(p), f"param:{fqn}")
+    for fqn, b in model.named_buffers(remove_duplicate=True):
+        port_of_id.setdefault(id(b), f"buffer:{fqn}")
+    for name, t in inputs.items():
+        port_of_id.setdefault(id(t), f"input:{name}")
+
+    if dynamic:
+        dims = getattr(module, "DYNAMIC_DIMS", None)
+        for name, t in inputs.items():
+            if dims is None:
+                for d in range(t.dim()):
+                    torch._dynamo.maybe_mark_dynamic(t, d)
+            else:
+                for d in dims.get(name, ()):
+                    torch._dynamo.mark_dynamic(t, d)
+
+    def backend(gm, example_inputs):
+        try:
+            info.shape_env = torch._guards.TracingContext.get().fake_mode.shape_env
+        except AttributeError:
+            info.shape_env = None
+        info.port_names = _dynamo_port_names(gm, port_of_id)
+        out = next(n for n in gm.graph.nodes if n.op == "output")
+        info.num_outputs = len(out.args[0]) if isinstance(out.args[0], (tuple, list)) else 1
+
+        def fw_compiler(g, _example):
+            captured.setdefault("forward", g)
+            return make_boxed_func(g.forward)
+
+        def partition_fn(g, joint_inputs, **kw):
+            captured["joint"] = g
+            return default_partition(g, joint_inputs, **kw)
+
+        return aot_autograd(fw_compiler=fw_compiler, bw_compiler=fw_compiler,
+                            partition_fn=partition_fn)(gm, example_inputs)
+
+    compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=None if dynamic else False)
+    grad_ctx = contextlib.nullcontext() if joint else torch.no_grad()
+    try:
+        with grad_ctx:
+            result = compiled(**inputs)
+    except InputError:
+        raise
+    except Exception as e:
+        raise _capture_error(e, script_file, rank) from None
+    key = "joint" if joint else "forward"
+    if key not in captured:
+        if joint:
+            raise CaptureError("joint capture requested, but no parameter or input requires grad, "
+                               "so there is no backward graph")
+        raise CaptureError("the program produced no graph (does forward compute anything?)")
+    info.result_structure = _output_names(result, info.num_outputs)
+    return captured[key], info
+
+
+def _dynamo_port_names(gm, port_of_id) -> list[str]:
+    """Stable port names for the inputs of Dynamo's graph, in order (AOT's PlainAOTInput idx)."""
+    import torch
+    from torch._dynamo.source import TensorProperty, TensorPropertySource
+    names, by_source = [], {}
+    phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for n in phs:
+        ga = n.meta.get("grapharg")
+        ex = ga.example if ga is not None else None
+        if isinstance(ex, torch.Tensor):
+            name = port_of_id.get(id(ex))
+            if name is None:
+                src = ga.source.name if ga is not None and ga.source is not None else n.name
+                src = src() if callable(src) else src
+                name = "const:" + _sanitize(src)
+            by_source[_source_name(ga)] = name
+        names.append(name if isinstance(ex, torch.Tensor) else None)
+    for i, n in enumerate(phs):
+        if names[i] is not None:
+            continue
+        ga = n.meta.get("grapharg")
+        src = ga.source if ga is not None else None
+        if isinstance(src, TensorPropertySource):
+            base = by_source.get(_source_name_of(src.base), "const:" + _sanitize(_source_name_of(src.base)))
+            prop = {TensorProperty.SIZE: "size", TensorProperty.STRIDE: "stride"}.get(src.prop, "storage_offset")
+            names[i] = f"{prop}:{base}" + (f":{src.idx}" if src.idx is not None else "")
+        else:
+            names[i] = "sym:" + _sanitize(_source_name_of(src) if src is not None else n.name)
+    return names
+
+
+def _source_name_of(src) -> str:
+    name = getattr(src, "name", None)
+    name = name() if callable(name) else name
+    return str(name)
+
+
+def _source_name(ga) -> str:
+    return _source_name_of(ga.source) if ga is not None and ga.source is not None else ""
+
+
+def _sanitize(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.:\[\]]+", "_", s).strip("_") or "anon"
+
+
+def _output_names(result, num_graph_outputs: int) -> list[str]:
+    import torch
+    if isinstance(result, torch.Tensor):
+        names = ["out"]
+    elif isinstance(result, (tuple, list)) and all(isinstance(x, torch.Tensor) for x in result):
+        names = [f"out:{i}" for i in range(len(result))]
+    elif isinstance(result, dict) and all(isinstance(x, torch.Tensor) and isinstance(k, str) for k, x in result.items()):
+        names = [f"out:{k}" for k in result]
+    else:
+        raise CaptureError(f"forward returned {type(result).__name__}; capture supports a tensor, "
+                           f"a tuple/list of tensors, or a dict of tensors")
+    if len(names) != num_graph_outputs:
+        raise CaptureError(
+            f"forward returns {len(names)} tensor(s) but the captured graph computes {num_graph_outputs}: "
+            f"returning an input unchanged, or the same tensor twice, is not supported")
+    return names
+
+
+# ----------------------------------------------------------------------------- errors
+
+def _capture_error(e: BaseException, script_file: str | None, rank: int) -> CaptureError:
+    """Turn a Dynamo/AOTAutograd exception into one line: the construct and the user's file:line."""
+    import torch._dynamo.exc as dexc
+    inner = e
+    while isinstance(inner, dexc.BackendCompilerFailed) and getattr(inner, "inner_exception", None) is not None:
+        inner = inner.inner_exception
+    if isinstance(inner, InputError):
+        return inner if isinstance(inner, CaptureError) else CaptureError(str(inner))
+    where = _exc_location(inner, script_file)
+    what = getattr(inner, "gb_type", None)
+    text = getattr(inner, "msg", None) or str(inner)
+    explanation = ""
+    m = re.search(r"Explanation:\s*(.+)", text)
+    if m:
+        explanation = m.group(1).strip()
+    if isinstance(inner, dexc.Unsupported):
+        head = f"graph break: {what or _first_line(inner)}"
+        detail = explanation or ""
+    elif "data-dependent" in text or "DATA_DEPENDENT" in str(getattr(inner, "error_type", "")):
+        head = ("graph break: data-dependent value (a tensor's contents used as a Python number or "
+                "condition: .item(), int(t), bool(t), a size computed from values)")
+        m = re.search(r"data-dependent expression (.+?) \(", text)
+        detail = f"the expression {m.group(1)} cannot be known at capture time" if m else ""
+    elif isinstance(inner, dexc.UserError):
+        head = f"unsupported construct: {_first_line(inner)}"
+        detail = ""
+    else:
+        head = f"capture failed: {type(inner).__name__}: {_first_line(inner)}"
+        detail = ""
+    loc = f" at {where}" if where else ""
+    tail = f" -- {detail}" if detail and detail not in head else ""
+    return CaptureError(f"rank {rank}: {head}{loc}{tail}")
+
+
+def _exc_location(e: BaseException, script_file: str | None) -> str:
+    frames = []
+    for f in getattr(e, "real_stack", None) or []:
+        frames.append((f.filename, f.lineno, f.name, f.line or ""))
+    if not frames:
+        import traceback
+        frames = [(f.filename, f.lineno, f.name, f.line or "") for f in traceback.extract_tb(e.__traceback__)]
+    pick = _pick_frame(frames, script_file)
+    if pick is None:
+        f = getattr(e, "innermost_user_frame_summary", None)
+        if f is not None and not _is_library(f.filename):
+            pick = (f.filename, f.lineno, f.name, f.line or "")
+    if pick is None:
+        return ""
+    code = (pick[3] or "").strip()
+    return f"{_display_path(pick[0])}:{pick[1]} in {pick[2]}" + (f": {code}" if code else "")
+
+
+# ----------------------------------------------------------------------------- source frames
+
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)\s*$')
+
+
+def _torch_dirs() -> tuple[str, ...]:
+    import torch
+    dirs = [str(Path(torch.__file__).resolve().parent)]
+    with contextlib.suppress(ImportError):
+        import functorch
+        dirs.append(str(Path(functorch.__file__).resolve().parent))
+    dirs.append(str(Path(contextlib.__file__).resolve().parent))  # the standard library
+    return tuple(dirs)
+
+
+def _is_library(path: str) -> bool:
+    if path.startswith("<"):
+        return True
+    try:
+        p = str(Path(path).resolve())
+    except OSError:
+        p = path
+    return p.startswith(_torch_dirs()) or p.startswith(str(Path(__file__).resolve().parent))
+
+
+def _pick_frame(frames, script_file: str | None):
+    """Innermost frame in the script; else innermost frame outside torch and the stdlib."""
+    def same(f):
+        try:
+            return script_file is not None and str(Path(f).resolve()) == script_file
+        except OSError:
+            return False
+    for f in reversed(frames):
+        if same(f[0]):
+            return f
+    for f in reversed(frames):
+        if not _is_library(f[0]):
+            return f
+    return None
+
+
+def parse_stack_trace(text: str | None):
+    """FX ``stack_trace`` text -> [(file, line, fn, code)], outermost first."""
+    if not text:
+        return []
+    frames, lines = [], text.splitlines()
+    for i, ln in enumerate(lines):
+        m = _FRAME.match(ln)
+        if m:
+            code = lines[i + 1].strip() if i + 1 < len(lines) and not _FRAME.match(lines[i + 1]) else ""
+            frames.append((m.group("file"), int(m.group("line")), m.group("fn"), code))
+    return frames
+
+
+# ----------------------------------------------------------------------------- conversion
+
+class _Converter:
+    def __init__(self, info: _DynamoInfo, script_file, rank):
+        self.info = info
+        self.script_file = script_file
+        self.rank = rank
+        self.sym_exprs: dict[str, Any] = {}       # inlined SymInt arithmetic nodes: name -> expr
+        self.torch_syms: dict[Any, sympy.Symbol] = {}
+        self.used: dict[str, sympy.Symbol] = {}   # our symbol name -> symbol
+        self._frame_cache: dict[str, graph.Source | None] = {}
+
+    # ---- symbols
+    def symbol(self, s) -> sympy.Symbol:
+        if s not in self.torch_syms:
+            name = self.info.symbol_names.get(s, s.name)
+            self.torch_syms[s] = symbolic.make_symbol(name)
+            self.used[name] = self.torch_syms[s]
+        return self.torch_syms[s]
+
+    def expr(self, e):
+        """A torch ShapeEnv expression -> ours (symbols renamed, whitelisted constructors only)."""
+        if isinstance(e, (int, bool)):
+            return sympy.Integer(int(e))
+        se = self.info.shape_env
+        if se is not None:
+            with contextlib.suppress(Exception):
+                e = se.replace(e)
+        if getattr(e, "is_Integer", False):
+            return sympy.Integer(int(e))
+        subs = {s: self.symbol(s) for s in e.free_symbols}
+        try:
+            text_expr = e.xreplace({s: sympy.Symbol(v.name) for s, v in subs.items()})
+            return symbolic.from_torch(text_expr, self.used)
+        except symbolic.SymbolicError as err:
+            raise CaptureError(f"rank {self.rank}: {err}") from None
+
+    def symint(self, v):
+        import torch
+        if isinstance(v, torch.SymInt):
+            return self.expr(v.node.expr)
+        return sympy.Integer(int(v))
+
+    # ---- values
+    def val(self, v):
+        import torch
+        if v is None:
+            return None
+        if isinstance(v, torch.Tensor):
+            shape = []
+            for d in v.shape:
+                e = self.symint(d)
+                shape.append(int(e) if e.is_Integer else e)
+            return graph.TensorMeta(tuple(shape), _dtype_name(v.dtype))
+        if isinstance(v, torch.SymInt):
+            return graph.SymIntMeta(self.symint(v))
+        if isinstance(v, (torch.SymFloat, torch.SymBool)):
+            return graph.ScalarMeta("float" if isinstance(v, torch.SymFloat) else "bool")
+        if isinstance(v, bool):
+            return graph.ScalarMeta("bool")
+        if isinstance(v, int):
+            return graph.SymIntMeta(sympy.Integer(v))
+        if isinstance(v, float):
+            return graph.ScalarMeta("float")
+        if isinstance(v, (tuple, list)):
+            return tuple(self.val(x) for x in v)
+        return None
+
+    # ---- arguments
+    def arg(self, a):
+        import torch
+        import torch.fx as fx
+        if isinstance(a, fx.Node):
+            if a.name in self.sym_exprs:
+                return self.sym_exprs[a.name]
+            return graph.Ref(a.name)
+        if a is None or isinstance(a, bool):
+            return a
+        if isinstance(a, str):
+            return str(a)
+        if isinstance(a, int):
+            return int(a)
+        if isinstance(a, float):
+            return float(a)
+        if isinstance(a, torch.SymInt):
+            e = self.symint(a)
+            return int(e) if e.is_Integer else e
+        if isinstance(a, (list, tuple)):
+            return [self.arg(x) for x in a]
+        if isinstance(a, torch.dtype):
+            return graph.TorchConst("dtype", _dtype_name(a))
+        if isinstance(a, torch.device):
+            return graph.TorchConst("device", str(a))
+        if isinstance(a, torch.layout):
+            return graph.TorchConst("layout", str(a).removeprefix("torch."))
+        if isinstance(a, torch.memory_format):
+            return graph.TorchConst("memory_format", str(a).removeprefix("torch."))
+        raise CaptureError(f"rank {self.rank}: unsupported argument {a!r} of type {type(a).__name__}")
+
+    # ---- provenance
+    def source(self, node) -> graph.Source | None:
+        trace = node.meta.get("stack_trace")
+        if not trace:
+            return None
+        if trace not in self._frame_cache:
+            pick = _pick_frame(parse_stack_trace(trace), self.script_file)
+            self._frame_cache[trace] = None if pick is None else graph.Source(
+                _display_path(pick[0]), pick[1], pick[2], pick[3])
+        return self._frame_cache[trace]
+
+    def module(self, node) -> str | None:
+        stack = node.meta.get("nn_module_stack")
+        if not stack:
+            return None
+        # The keys are module ids at trace time (not reliable afterwards); use the access path.
+        value = list(stack.values())[-1]
+        path = value[0] if isinstance(value, tuple) else str(value)
+        return _dynamo_path_to_fqn(path) or None
+
+
+def _dynamo_path_to_fqn(path: str) -> str:
+    """"L['self'].layers[0]._modules['fc1']" -> "layers.0.fc1"."""
+    path = re.sub(r"^L\['[^']*'\]", "", path)
+    parts = re.findall(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]|\['([^']*)'\]", path)
+    out = []
+    for attr, idx, key in parts:
+        tok = attr or idx or key
+        if tok in ("_modules",):
+            continue
+        out.append(tok)
+    return ".".join(out)
+
+
+def _dtype_name(dt) -> str:
+    return str(dt).removeprefix("torch.")
+
+
+_SYM_ARITH = {operator.mul, operator.add, operator.sub, operator.floordiv, operator.mod, operator.neg,
+              operator.truediv, operator.pow, math.floor, math.ceil, min, max}
+
+
+def _is_sym_arith(node) -> bool:
+    import torch
+    if node.op != "call_function" or isinstance(node.target, torch._ops.OpOverload):
+        return False
+    v = node.meta.get("val")
+    if not isinstance(v, (torch.SymInt, int)) or isinstance(v, bool):
+        return False
+    t = node.target
+    return t in _SYM_ARITH or getattr(t, "__module__", "") in ("torch", "torch.fx.experimental.sym_node",
+                                                               "torch.sym_int") or \
+        getattr(t, "__name__", "").startswith("sym_")
+
+
+def _target_name(node) -> str:
+    import torch
+    t = node.target
+    if isinstance(t, torch._ops.OpOverload):
+        return str(t)
+    if t is operator.getitem:
+        return "getitem"
+    if isinstance(t, torch._ops.HigherOrderOperator):
+        return f"higher_order.{t.name()}"
+    raise CaptureError(f"unsupported operation {getattr(t, '__name__', t)!r} in the captured graph")
+
+
+def _convert(gm, info: _DynamoInfo, model, inputs, rank, script_file, joint, world_size) -> graph.RankGraph:
+    import torch
+    from torch._functorch._aot_autograd import descriptors as D
+
+    info.symbol_names = _symbol_names(info, inputs)
+    conv = _Converter(info, script_file, rank)
+    out_names = info.result_structure
+    nodes: list[graph.Node] = []
+    ports_in: list[graph.Port] = []
+    ports_out: list[graph.Port] = []
+    groups: dict[str, list[int]] = {}
+
+    def plain_in_name(desc) -> str:
+        if isinstance(desc, D.PlainAOTInput):
+            return info.port_names[desc.idx]
+        if isinstance(desc, D.ParamAOTInput):
+            return f"param:{desc.target}"
+        if isinstance(desc, D.BufferAOTInput):
+            return f"buffer:{desc.target}"
+        raise CaptureError(f"rank {rank}: unsupported graph input kind {type(desc).__name__} ({desc})")
+
+    def out_name(desc) -> str:
+        if isinstance(desc, D.PlainAOTOutput):
+            return out_names[desc.idx]
+        if isinstance(desc, D.GradAOTOutput):
+            p = plain_in_name(desc.grad_of)
+            return "grad:" + (p[len("param:"):] if p.startswith("param:") else p)
+        raise CaptureError(f"rank {rank}: unsupported graph output kind {type(desc).__name__} ({desc}); "
+                           f"in-place updates of inputs are not supported")
+
+    # Backward nodes carry no nn_module_stack; they share seq_nr with the forward op they belong to.
+    module_of_seq = {}
+    for n in gm.graph.nodes if joint else ():
+        if n.meta.get("partitioner_tag") != "is_backward" and "seq_nr" in n.meta:
+            module_of_seq.setdefault(n.meta["seq_nr"], conv.module(n))
+
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            desc = n.meta.get("desc")
+            if isinstance(desc, D.TangentAOTInput):
+                port = "tangent:" + out_name(desc.output)
+            elif desc is not None:
+                port = plain_in_name(desc)
+            else:
+                raise CaptureError(f"rank {rank}: graph input {n.name} has no descriptor")
+            nodes.append(graph.Node(n.name, "placeholder", val=conv.val(n.meta.get("val"))))
+            ports_in.append(graph.Port(port, n.name))
+        elif n.op == "call_function":
+            if _is_sym_arith(n):
+                conv.sym_exprs[n.name] = conv.symint(n.meta["val"])
+                continue
+            target = _target_name(n)
+            args = tuple(conv.arg(a) for a in n.args)
+            kwargs = {k: conv.arg(v) for k, v in n.kwargs.items()}
+            if isinstance(n.target, torch._ops.OpOverload) and n.target.namespace in _COLLECTIVE_NS:
+                _record_groups(n, groups, rank)
+            module = conv.module(n)
+            if module is None and n.meta.get("partitioner_tag") == "is_backward":
+                module = module_of_seq.get(n.meta.get("seq_nr"))
+            nodes.append(graph.Node(n.name, target, args, kwargs, conv.val(n.meta.get("val")),
+                                    conv.source(n), module))
+        elif n.op == "output":
+            outs = n.args[0]
+            descs = n.meta.get("desc")
+            outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+            if descs is None or len(descs) != len(outs):
+                raise CaptureError(f"rank {rank}: graph outputs carry no descriptors")
+            for o, desc in zip(outs, descs):
+                if desc is None or o is None:
+                    continue
+                if isinstance(desc, D.GradAOTOutput) or isinstance(desc, D.PlainAOTOutput):
+                    if not hasattr(o, "name"):
+                        continue
+                    ports_out.append(graph.Port(out_name(desc), o.name))
+                else:
+                    out_name(desc)  # raises
+        elif n.op == "get_attr":
+            raise CaptureError(f"rank {rank}: the captured graph reads a constant tensor ({n.target}); "
+                               f"create constants from inputs or register them as buffers")
+        else:
+            raise CaptureError(f"rank {rank}: unsupported graph node {n.op} {n.target}")
+
+    symbols, guards = _symbols_and_guards(conv, info)
+    return graph.RankGraph(rank=rank, nodes=nodes, inputs=ports_in, outputs=ports_out,
+                           groups=groups, symbols=symbols, guards=guards)
+
+
+def _record_groups(n, groups, rank):
+    import torch.distributed as dist
+    from torch.distributed.distributed_c10d import _resolve_process_group
+    schema = n.target._schema
+    for i, a in enumerate(schema.arguments):
+        if a.name != "group_name":
+            continue
+        name = n.kwargs.get("group_name", n.args[i] if i < len(n.args) else None)
+        if not isinstance(name, str) or name in groups:
+            continue
+        try:
+            pg = _resolve_process_group(name)
+            groups[name] = list(dist.get_process_group_ranks(pg))
+        except Exception as e:  # noqa: BLE001 - report which group could not be resolved
+            raise CaptureError(f"rank {rank}: cannot resolve process group {name!r} of {n.target}: "
+                               f"{_first_line(e)}") from None
+
+
+def _symbol_names(info: _DynamoInfo, inputs) -> dict:
+    """Rename ShapeEnv symbols (s0, s77, ...) after the input dim they stand for: ``x_size0``."""
+    se = info.shape_env
+    if se is None:
+        return {}
+    from torch._dynamo.source import TensorProperty, TensorPropertySource
+    names, taken = {}, set()
+    for sym, sources in getattr(se, "var_to_sources", {}).items():
+        new = None
+        for src in sources:
+            if isinstance(src, TensorPropertySource) and src.prop is TensorProperty.SIZE:
+                base = _source_name_of(src.base)
+                m = re.fullmatch(r"L\['([A-Za-z_][A-Za-z0-9_]*)'\]", base)
+                if m:
+                    new = f"{m.group(1)}_size{src.idx}"
+                    break
+        if new is None or new in taken:
+            continue
+        taken.add(new)
+        names[sym] = new
+    return names
+
+
+def _symbols_and_guards(conv: _Converter, info: _DynamoInfo):
+    se = info.shape_env
+    if se is None or not conv.used:
+        return {}, []
+    inv = {v.name: k for k, v in conv.torch_syms.items()}
+    symbols = {}
+    for name in sorted(conv.used):
+        tsym = inv[name]
+        rng = se.var_to_range.get(tsym)
+        lo = hi = None
+        if rng is not None:
+            lo = _range_end(rng.lower)
+            hi = _range_end(rng.upper)
+        symbols[name] = (lo, hi)
+    guards = []
+    known = set(conv.torch_syms)
+    seen = set()
+    for g in getattr(se, "guards", []):
+        e = g.expr
+        with contextlib.suppress(Exception):
+            e = se.simplify(e)
+        if e is sympy.true or e is True or not getattr(e, "free_symbols", None):
+            continue
+        if not e.free_symbols <= known:
+            continue
+        try:
+            ours = conv.expr(e)
+        except CaptureError:
+            continue
+        if ours is sympy.true:
+            continue
+        text = symbolic.to_text(ours)
+        if text not in seen:
+            seen.add(text)
+            guards.append(ours)
+    return symbols, guards
+
+
+def _range_end(x):
+    try:
+        if x.is_finite and x.is_Integer:
+            return int(x)
+    except AttributeError:
+        pass
+    return None
+
+
+# ----------------------------------------------------------------------------- committed examples
+
+def capture_pair(script, world_size: int, joint: bool = False, dynamic: bool = False):
+    """(sequential bundle, distributed bundle) of one script: world size 1 and ``world_size``."""
+    return (capture(script, 1, joint=joint, dynamic=dynamic),
+            capture(script, world_size, joint=joint, dynamic=dynamic))
+
+
+def regenerate_examples(script, graphs, root=None) -> None:
+    """Write ``graphs/<dir>/{seq.pt,dist.pt,spec.toml}`` for an example's ``GRAPHS`` table.
+
+    ``graphs`` holds ``(dir, world_size, joint, dynamic, spec_text)``.  Paths in the bundles are
+    stored relative to the repository root (the parent of ``examples/``).
+    """
+    script = Path(script).resolve()
+    root = Path(root) if root is not None else script.parent.parent
+    old = os.getcwd()
+    os.chdir(root)
+    try:
+        for d, world_size, joint, dynamic, spec in graphs:
+            t0 = time.perf_counter()
+            seq, dist_b = capture_pair(script, world_size, joint=joint, dynamic=dynamic)
+            out = root / "graphs" / d
+            out.mkdir(parents=True, exist_ok=True)
+            graph.save(seq, out / "seq.pt")
+            graph.save(dist_b, out / "dist.pt")
+            (out / "spec.toml").write_text(spec)
+            print(f"graphs/{d}: seq {len(seq.rank(0).nodes)} nodes, dist {world_size} x "
+                  f"{len(dist_b.rank(0).nodes)} nodes ({time.perf_counter() - t0:.1f} s)")
+    finally:
+        os.chdir(old)

@@ -228,7 +228,8 @@ def print_node(bundle: Bundle, name: str, console: Console, rank: int | None = N
     if not having:
         elsewhere = [g.rank for g in bundle.ranks if g.has(name)]
         if elsewhere:
-            raise InputError(f"rank {rank} has no node {name!r} (ranks {_fmt_ranks(elsewhere)} have it)")
+            who = f"rank {elsewhere[0]} has" if len(elsewhere) == 1 else f"ranks {_fmt_ranks(elsewhere)} have"
+            raise InputError(f"rank {rank} has no node {name!r} ({who} it)")
         known = sorted({n.name for g in graphs for n in g.nodes}
                        | {p.name for g in graphs for p in (*g.inputs, *g.outputs)})
         close = difflib.get_close_matches(name, known, n=5, cutoff=0.6)

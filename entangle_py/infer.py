@@ -100,12 +100,46 @@ class Checker:
         self._n += 1
         return f"$v{self._n}"
 
-    def _set_shape(self, var: str, val):
+    def _set_shape(self, var: str, val, graph="seq"):
         if not isinstance(val, G.TensorMeta):
             return
         self.engine.add(f"(set (ndim {var}) {len(val.shape)})")
         for i, s in enumerate(val.shape):
-            self.engine.add(f"(set (dim {var} {i}) {L.dim_term(s)})")
+            self.engine.add(f"(set (dim {var} {i}) {L.dim_term(self._canonical_size(s, graph))})")
+
+    def _canonical_size(self, size, graph):
+        """Symbols are named per capture: rename them so that equal names mean equal sizes.
+
+        A rank's symbol is identified with a sequential one only where an input of both graphs
+        has the two symbols on the same, unsharded axis; otherwise it stays private to the rank.
+        """
+        if isinstance(size, int) or not hasattr(size, "free_symbols") or not size.free_symbols:
+            return size
+        mapping = self._sym_map.get(graph, {})
+        prefix = "seq_" if graph == "seq" else f"r{graph}_"
+        subs = {sym: mapping.get(sym.name) or G.symbolic.make_symbol(prefix + sym.name) for sym in size.free_symbols}
+        return size.xreplace(subs)
+
+    def _unify_symbols(self, rels: dict):
+        self._sym_map = {}
+        for r, names in enumerate(self.dist_names):
+            m, conflicts = {}, set()
+            for pname, rel in rels.items():
+                snode, dnode = self.seq_names.node(pname), names.node(pname)
+                if snode is None or dnode is None:
+                    continue
+                sv, dv = self.seq.node(snode).val, self.dist.ranks[r].node(dnode).val
+                if not (isinstance(sv, G.TensorMeta) and isinstance(dv, G.TensorMeta)) or len(sv.shape) != len(dv.shape):
+                    continue
+                sharded = {p.dim % len(sv.shape) for p in rel.placements if isinstance(p, S.Shard)} if sv.shape else set()
+                for i, (a, b) in enumerate(zip(sv.shape, dv.shape)):
+                    if i in sharded or not (getattr(a, "is_Symbol", False) and getattr(b, "is_Symbol", False)):
+                        continue
+                    target = G.symbolic.make_symbol("seq_" + a.name)
+                    if m.get(b.name, target) != target:
+                        conflicts.add(b.name)
+                    m[b.name] = target
+            self._sym_map[r] = {k: v for k, v in m.items() if k not in conflicts}
 
     def _term_of(self, t: S.Term, where: str) -> str:
         """egglog text of a spec term over G_d tensors."""
@@ -141,7 +175,7 @@ class Checker:
     def _dist_leaf(self, r, name, val):
         v = gd_leaf(r, name)
         self.dvar[r][name] = v
-        self._set_shape(v, val)
+        self._set_shape(v, val, r)
         return v
 
     def _bind_dist(self, r, n, res, pending_coll):
@@ -265,8 +299,33 @@ class Checker:
             f"rank shapes {[list(s) for s in shapes]}); add it to [inputs] in the spec, e.g. "
             f"\"{pname}\" = \"shard(0)\" or \"partial\"")
 
+    def _check_shapes(self, pname: str, rel: S.Relation):
+        """Shapes that contradict the spec are bad input, not a refinement failure."""
+        if rel.term is not None or len(rel.placements) != 1 or self.spec.mesh.shape:
+            return
+        seq_val = self.seq.node(self.seq_names.node(pname)).val
+        shapes = []
+        for r, names in enumerate(self.dist_names):
+            node = names.node(pname)
+            if node is None:
+                raise CheckInputError(f"spec relates {pname!r}, but rank {r} has no tensor of that name")
+            shapes.append(tuple(self.dist.ranks[r].node(node).val.shape))
+        want, p = tuple(seq_val.shape), rel.placements[0]
+        ok = all(len(s) == len(want) for s in shapes)
+        if ok and isinstance(p, S.Shard):
+            d = p.dim + len(want) if p.dim < 0 else p.dim
+            ok = 0 <= d < len(want) and all(s[:d] + s[d + 1:] == want[:d] + want[d + 1:] for s in shapes)
+            if ok and all(isinstance(s[d], int) for s in shapes) and isinstance(want[d], int):
+                ok = sum(s[d] for s in shapes) == want[d]
+        elif ok:
+            ok = all(s == want for s in shapes)
+        if not ok:
+            raise CheckInputError(f"spec says {pname!r} = {rel}, but the sequential shape is {list(want)} "
+                                  f"and the ranks' shapes are {[list(s) for s in shapes]}")
+
     def insert_inputs(self, rels: dict):
         for pname, rel in rels.items():
+            self._check_shapes(pname, rel)
             node = self.seq_names.node(pname)
             v = self._fresh()
             self.engine.add(f"(let {v} (Gs {str_lit(pname)}))")
@@ -281,8 +340,9 @@ class Checker:
         self.no_semantics: dict[str, list] = {}
         self.collectives: list = []
         t0 = time.perf_counter()
-        self.insert_dist()
         rels = self.input_relations()
+        self._unify_symbols(rels)
+        self.insert_dist()
         res.inferred_inputs = {k: str(v) for k, v in self.inferred.items()}
         self.insert_inputs(rels)
         self._check_semantics(self.seq, "sequential")

@@ -46,7 +46,6 @@ import contextlib
 import dataclasses
 import hashlib
 import importlib.util
-import math
 import operator
 import os
 import re
@@ -110,8 +109,8 @@ def _display_path(p) -> str:
     """Paths inside the working directory are shown (and stored) relative to it."""
     p = Path(p)
     try:
-        return Path(os.path.relpath(p, os.getcwd())).as_posix() if p.is_absolute() and \
-            Path(p).resolve().is_relative_to(Path.cwd().resolve()) else p.as_posix()
+        rp, cwd = p.resolve(), Path.cwd().resolve()
+        return rp.relative_to(cwd).as_posix() if rp.is_relative_to(cwd) else p.as_posix()
     except (ValueError, OSError):
         return p.as_posix()
 
@@ -509,7 +508,9 @@ class _Converter:
 
     def expr(self, e):
         """A torch ShapeEnv expression -> ours (symbols renamed, whitelisted constructors only)."""
-        if isinstance(e, (int, bool)):
+        if isinstance(e, bool) or e is sympy.true or e is sympy.false:
+            return sympy.true if e else sympy.false
+        if isinstance(e, int):
             return sympy.Integer(int(e))
         se = self.info.shape_env
         if se is not None:
@@ -526,8 +527,10 @@ class _Converter:
 
     def symint(self, v):
         import torch
-        if isinstance(v, torch.SymInt):
+        if isinstance(v, (torch.SymInt, torch.SymBool)):
             return self.expr(v.node.expr)
+        if isinstance(v, bool):
+            return sympy.true if v else sympy.false
         return sympy.Integer(int(v))
 
     # ---- values
@@ -571,9 +574,9 @@ class _Converter:
             return int(a)
         if isinstance(a, float):
             return float(a)
-        if isinstance(a, torch.SymInt):
+        if isinstance(a, (torch.SymInt, torch.SymBool)):
             e = self.symint(a)
-            return int(e) if e.is_Integer else e
+            return int(e) if getattr(e, "is_Integer", False) else e
         if isinstance(a, (list, tuple)):
             return [self.arg(x) for x in a]
         if isinstance(a, torch.dtype):
@@ -624,21 +627,15 @@ def _dtype_name(dt) -> str:
     return str(dt).removeprefix("torch.")
 
 
-_SYM_ARITH = {operator.mul, operator.add, operator.sub, operator.floordiv, operator.mod, operator.neg,
-              operator.truediv, operator.pow, math.floor, math.ceil, min, max}
-
-
 def _is_sym_arith(node) -> bool:
+    """Python-level arithmetic on symbolic sizes (``operator.mul(s0, s1)``, ``sym_max``, ...).
+
+    Such nodes are not stored: their value is a size expression, which replaces every reference.
+    """
     import torch
-    if node.op != "call_function" or isinstance(node.target, torch._ops.OpOverload):
+    if node.op != "call_function" or isinstance(node.target, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)):
         return False
-    v = node.meta.get("val")
-    if not isinstance(v, (torch.SymInt, int)) or isinstance(v, bool):
-        return False
-    t = node.target
-    return t in _SYM_ARITH or getattr(t, "__module__", "") in ("torch", "torch.fx.experimental.sym_node",
-                                                               "torch.sym_int") or \
-        getattr(t, "__name__", "").startswith("sym_")
+    return isinstance(node.meta.get("val"), (torch.SymInt, torch.SymBool, int))
 
 
 def _target_name(node) -> str:

@@ -381,7 +381,7 @@ class _Runner:
                 if not isinstance(t, torch.Tensor):
                     raise InterpError(f"rank {r}: input {port!r} must be a tensor, got {type(t).__name__}")
                 unify_shape(n.val.shape, t.shape, binding, f"rank {r} input {port!r}")
-                env[n.name] = t
+                env[n.name] = t.clone()    # in-place ops in the graph must not touch the caller's tensors
             else:
                 later.append((n, port, key))
         if missing:

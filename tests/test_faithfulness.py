@@ -135,7 +135,11 @@ def _run_example(name: str, seed: int = 0):
     W = dist.world_size
     g0 = seq.rank(0)
     gen = torch.Generator().manual_seed(seed)
-    seq_in = interp.random_inputs(g0, gen, sizes=_sizes(g0, W), int_ranges=_int_ranges(g0), float_dtype=F64)
+    ranges = _int_ranges(g0)
+    if any(n.target == "aten.embedding.default" for n in g0.nodes):
+        assert ranges and all(hi > 2 for _, hi in ranges.values()), \
+            f"{name}: could not find the vocabulary size for the token ids ({ranges})"
+    seq_in = interp.random_inputs(g0, gen, sizes=_sizes(g0, W), int_ranges=ranges, float_dtype=F64)
     seq_out = interp.output_values(seq, interp.run_bundle(seq, [seq_in], float_dtype=F64))[0]
     unknown = set(spec.inputs) - {p.name for p in g0.inputs}
     assert not unknown, f"{name}: spec names inputs the sequential graph lacks: {sorted(unknown)}"

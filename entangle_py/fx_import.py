@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import io
 import math
 import re
 import tokenize
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,7 +93,6 @@ class _Parsed:
     outputs: list = field(default_factory=list)
     symbols: dict = field(default_factory=dict)
     group_names: list = field(default_factory=list)
-    skipped_outputs: int = 0
 
 
 class _FxParser:
@@ -104,12 +103,10 @@ class _FxParser:
         self.nodes: dict[str, Node] = {}    # every node, in definition order
         self.placeholders: list[str] = []   # graph inputs in order
         self.const_ports: list[Port] = []
-        self.declared: dict[str, object] = {}
         self.symbols: dict[str, sympy.Symbol] = {}
         self.source: Source | None = None
         self.subgraphs: set[str] = set()
         self.outputs: list[Port] = []
-        self.skipped_outputs = 0
         self.group_names: list[str] = []
         self.kind = "forward"
 
@@ -146,7 +143,7 @@ class _FxParser:
         inputs = [Port(n, n) for n in self.placeholders] + self.const_ports
         return _Parsed(kind=self.kind, nodes=nodes, inputs=inputs, outputs=self.outputs,
                        symbols={name: (1, None) for name in self.symbols},
-                       group_names=self.group_names, skipped_outputs=self.skipped_outputs)
+                       group_names=self.group_names)
 
     def _signature(self, start: int, indent: int) -> int:
         """Parse ``def forward(self, ...):`` (possibly over several lines); return the next line index."""
@@ -417,15 +414,13 @@ class _FxParser:
         seen = set()
         for e in _flatten_outputs(value):
             if isinstance(e, ast.Constant) and e.value is None:
-                self.skipped_outputs += 1
-                continue
+                continue            # no gradient for this input
             if not isinstance(e, ast.Name):
                 self.fail(f"unsupported output expression {_clip(ast.unparse(e), 60)}")
             if e.id not in self.nodes:
                 self.fail(f"output {e.id!r} is not a node of the graph")
             if e.id in seen:
-                self.skipped_outputs += 1
-                continue
+                continue            # returned twice (e.g. the loss): one port is enough
             seen.add(e.id)
             self.outputs.append(Port(e.id, e.id))
 

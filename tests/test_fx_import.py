@@ -14,7 +14,7 @@ import torch
 
 from entangle_py import graph, symbolic
 from entangle_py.errors import InputError
-from entangle_py.fx_import import DTYPE_ABBRS, import_fx, infer_groups, parse_fx_text
+from entangle_py.fx_import import DTYPE_ABBRS, import_fx, infer_groups
 from entangle_py.graph import Ref, SymIntMeta, TensorMeta, TorchConst
 
 REPO = Path(__file__).resolve().parents[1]
@@ -464,3 +464,29 @@ def test_cli_import_fx(tmp_path):
                        capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "g.py:3" in r.stderr
+
+
+def test_mixed_kinds_and_log_header(tmp_path):
+    joint = '''[__aot_joint_graph] TRACED GRAPH
+ ===== Joint graph 0 =====
+ /x/torch/fx/_lazy_graph_module.py class joint_fn(torch.nn.Module):
+    def forward(self, primals, tangents):
+        primals_1: "f32[4]"; tangents_1: "f32[4]";
+
+        primals_1, tangents_1, = fx_pytree.tree_flatten_spec([primals, tangents], self._in_spec)
+        #  File: /m.py:3 in f, code: return x.sin()
+        sin: "f32[4]" = torch.ops.aten.sin.default(primals_1)
+        cos: "f32[4]" = torch.ops.aten.cos.default(primals_1);  primals_1 = None
+        mul: "f32[4]" = torch.ops.aten.mul.Tensor(tangents_1, cos);  tangents_1 = cos = None
+        return pytree.tree_unflatten([sin, mul], self._out_spec)
+'''
+    (tmp_path / "j.py").write_text(joint)
+    b = import_fx([str(tmp_path / "j.py")])
+    g = b.ranks[0]
+    assert b.kind == "joint" and [p.name for p in g.inputs] == ["primals_1", "tangents_1"]
+    assert g.node("sin").source.file == "/m.py" and g.node("mul").source.code == "return x.sin()"
+    assert [p.name for p in g.outputs] == ["sin", "mul"]
+    (tmp_path / "f.py").write_text(HEADER + "        return (arg0_1,)\n")
+    with pytest.raises(InputError, match="mix joint graphs"):
+        import_fx([str(tmp_path / "j.py"), str(tmp_path / "f.py")])
+    assert import_fx([str(tmp_path / "j.py"), str(tmp_path / "f.py")], kind="joint").kind == "joint"

@@ -540,6 +540,8 @@ def load(path: str | Path) -> Bundle:
             data = _torch_load_safe(raw)
     except GraphFormatError as e:
         raise GraphFormatError(f"{path}: {e}") from None
+    except RecursionError:
+        raise GraphFormatError(f"{path}: graph file nested too deeply") from None
     except (ValueError, UnicodeDecodeError, OSError, EOFError) as e:
         raise GraphFormatError(f"{path}: not a readable graph file ({type(e).__name__}: {_first_line(e)})") from None
     try:
@@ -561,8 +563,10 @@ def _torch_load_safe(raw: bytes):
     except pickle.UnpicklingError as e:
         raise GraphFormatError(
             f"refused to load: the file is not plain data (torch's safe loader said: {_first_line(e)})") from None
-    except RuntimeError as e:
-        raise GraphFormatError(f"not a graph file ({_first_line(e)})") from None
+    except RecursionError:
+        raise
+    except Exception as e:  # garbage bytes make torch's reader raise anything (IndexError, KeyError...)
+        raise GraphFormatError(f"not a graph file ({type(e).__name__}: {_first_line(e)})") from None
 
 
 def _first_line(e: BaseException) -> str:

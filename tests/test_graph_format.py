@@ -275,9 +275,6 @@ def test_deeply_nested_json(tmp_path):
     _assert_rejected(path, "nested too deeply")
 
 
-@pytest.mark.xfail(strict=True, raises=RecursionError,
-                   reason="graph.load catches RecursionError from decode_bundle but not from json.loads / "
-                          "the unpickler (reported; graph.py is owned elsewhere)")
 @pytest.mark.parametrize("suffix", [".json", ".json.gz"])
 def test_json_nesting_bomb(tmp_path, suffix):
     path = tmp_path / f"deep{suffix}"
@@ -355,8 +352,6 @@ def test_cli_bad_file_one_line_exit_2(tmp_path):
     assert not sentinel.exists()
 
 
-@pytest.mark.xfail(strict=True, reason="graph._torch_load_safe lets IndexError/KeyError/... from torch's "
-                                       "unpickler on garbage bytes escape (reported; graph.py is owned elsewhere)")
 @pytest.mark.parametrize("content", [b"this is not a graph\n", b"hello"])
 def test_cli_garbage_pt(tmp_path, content):
     path = tmp_path / "garbage.pt"

@@ -34,6 +34,16 @@ _DTYPE_SHORT = {
 
 # ----------------------------------------------------------------------------- formatting
 
+def _clean(s: str) -> str:
+    """Names, paths and code come from the file: show control characters (ESC...) escaped, so a
+    hostile bundle cannot drive the terminal."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in s)
+
+
+def _t(s="", style=None) -> Text:
+    return Text(_clean(str(s)), style=style or "")
+
+
 def fmt_val(v) -> str:
     """A node value the way print_readable writes it: ``f32[8, 1536]``, ``Sym(s0)``."""
     if v is None:
@@ -105,28 +115,28 @@ def _fmt_ranks(ranks: list[int]) -> str:
 
 def print_summary(bundle: Bundle, console: Console, path: str = "", rank: int | None = None) -> None:
     graphs = _ranks_to_show(bundle, rank)
-    head = Text()
+    head = _t()
     if path:
-        head.append(path, style="bold")
+        head.append(_clean(path), style="bold")
         head.append(": ")
     head.append(f"{bundle.kind} bundle, world size {bundle.world_size}")
     if bundle.meta.get("imported_from"):
-        head.append(f" (imported from {bundle.meta['imported_from']})")
+        head.append(_clean(f" (imported from {bundle.meta['imported_from']})"))
     console.print(head)
     for g in graphs:
         hist = g.op_histogram()
         n_in = sum(1 for n in g.nodes if n.is_placeholder)
         line = (f"rank {g.rank}: {len(g.nodes)} nodes ({n_in} placeholders, {sum(hist.values())} ops, "
                 f"{len(set(hist))} distinct), {len(g.inputs)} inputs, {len(g.outputs)} outputs")
-        console.print(Text(line))
+        console.print(_t(line))
         if g.symbols:
             syms = ", ".join(f"{k} in [{lo}, {'inf' if hi is None else hi}]" for k, (lo, hi) in g.symbols.items())
-            console.print(Text(f"  symbols: {syms}"))
+            console.print(_t(f"  symbols: {syms}"))
         if g.guards:
-            console.print(Text(f"  guards: {'; '.join(str(x) for x in g.guards)}"))
+            console.print(_t(f"  guards: {'; '.join(str(x) for x in g.guards)}"))
     shown = graphs[:MAX_RANK_COLUMNS]
     if len(graphs) > len(shown):
-        console.print(Text(f"(tables show ranks {shown[0].rank}-{shown[-1].rank} of {len(graphs)}; "
+        console.print(_t(f"(tables show ranks {shown[0].rank}-{shown[-1].rank} of {len(graphs)}; "
                            f"use --rank R for another)", style="dim"))
     console.print(_histogram_table(shown))
     coll = _collective_table(shown)
@@ -153,20 +163,20 @@ def _histogram_table(graphs: list[RankGraph]) -> Table:
         t.add_column("op")
         for g in (graphs[:1] if same else graphs):
             t.add_column("count" if same else f"r{g.rank}", justify="right")
-    cell = lambda h, op: Text(str(h[op]) if h.get(op) else "-")
+    cell = lambda h, op: _t(str(h[op]) if h.get(op) else "-")
     height = -(-len(ops) // blocks)
     for i in range(height):
         row = []
         for b in range(blocks):
             j = b * height + i
             if j < len(ops):
-                row += [Text(ops[j]), *[cell(h, ops[j]) for h in shown]]
+                row += [_t(ops[j]), *[cell(h, ops[j]) for h in shown]]
             else:
-                row += [Text("")] * (1 + len(shown))
+                row += [_t("")] * (1 + len(shown))
         t.add_row(*row)
     t.add_section()
-    last = [Text("total", style="bold"), *[Text(str(sum(h.values()))) for h in shown]]
-    t.add_row(*([Text("")] * (1 + len(shown)) * (blocks - 1) + last))
+    last = [_t("total", style="bold"), *[_t(str(sum(h.values()))) for h in shown]]
+    t.add_row(*([_t("")] * (1 + len(shown)) * (blocks - 1) + last))
     return t
 
 
@@ -190,8 +200,8 @@ def _collective_table(graphs: list[RankGraph]) -> Table | None:
         t.add_column(f"r{g.rank}", justify="right")
     for (op, grp), counts in sorted(rows.items(), key=lambda kv: (-sum(kv[1]), kv[0])):
         m = members.get(grp)
-        t.add_row(Text(op), Text(repr(grp) if grp != "?" else "?"),
-                  Text(_fmt_ranks(m) if m else "unknown"), *[Text(str(c) if c else "-") for c in counts])
+        t.add_row(_t(op), _t(repr(grp) if grp != "?" else "?"),
+                  _t(_fmt_ranks(m) if m else "unknown"), *[_t(str(c) if c else "-") for c in counts])
     return t
 
 
@@ -216,7 +226,7 @@ def _ports_table(title: str, graphs: list[RankGraph], ports_of) -> Table:
     for g in cols:
         t.add_column("value" if len(cols) == 1 else f"r{g.rank}")
     for name in names:
-        t.add_row(Text(name), *[Text(cells[name].get(g.rank, "-")) for g in cols])
+        t.add_row(_t(name), *[_t(cells[name].get(g.rank, "-")) for g in cols])
     return t
 
 
@@ -233,12 +243,12 @@ def print_node(bundle: Bundle, name: str, console: Console, rank: int | None = N
         known = sorted({n.name for g in graphs for n in g.nodes}
                        | {p.name for g in graphs for p in (*g.inputs, *g.outputs)})
         close = difflib.get_close_matches(name, known, n=5, cutoff=0.6)
-        hint = f"; close names: {', '.join(close)}" if close else ""
+        hint = f"; close names: {', '.join(_clean(c) for c in close)}" if close else ""
         where = f"rank {rank}" if rank is not None else "the bundle"
         raise InputError(f"{where} has no node {name!r}{hint}")
     for g in having:
         n = g.node(name)
-        console.print(Text(f"rank {g.rank}: {n.name}", style="bold"))
+        console.print(_t(f"rank {g.rank}: {n.name}", style="bold"))
         rows = [("target", n.target)]
         if n.args:
             rows.append(("args", ", ".join(fmt_arg(a) for a in n.args)))
@@ -269,8 +279,8 @@ def print_node(bundle: Bundle, name: str, console: Console, rank: int | None = N
                      if users else "-"))
         width = max(len(k) for k, _ in rows)
         for k, v in rows:
-            line = Text(f"  {k.ljust(width)}  ", style="dim")
-            line.append(v)
+            line = _t(f"  {k.ljust(width)}  ", style="dim")
+            line.append(_clean(v))
             console.print(line, soft_wrap=True)
 
 

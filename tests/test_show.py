@@ -177,3 +177,25 @@ def test_show_real_joint_graph_cli(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip() == ("entangle show: error: the bundle has no node 'mm_77'; "
                                 "close names: mm_7, mm_9, mm_8, mm_6, mm_5")
+
+
+def test_control_characters_are_escaped(tmp_path, capsys):
+    """Names and code come from the file; a hostile bundle must not reach the terminal with escapes."""
+    esc = "\x1b[2J\x1b]0;pwned\x07"
+    b = Bundle(ranks=[RankGraph(
+        rank=0,
+        nodes=[Node("x" + esc, "placeholder", val=TensorMeta((2,), "float32")),
+               Node("ar", "_c10d_functional.all_reduce.default", args=(Ref("x" + esc), "sum", "g" + esc),
+                    val=TensorMeta((2,), "float32"), source=Source("f.py" + esc, 1, "fn", "code" + esc))],
+        inputs=[Port("in" + esc, "x" + esc)], outputs=[Port("out", "ar")], groups={"g" + esc: [0]})],
+        meta={"imported_from": esc})
+    path = tmp_path / "evil.json"
+    graph.save(b, path)
+    for node in (None, "ar", "x" + esc):
+        out = run_show(capsys, path, node=node)
+        assert "\x1b" not in out and "\x07" not in out
+        assert "\\x1b" in out
+    with pytest.raises(InputError) as e:
+        cli_show(argparse.Namespace(file=str(path), node="x\x1b[2J\x1b]0;pwne", rank=None))
+    assert "close names: x\\x1b[2J" in str(e.value)
+    assert "\x1b" not in str(e.value) and "\x07" not in str(e.value)

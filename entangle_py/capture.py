@@ -34,7 +34,8 @@ Stable port names (the same on every rank; spec files rely on them):
 * inputs: ``param:<fqn>``, ``buffer:<fqn>``, ``input:<name>`` (keys of the inputs dict),
   ``tangent:<output name>`` (joint), ``size:<tensor port>:<dim>`` (a symbolic size, dynamic);
 * outputs: ``out`` for a single tensor, ``out:0``, ``out:1``, ... for a tuple/list, ``out:<key>`` for
-  a dict; gradients ``grad:<fqn>`` for parameters, ``grad:buffer:<fqn>`` and ``grad:input:<name>``.
+  a dict; gradients ``grad:<fqn>`` for parameters, ``grad:buffer:<fqn>`` and ``grad:input:<name>``;
+  ``mutated:<input port>`` for the new value of an input or buffer the program updates in place.
 
 Symbolic sizes (dynamic) are renamed after the input dim they come from (``x_size0`` is dim 0 of
 input ``x``), so the same name means "that dim of that input in *this* bundle": a sharded input's
@@ -299,7 +300,7 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
     compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=None if dynamic else False)
     grad_ctx = contextlib.nullcontext() if joint else torch.no_grad()
     try:
-        with grad_ctx:
+        with grad_ctx, _quiet_torch_logs():
             result = compiled(**inputs)
     except InputError:
         raise
@@ -313,6 +314,22 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
         raise CaptureError("the program produced no graph (does forward compute anything?)")
     info.result_structure = _output_names(result, info.num_outputs)
     return captured[key], info
+
+
+@contextlib.contextmanager
+def _quiet_torch_logs():
+    """Torch logs a traceback for a failing fake-tensor call; we report the error in one line."""
+    import logging
+    loggers = [logging.getLogger(n) for n in ("torch._subclasses.fake_tensor", "torch._dynamo",
+                                               "torch.fx.experimental.symbolic_shapes")]
+    old = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for lg, lvl in zip(loggers, old):
+            lg.setLevel(lvl)
 
 
 def _dynamo_port_names(gm, port_of_id) -> list[str]:
@@ -407,7 +424,11 @@ def _capture_error(e: BaseException, script_file: str | None, rank: int) -> Capt
         head = f"unsupported construct: {_first_line(inner)}"
         detail = ""
     else:
-        head = f"capture failed: {type(inner).__name__}: {_first_line(inner)}"
+        m = re.search(r"got (\w+(?:Error|Exception))\((['\"])(.*?)\2\)", text)
+        if m:      # an error raised while running an op on fake tensors (e.g. a shape mismatch)
+            head = f"capture failed: {m.group(1)}: {m.group(3)}"
+        else:
+            head = f"capture failed: {type(inner).__name__}: {_first_line(inner)}"
         detail = ""
     loc = f" at {where}" if where else ""
     tail = f" -- {detail}" if detail and detail not in head else ""
@@ -677,6 +698,8 @@ def _convert(gm, info: _DynamoInfo, model, inputs, rank, script_file, joint, wor
         if isinstance(desc, D.GradAOTOutput):
             p = plain_in_name(desc.grad_of)
             return "grad:" + (p[len("param:"):] if p.startswith("param:") else p)
+        if isinstance(desc, D.InputMutationAOTOutput):   # e.g. a buffer updated in place
+            return "mutated:" + plain_in_name(desc.mutated_input)
         raise CaptureError(f"rank {rank}: unsupported graph output kind {type(desc).__name__} ({desc}); "
                            f"in-place updates of inputs are not supported")
 
@@ -720,7 +743,7 @@ def _convert(gm, info: _DynamoInfo, model, inputs, rank, script_file, joint, wor
             for o, desc in zip(outs, descs):
                 if desc is None or o is None:
                     continue
-                if isinstance(desc, D.GradAOTOutput) or isinstance(desc, D.PlainAOTOutput):
+                if isinstance(desc, (D.GradAOTOutput, D.PlainAOTOutput, D.InputMutationAOTOutput)):
                     if not hasattr(o, "name"):
                         continue
                     ports_out.append(graph.Port(out_name(desc), o.name))

@@ -176,7 +176,7 @@ def test_source_locations_point_into_the_example(mlp_tp2_joint):
     assert all("funcol.all_reduce" in n.source.code for n in ar)
 
 
-def test_helper_module_frames_are_used_when_the_script_has_none(tmp_path):
+def test_helper_module_frames_are_used_when_the_script_has_none():
     b = capture(EXAMPLES / "mlp_missing_allreduce.py", 2)
     assert {n.source.file for n in b.rank(0).nodes if n.source} == {"examples/mlp.py"}
 
@@ -237,6 +237,22 @@ def test_print_graph_break_via_cli(tmp_path, capsys):
     assert rc == 2 and len(err.splitlines()) == 1
     assert "graph break" in err and "print" in err and "prints.py:9" in err
     assert not (tmp_path / "x.pt").exists()
+
+
+def test_shape_error_is_one_line_with_location(tmp_path, capsys):
+    script = tmp_path / "shapes.py"
+    script.write_text(BREAK.format(line="if True:").replace("self.fc(x)", "self.fc(x.t())"))
+    with pytest.raises(CaptureError) as e:
+        capture(script, 1)
+    assert "must have same reduction dim" in str(e.value) and "shapes.py:7" in str(e.value)
+    assert "\n" not in str(e.value) and capsys.readouterr().err == ""   # torch's traceback log is muted
+
+
+def test_in_place_update_of_an_input_is_an_output(tmp_path):
+    script = tmp_path / "inplace.py"
+    script.write_text(BREAK.format(line="if True:").replace("y = y * 2", "x.add_(1)"))
+    g = capture(script, 1).rank(0)
+    assert _ports(g)[1] == ["mutated:input:x", "out"]
 
 
 def test_bad_scripts(tmp_path):

@@ -443,7 +443,7 @@ class Checker:
         for ref in dict.fromkeys(n.refs()):
             if ref in self.svar:
                 c, t = self.engine.extract(self.svar[ref])
-                inputs[ref] = self.show_term(t) + ("" if c < BIG else "  (not clean)")
+                inputs[self.seq_names.show(ref)] = self.show_term(t) + ("" if c < BIG else "  (not clean)")
         considered = sorted({self.show_term(l) for l in _leaves(best)})
         reason = "no clean term" if outcome.status == "saturated" else f"limit: {outcome.limit}"
         if outcome.status == "limit" and outcome.limit and "iterations" in outcome.limit and not self._grows():

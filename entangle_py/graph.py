@@ -20,6 +20,7 @@ import io
 import json
 import math
 import re
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,9 @@ _TARGET = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){1,2}$")
 # Tags for torch constants that appear as op arguments (dtype=torch.float32, device=...).
 CONST_KINDS = frozenset({"dtype", "device", "layout", "memory_format"})
 _CONST_VALUE = re.compile(r"^[A-Za-z0-9_:.\-]{1,64}$")
+
+
+BUNDLE_KINDS = ("forward", "joint", "imported")
 
 
 class GraphFormatError(InputError):
@@ -425,6 +429,8 @@ def decode_bundle(d) -> Bundle:
         dec.fail(f"unsupported format version {version!r} (this entangle reads version {FORMAT_VERSION})")
     _check_keys(dec, d, {"format", "version", "kind", "world_size", "ranks"}, {"meta"}, "bundle")
     kind = dec.expect(d["kind"], str, "kind")
+    if kind not in BUNDLE_KINDS:
+        dec.fail(f"kind must be one of {', '.join(BUNDLE_KINDS)}, got {kind!r}")
     meta = dec.expect(d.get("meta", {}), dict, "meta")
     for k, v in meta.items():
         dec.expect(v, str, f"meta[{k!r}]")
@@ -478,6 +484,8 @@ def _decode_rank(r: int, d, world: int) -> RankGraph:
             name, node = dec.expect(p["name"], str, "port name"), dec.expect(p["node"], str, "port node")
             if node not in seen:
                 dec.fail(f"{kind[:-1]} {name!r} refers to unknown node {node!r}")
+            if any(p.name == name for p in ports[kind]):
+                dec.fail(f"two {kind} named {name!r}")
             ports[kind].append(Port(name, node))
     return RankGraph(rank=r, nodes=nodes, inputs=ports["inputs"], outputs=ports["outputs"],
                      groups=groups, symbols=symbols, guards=guards)
@@ -559,10 +567,13 @@ def _torch_load_safe(raw: bytes):
     try:
         # weights_only=True: torch's restricted unpickler, which refuses any global outside its
         # allowlist (so no code object, no reduce to os.system, ...).
-        return torch.load(io.BytesIO(raw), weights_only=True, map_location="cpu")
-    except pickle.UnpicklingError as e:
-        raise GraphFormatError(
-            f"refused to load: the file is not plain data (torch's safe loader said: {_first_line(e)})") from None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return torch.load(io.BytesIO(raw), weights_only=True, map_location="cpu")
+    except pickle.UnpicklingError:
+        # torch's message goes on to suggest weights_only=False: bad advice for a stranger's file
+        raise GraphFormatError("refused to load: the file holds objects other than plain data "
+                               "(a graph bundle is dicts, lists, strings and numbers only)") from None
     except RecursionError:
         raise
     except Exception as e:  # garbage bytes make torch's reader raise anything (IndexError, KeyError...)

@@ -345,10 +345,17 @@ class Checker:
         t0 = time.perf_counter()
         rels = self.input_relations()
         self._unify_symbols(rels)
+        for r, g in enumerate(self.dist.ranks):
+            self._check_semantics(g, r)
+        self._check_semantics(self.seq, "seq")
+        if self.no_semantics:   # refuse before inserting anything: never guess an op's meaning
+            op, where = next(iter(self.no_semantics.items()))
+            r, n = where[0]
+            raise CheckInputError(f"no semantics for {op} ({len(where)} nodes, first at "
+                                  f"{n.source or f'rank {r} node {n.name}'})")
         self.insert_dist()
         res.inferred_inputs = {k: str(v) for k, v in self.inferred.items()}
         self.insert_inputs(rels)
-        self._check_semantics(self.seq, "sequential")
         res.collectives = self.collectives
         if self.no_semantics:
             op, where = next(iter(self.no_semantics.items()))
@@ -397,7 +404,7 @@ class Checker:
         self.checked_outputs = outs
         return seen
 
-    def _check_semantics(self, g, label):
+    def _check_semantics(self, g, rank):
         low = L.Lowerer(g, lambda name: "")
         for n in g.nodes:
             if n.is_placeholder:
@@ -407,7 +414,7 @@ class Checker:
             except (KeyError, TypeError, IndexError):
                 continue
             if isinstance(res, L.NoSemantics):
-                self.no_semantics.setdefault(res.op, []).append((0, n))
+                self.no_semantics.setdefault(res.op, []).append((rank, n))
 
     def _relate(self, low: L.Lowerer, n: G.Node) -> OpFailure | None:
         res = low.lower(n)

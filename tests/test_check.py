@@ -133,3 +133,20 @@ def test_symbols_are_not_identified_by_name_alone():
     s = sympy.Symbol("zz9", integer=True, positive=True)
     assert str(ch._canonical_size(s, 0)) == "r0_zz9"
     assert str(ch._canonical_size(s, "seq")) == "seq_zz9"
+
+
+DATA = ROOT.parent / "shared" / "external" / "entangle-data"
+
+
+@pytest.mark.skipif(not DATA.exists(), reason=f"third-party graphs not present at {DATA}")
+def test_op_without_semantics_is_refused_with_its_source(tmp_path):
+    """Imported Megatron GPT: native_dropout has no semantics yet; check says so, exit 2."""
+    from entangle_py.fx_import import import_fx
+    gpt = DATA / "gpt"
+    G.save(import_fx([str(gpt / "paral1_layer1" / "fw.g0.r0.py")]), tmp_path / "s.pt")
+    G.save(import_fx([str(gpt / "paral2_layer1" / f"fw.g0.r{r}.py") for r in (0, 1)]), tmp_path / "d.pt")
+    r = subprocess.run([sys.executable, "-m", "entangle_py", "check", str(tmp_path / "s.pt"), str(tmp_path / "d.pt")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "no semantics for aten.native_dropout.default" in r.stderr
+    assert "language_model_embedding.py:142" in r.stderr

@@ -348,20 +348,12 @@ class Checker:
         for r, g in enumerate(self.dist.ranks):
             self._check_semantics(g, r)
         self._check_semantics(self.seq, "seq")
-        if self.no_semantics:   # refuse before inserting anything: never guess an op's meaning
-            op, where = next(iter(self.no_semantics.items()))
-            r, n = where[0]
-            raise CheckInputError(f"no semantics for {op} ({len(where)} nodes, first at "
-                                  f"{n.source or f'rank {r} node {n.name}'})")
+        self._refuse_unsupported()   # before inserting anything: never guess an op's meaning
         self.insert_dist()
         res.inferred_inputs = {k: str(v) for k, v in self.inferred.items()}
         self.insert_inputs(rels)
         res.collectives = self.collectives
-        if self.no_semantics:
-            op, where = next(iter(self.no_semantics.items()))
-            r, n = where[0]
-            raise CheckInputError(f"no semantics for {op} ({len(where)} nodes, first at "
-                                  f"{n.source or f'rank {r} node {n.name}'})")
+        self._refuse_unsupported()   # collectives with a reduction we do not model
         self.engine.flush()
         res.timings["insert"] = time.perf_counter() - t0
         t1 = time.perf_counter()
@@ -403,6 +395,13 @@ class Checker:
             stack.extend(self.seq.node(name).refs())
         self.checked_outputs = outs
         return seen
+
+    def _refuse_unsupported(self):
+        if self.no_semantics:
+            op, where = next(iter(self.no_semantics.items()))
+            r, n = where[0]
+            raise CheckInputError(f"no semantics for {op} ({len(where)} nodes, first at "
+                                  f"{n.source or f'rank {r} node {n.name}'})")
 
     def _check_semantics(self, g, rank):
         low = L.Lowerer(g, lambda name: "")

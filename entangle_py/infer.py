@@ -197,6 +197,10 @@ class Checker:
                 if item is None or not isinstance(n.val[i], G.TensorMeta):
                     continue
                 key = f"{n.name}#{i}"
+                if isinstance(item, L.Identity):
+                    if item.ref in self.dvar[r]:
+                        self.dvar[r][key] = self.dvar[r][item.ref]
+                    continue
                 v = self._dist_leaf(r, key, n.val[i])
                 if isinstance(item, L.Term):
                     self.engine.add(f"(union {v} {item.text})")
@@ -397,11 +401,11 @@ class Checker:
         return seen
 
     def _refuse_unsupported(self):
-        if self.no_semantics:
-            op, where = next(iter(self.no_semantics.items()))
-            r, n = where[0]
-            raise CheckInputError(f"no semantics for {op} ({len(where)} nodes, first at "
-                                  f"{n.source or f'rank {r} node {n.name}'})")
+        if self.no_semantics:   # every unsupported op, in one line
+            raise CheckInputError("; ".join(
+                f"no semantics for {op} ({len(where)} nodes, first at "
+                f"{where[0][1].source or f'rank {where[0][0]} node {where[0][1].name}'})"
+                for op, where in self.no_semantics.items()))
 
     def _check_semantics(self, g, rank):
         low = L.Lowerer(g, lambda name: "")
@@ -430,12 +434,18 @@ class Checker:
             return None
         if isinstance(res, L.TupleTerms):
             for i, item in enumerate(res.items):
-                if item is None:
+                key = f"{n.name}#{i}"
+                if isinstance(item, L.Identity):
+                    if item.ref in self.svar:
+                        self.svar[key] = self.svar[item.ref]
                     continue
                 v = self._fresh()
-                self.engine.add(f"(let {v} {item.text})")
-                self._set_shape(v, n.val[i])
-                self.svar[f"{n.name}#{i}"] = v
+                # an output without a term (a dropout mask) is a free tensor: related to nothing
+                text = item.text if item is not None else f"(Gs {str_lit(key)})"
+                self.engine.add(f"(let {v} {text})")
+                if isinstance(n.val[i], G.TensorMeta):
+                    self._set_shape(v, n.val[i])
+                self.svar[key] = v
             return None    # related lazily: by the getitem that uses an output
         v = self._fresh()
         self.engine.add(f"(let {v} {res.text})")

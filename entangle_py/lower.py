@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import sympy
 
 from .graph import Node, Ref, SymIntMeta, TensorMeta, TorchConst
-from .terms import str_lit
+from .terms import MASKED_FILL, str_lit
 
 COLLECTIVES = {
     "_c10d_functional.all_reduce.default": "all_reduce",
@@ -51,7 +51,7 @@ BINARY = {
 # lemmas for: they relate by congruence only (same op, same constants, related inputs).
 OPAQUE_PURE = {
     "aten.native_layer_norm.default", "aten.layer_norm.default", "aten.embedding.default",
-    "aten.index.Tensor", "aten.index_put.default", "aten.where.self", "aten.masked_fill.Scalar",
+    "aten.index.Tensor", "aten.index_put.default", "aten.where.self",
     "aten.masked_fill.Tensor", "aten.select.int", "aten.gather.default", "aten.scatter.value",
     "aten.cumsum.default", "aten.sum.default", "aten.mean.default", "aten.max.dim", "aten.min.dim",
     "aten.argmax.default", "aten.log_softmax.int", "aten._log_softmax.default", "aten.var_mean.correction",
@@ -319,6 +319,16 @@ class Lowerer:
         it = self.t(inp) if beta == 1 else f"(scalar \"mul\" {self.t(inp)} {_scalar(beta)})"
         return Term(f"(binary \"add\" {prod} {it})")
 
+    def _h_masked_fill_Scalar(self, n):
+        x, mask, c = n.args[:3]
+        return Term(f"(binary {str_lit(MASKED_FILL + _scalar_text(c))} {self.t(x)} {self.t(mask)})")
+
+    def _h_native_dropout_default(self, n):
+        # ASSUMPTION (documented in the README): dropout's value output is its input, as in
+        # evaluation mode or when both programs draw the same mask; the mask is a free tensor
+        # related to nothing, so anything computed from it must be proven by other means.
+        return TupleTerms((Identity(n.args[0].name), None))
+
     def _h__softmax_default(self, n):
         x, dim = n.args[:2]
         return Term(f"(softmax {self.t(x)} {self._dim(dim, self.ndim(x.name))})")
@@ -351,11 +361,15 @@ def dim_term(s) -> str:
 
 
 def _scalar(v) -> str:
+    return str_lit(_scalar_text(v))
+
+
+def _scalar_text(v) -> str:
     if isinstance(v, bool):
-        return str_lit(str(int(v)))
+        return str(int(v))
     if isinstance(v, float) and v == int(v) and abs(v) < 2**53:
-        return str_lit(repr(float(v)))
-    return str_lit(repr(v))
+        return repr(float(v))
+    return repr(v)
 
 
 def _const_key(v) -> str:

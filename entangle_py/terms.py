@@ -100,7 +100,15 @@ def _scalar(op: str, x, c: str):
 
 
 def _binary(op: str, a, b):
-    return BINARY_OPS[op](a, b)
+    return binary_fn(op)(a, b)
+
+
+def binary_fn(op: str) -> Callable:
+    """The torch meaning of a binary op name; ``masked_fill:<c>`` fills ``a`` where ``b`` holds."""
+    if op.startswith(MASKED_FILL):
+        c = float(op[len(MASKED_FILL):])
+        return lambda a, b: torch.masked_fill(a, b.bool(), c)
+    return BINARY_OPS[op]
 
 
 def _slice(x, dim, start, end):
@@ -193,6 +201,10 @@ BINARY_OPS: dict[str, Callable] = {
     "logical_or": torch.logical_or,
     "logical_and": torch.logical_and,
 }
+
+# masked_fill(x, mask, c) is the binary op "masked_fill:<c>" over (x, mask): it is elementwise with
+# broadcasting like any binary op, so the binary lemmas (concat, broadcast) cover it.
+MASKED_FILL = "masked_fill:"
 
 # Elementwise ops that commute with a sum over ranks in their first argument when the other is
 # not summed (linearity): (sum_r x_r) * c = sum_r (x_r * c).

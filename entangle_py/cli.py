@@ -49,6 +49,14 @@ def _add_check(sub):
     p.add_argument("-v", "--verbose", action="store_true", help="phase timings and details")
     p.add_argument("--lemmas", action="append", default=[], metavar="FILE.py",
                    help="extra lemma file (custom ops); may repeat")
+    from .engine import Limits
+    d = Limits()
+    p.add_argument("--max-iterations", type=int, default=d.iterations,
+                   help=f"lemma iterations per operator before giving up (exit 3; default {d.iterations})")
+    p.add_argument("--max-enodes", type=int, default=d.nodes,
+                   help=f"e-graph size before giving up (exit 3; default {d.nodes})")
+    p.add_argument("--max-seconds", type=float, default=d.seconds,
+                   help=f"seconds per operator before giving up (exit 3; default {d.seconds:g})")
 
     def run(args):
         from .infer import cli_check

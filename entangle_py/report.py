@@ -77,7 +77,8 @@ def run_check_cli(args) -> int:
 
         def progress(i, total, name):
             prog.update(task, total=total, completed=i, description=f"relating {name}")
-        res, checker = check_files(args.seq, args.dist, args.spec, lemma_files=args.lemmas, limits=Limits(),
+        res, checker = check_files(args.seq, args.dist, args.spec, lemma_files=args.lemmas,
+                                   limits=Limits(args.max_iterations, args.max_enodes, args.max_seconds),
                                    progress=progress)
     t_report = time.perf_counter()
     print_result(res, console, verbose=args.verbose)

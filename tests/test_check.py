@@ -135,6 +135,22 @@ def test_symbols_are_not_identified_by_name_alone():
     assert str(ch._canonical_size(s, "seq")) == "seq_zz9"
 
 
+def test_limit_hit_is_unknown_exit_3_naming_operator_and_limit(tmp_path):
+    """A proof that needs more lemma iterations than allowed ends in 'unknown', never a verdict."""
+    seq, dist, spec = _example("mlp_tp4")
+    rep = tmp_path / "r.json"
+    r = subprocess.run([sys.executable, "-m", "entangle_py", "check", seq, dist, "--spec", spec,
+                        "--max-iterations", "1", "--json", str(rep)], capture_output=True, text=True)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "unknown" in r.stdout and "1 iterations per operator" in r.stdout
+    data = json.loads(rep.read_text())
+    assert data["status"] == "unknown" and data["failure"]["node"]
+    assert data["failure"]["node"] in r.stdout
+    ok = subprocess.run([sys.executable, "-m", "entangle_py", "check", seq, dist, "--spec", spec],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout   # the same check with default limits refines
+
+
 DATA = ROOT.parent / "shared" / "external" / "entangle-data"
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from egglog import bindings
 
 from . import terms
+from .dims import DimSolver
 from .lemma import Library
 
 CHUNK = 24   # commands per parse: parsing cost grows faster than linearly with program size
@@ -42,6 +43,7 @@ class Engine:
         self.eg = bindings.EGraph()
         self.pending: list[str] = []
         self.library = library
+        self.dims = DimSolver()
         self._run_text(terms.declarations())
         self._run_text(library.egglog())
         self.total_runs = 0
@@ -93,14 +95,26 @@ class Engine:
         out = self.run1(f"(extract {var})")[0]
         return out.cost, _term_from_dag(out.termdag, out.term)
 
+    def table(self, name: str, limit: int = 1_000_000) -> list:
+        """Rows of a relation or function as parsed terms ``(name, args...)``."""
+        out = self.run1(f"(print-function {name} {limit})")[0]
+        return [_term_from_dag(out.termdag, row[0]) for row in out.terms]
+
     def size(self) -> int:
         out = self.run1("(print-size)")[0]
         return sum(n for _, n in out.sizes)
 
+    def sizes(self, names) -> tuple:
+        out = dict(self.run1("(print-size)")[0].sizes)
+        return tuple(out.get(n, 0) for n in names)
+
     # -- saturation ----------------------------------------------------------------------
     def settle(self):
         """Shape facts and the clean relation to a fixpoint (no lemma)."""
-        self.run1("(run-schedule (saturate (run shapes)) (saturate (run cleanliness)))")
+        for _ in range(8):   # symbolic sizes: Z3's answers can enable more shape facts
+            self.run1("(run-schedule (saturate (run shapes)) (saturate (run cleanliness)))")
+            if not self.dims.step(self):
+                break
 
     def prove_clean(self, var: str, limits: Limits) -> Outcome:
         start = time.perf_counter()
@@ -111,6 +125,9 @@ class Engine:
             out = self.run1("(run-schedule (run lemmas) (saturate (run shapes)) (saturate (run cleanliness)))")
             self.total_runs += 1
             updated = out[0].report.updated if out else True
+            if self.dims.step(self):
+                self.settle()
+                updated = True
             if self.is_clean(var):
                 return Outcome("clean", it, time.perf_counter() - start)
             if not updated:

@@ -141,6 +141,16 @@ class Checker:
                     m[b.name] = target
             self._sym_map[r] = {k: v for k, v in m.items() if k not in conflicts}
 
+    def _register_symbols(self):
+        """Give Z3 (engine.dims) every symbol's range and every guard, under canonical names."""
+        dims = self.engine.dims
+        for graph, g in [("seq", self.seq)] + list(enumerate(self.dist.ranks)):
+            for name, (lo, hi) in g.symbols.items():
+                sym = self._canonical_size(G.symbolic.make_symbol(name), graph)
+                dims.add_symbol(sym.name, lo, hi)
+            for guard in g.guards:
+                dims.add_guard(self._canonical_size(guard, graph))
+
     def _term_of(self, t: S.Term, where: str) -> str:
         """egglog text of a spec term over G_d tensors."""
         if isinstance(t, S.Leaf):
@@ -349,6 +359,7 @@ class Checker:
         t0 = time.perf_counter()
         rels = self.input_relations()
         self._unify_symbols(rels)
+        self._register_symbols()
         for r, g in enumerate(self.dist.ranks):
             self._check_semantics(g, r)
         self._check_semantics(self.seq, "seq")

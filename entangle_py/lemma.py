@@ -34,7 +34,14 @@ class Lemma:
 
     def egglog(self, ruleset: str) -> str:
         when = f" :when ({' '.join(self.when)})" if self.when else ""
-        return f"(rewrite {self.lhs} {self.rhs}{when} :ruleset {ruleset})"
+        out = f"(rewrite {self.lhs} {self.rhs}{when} :ruleset {ruleset})"
+        # a size comparison (dle a b) is first asked; egglog or Z3 (dims.py) answers provable ones
+        asks = [c for c in self.when if c.startswith("(dle ")]
+        if asks:
+            rest = " ".join(c for c in self.when if not c.startswith("(dle "))
+            acts = " ".join("(ask_le " + c[len("(dle "):] for c in asks)
+            out += f"\n(rule ((= __lhs {self.lhs}) {rest}) ({acts}) :ruleset {ruleset})"
+        return out
 
     def condition_holds(self, env: dict) -> bool:
         return all(bool(terms.evaluate(terms.parse_sexpr(c), env)) for c in self.when)

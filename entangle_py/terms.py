@@ -219,6 +219,8 @@ CONSTRUCTORS: list[Constructor] = [
     # sizes
     _c("DLit", "i64", "Dim", 0, True, lambda n: n),
     _c("DSym", "String", "Dim", 0, True, None),
+    _c("dadd", "Dim Dim", "Dim", 1, True, lambda a, b: a + b),   # size arithmetic (see dims.py)
+    _c("dsub", "Dim Dim", "Dim", 1, True, lambda a, b: a - b),
     # lists: tensors (concat parts, ranks of a sum), ints (dims), sizes (shapes)
     _c("Nil", "", "TList", 0, True, lambda: []),
     _c("Cons", "T TList", "TList", 0, True, lambda a, r: [a] + r),
@@ -262,6 +264,7 @@ PRIMITIVES: dict[str, Callable] = {
     "<=": lambda a, b: a <= b,
     ">": lambda a, b: a > b,
     ">=": lambda a, b: a >= b,
+    "dle": lambda a, b: a <= b,     # a relation on sizes, proven by egglog (literals) or Z3
 }
 
 # ----------------------------------------------------------------------------- helper functions
@@ -311,6 +314,9 @@ FUNCTIONS_TEXT = """
 (function dlen (DList) i64 :merge old)
 (function dat (DList i64) Dim :merge old)
 (function dlast (DList) Dim :merge old)
+(relation dle (Dim Dim))
+(relation ask_le (Dim Dim))
+(relation dterm (Dim))
 (relation clean (T))
 (relation cleanl (TList))
 """
@@ -326,6 +332,18 @@ def declarations() -> str:
     for c in CONSTRUCTORS:
         lines.append(f"(constructor {c.name} ({c.signature}) {c.sort} :cost {c.cost})")
     lines.append(FUNCTIONS_TEXT)
+    # size arithmetic: literals fold here; symbolic terms are canonicalized and compared by dims.py
+    lines += [
+        "(rewrite (dadd (DLit a) (DLit b)) (DLit (+ a b)) :ruleset shapes)",
+        "(rewrite (dsub (DLit a) (DLit b)) (DLit (- a b)) :ruleset shapes)",
+        "(rewrite (dadd a (DLit 0)) a :ruleset shapes)",
+        "(rewrite (dadd (DLit 0) a) a :ruleset shapes)",
+        "(rewrite (dsub a (DLit 0)) a :ruleset shapes)",
+        "(rule ((= t (dadd a b))) ((dterm t)) :ruleset shapes)",
+        "(rule ((= t (dsub a b))) ((dterm t)) :ruleset shapes)",
+        "(rule ((ask_le a b) (= a (DLit x)) (= b (DLit y)) (<= x y)) ((dle a b)) :ruleset shapes)",
+        "(rule ((ask_le a a)) ((dle a a)) :ruleset shapes)",
+    ]
     # clean: G_d leaves, and clean ops whose tensor children are clean
     lines.append("(rule ((= x (Gd n))) ((clean x)) :ruleset cleanliness)")
     lines.append("(rule ((= l (Nil))) ((cleanl l)) :ruleset cleanliness)")

@@ -103,13 +103,14 @@ LEMMAS = [
     Lemma("map-transpose-cons", "(map_transpose (Cons x r) a b)", "(Cons (transpose x a b) (map_transpose r a b))",
           instances=_map_transpose),
     # slice of a concat along the same dim: inside the first part, or past it
-    Lemma("slice-concat-first", "(slice (concat (Cons x r) d) d (DLit s) (DLit e))", "(slice x d (DLit s) (DLit e))",
-          when=("(= (dim x d) (DLit n))", "(<= e n)"), instances=_slice_first, rejects=_slice_straddling),
-    Lemma("slice-concat-rest", "(slice (concat (Cons x r) d) d (DLit s) (DLit e))",
-          "(slice (concat r d) d (DLit (- s n)) (DLit (- e n)))",
-          when=("(= (dim x d) (DLit n))", "(>= s n)"), instances=_slice_rest, rejects=_slice_straddling),
-    Lemma("slice-full", "(slice x d (DLit 0) (DLit n))", "x",
-          when=("(= (dim x d) (DLit n))",), instances=_full_slice, rejects=_partial_slice),
+    # (sizes may be symbolic: `dle` is decided by egglog for literals and by Z3 otherwise)
+    Lemma("slice-concat-first", "(slice (concat (Cons x r) d) d s e)", "(slice x d s e)",
+          when=("(= n (dim x d))", "(dle e n)"), instances=_slice_first, rejects=_slice_straddling),
+    Lemma("slice-concat-rest", "(slice (concat (Cons x r) d) d s e)",
+          "(slice (concat r d) d (dsub s n) (dsub e n))",
+          when=("(= n (dim x d))", "(dle n s)"), instances=_slice_rest, rejects=_slice_straddling),
+    Lemma("slice-full", "(slice x d (DLit 0) n)", "x",
+          when=("(= n (dim x d))",), instances=_full_slice, rejects=_partial_slice),
     Lemma("concat-single", "(concat (Cons x (Nil)) d)", "x", instances=_single),
 ]
 

@@ -63,12 +63,12 @@ RULES = [
         "(rule ((= y (concat (Cons x r) d)) (= v (dim x i)) (!= i d)) ((set (dim y i) v)) :ruleset shapes)\n"
         "(rule ((= y (concat l d)) (= v (lsum l d))) ((set (dim y d) v)) :ruleset shapes)\n"
         "(rule ((= l (Nil)) (concat l2 d)) ((union (lsum l d) (DLit 0))) :ruleset shapes)\n"
-        "(rule ((= l (Cons x r)) (= (DLit a) (dim x d)) (= (DLit b) (lsum r d))) ((union (lsum l d) (DLit (+ a b)))) :ruleset shapes)"),
+        "(rule ((= l (Cons x r)) (= a (dim x d)) (= b (lsum r d))) ((union (lsum l d) (dadd a b))) :ruleset shapes)"),
         check_terms=_concat_terms),
     Rule("shape-slice", (
         "(rule ((= y (slice x d s e)) (= n (ndim x))) ((set (ndim y) n)) :ruleset shapes)\n"
         "(rule ((= y (slice x d s e)) (= v (dim x i)) (!= i d)) ((set (dim y i) v)) :ruleset shapes)\n"
-        "(rule ((= y (slice x d (DLit s) (DLit e)))) ((set (dim y d) (DLit (- e s)))) :ruleset shapes)"),
+        "(rule ((= y (slice x d s e))) ((set (dim y d) (dsub e s))) :ruleset shapes)"),
         check_terms=_slice_terms),
     Rule("shape-mm", (
         "(rule ((= y (mm a b))) ((set (ndim y) 2)) :ruleset shapes)\n"

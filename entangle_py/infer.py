@@ -389,7 +389,26 @@ class Checker:
         res.timings["infer"] = time.perf_counter() - t1
         if res.failure is None:
             self._finish(res)
+        else:
+            self._expectations_blocked_by(res, res.failure.node)
         return res
+
+    def _expectations_blocked_by(self, res: Result, failed: str):
+        """After a failure, an expectation on an output computed from the failed operator cannot
+        hold as required: report it violated (a failure elsewhere leaves it unchecked, unreported)."""
+        for name, rel in self.spec.expect.items():
+            port = next((p for p in self.seq.outputs if p.name == name or p.node == name), None)
+            node = port.node if port else (name if self.seq.has(name) else None)
+            if node is None:
+                raise CheckInputError(f"[expect] names {name!r}, which is not a checked output of the sequential graph")
+            seen, stack = set(), [node]
+            while stack:
+                n = stack.pop()
+                if n not in seen:
+                    seen.add(n)
+                    stack.extend(self.seq.node(n).refs())
+            if failed in seen:
+                res.expectations.append((name, str(rel), f"no clean term: it is computed from {failed}", False))
 
     def _needed_nodes(self) -> set:
         """G_s nodes that checked outputs depend on (others are not verified)."""

@@ -49,7 +49,8 @@ def print_result(res: Result, console: Console, verbose: bool = False):
         console.print(f"  {name} = {term}", highlight=False)
     for out, req, found, ok in res.expectations:
         mark = "[green]holds[/]" if ok else "[red]violated[/]"
-        console.print(f"  expect {out} = {req}: {mark}" + ("" if ok else f" (found {out} = {found})"), highlight=False)
+        detail = found if found.startswith("no clean term") else f"found {out} = {found}"
+        console.print(f"  expect {out} = {req}: {mark}" + ("" if ok else f" ({detail})"), highlight=False)
     f = res.failure
     if f:
         console.print(f"[bold]{'first operator without a clean mapping' if res.status == 'fails' else 'stopped at'}[/]: "

@@ -261,16 +261,42 @@ class Checker:
             elif kind == "all_gather":
                 self.engine.add(f"(union {out} (concat {_list(inputs)} 0))")
             elif kind == "reduce_scatter":
-                size = n.val.shape[0]
-                if red != "sum" or not isinstance(size, int):
+                if red != "sum":
                     self.no_semantics.setdefault(f"reduce_scatter({red})", []).append((r, n))
                     continue
-                self.engine.add(f"(union {out} (slice (rsum {_list(inputs)}) 0 (DLit {idx * size}) (DLit {(idx + 1) * size})))")
+                size = n.val.shape[0]       # the rank's block of the sum, in rank order
+                start, end = (L.dim_term(self._canonical_size(k * size, r)) for k in (idx, idx + 1))
+                self.engine.add(f"(union {out} (slice (rsum {_list(inputs)}) 0 {start} {end}))")
             elif kind == "broadcast":
                 src = c.params[0]
                 self.engine.add(f"(union {out} {self.dvar[src][ops[src][1].input]})")
             elif kind == "all_to_all":
-                self.no_semantics.setdefault("all_to_all_single", []).append((r, n))
+                # rank idx receives, from every source j in rank order, source j's idx-th block
+                pieces = []
+                for j, src in enumerate(members):
+                    sn, sc = ops[src]
+                    splits = self._splits(sc.params[1], self.dist.ranks[src].node(sc.input).val, len(members), src)
+                    if splits is None:
+                        break
+                    start = sum(splits[:idx], 0)
+                    pieces.append(f"(slice {inputs[j]} 0 {L.dim_term(self._canonical_size(start, src))} "
+                                  f"{L.dim_term(self._canonical_size(start + splits[idx], src))})")
+                else:
+                    self.engine.add(f"(union {out} (concat {_list(pieces)} 0))")
+                    continue
+                self.no_semantics.setdefault("all_to_all_single with sizes it cannot split", []).append((r, n))
+
+    @staticmethod
+    def _splits(sizes, val, world, rank):
+        """Block sizes of an all_to_all input along dim 0: given, or equal blocks."""
+        if sizes:
+            return list(sizes)
+        total = val.shape[0] if isinstance(val, G.TensorMeta) else None
+        if total is None:
+            return None
+        if isinstance(total, int):
+            return [total // world] * world if total % world == 0 else None
+        return [total / world] * world if (total / world).is_integer else None
 
     # -- input relation --------------------------------------------------------------------
     def input_relations(self) -> dict:

@@ -62,11 +62,14 @@ class Names:
         self.display = {}
         for p in g.outputs + g.inputs:
             self.display.setdefault(p.node, p.name)
+        self.aliases = L.naming_aliases(g)     # names given in the program (tg.log_tensor)
 
     def node(self, name: str) -> str | None:
         if name in self.by_port:
             return self.by_port[name]
-        return name if self.g.has(name) else None
+        if self.g.has(name):
+            return name
+        return self.aliases.get(name)
 
     def show(self, node: str) -> str:
         return self.display.get(node, node)
@@ -219,6 +222,9 @@ class Checker:
             v = self._dist_leaf(r, n.name, n.val)
             pending_coll.append((r, n, res))
             return
+        if isinstance(res, L.Free):          # a leaf with no definition
+            self._dist_leaf(r, n.name, n.val)
+            return
         v = self._dist_leaf(r, n.name, n.val)
         self.engine.add(f"(union {v} {res.text})")
 
@@ -307,8 +313,13 @@ class Checker:
             if self.seq_names.node(name) is None:
                 raise CheckInputError(f"spec names {name!r}, which the sequential graph does not have "
                                       f"(inputs: {', '.join(sorted(ports)[:8])}...)")
+        needed = self._needed_nodes()
         inferred = {}
+        for name, rel in self._given_tensors().items():   # cut tensors: inputs of the checked region
+            rels[name] = rel
         for pname, node in ports.items():
+            if node not in needed or pname in rels or node in rels:
+                continue          # not read by a checked output (or above a cut)
             val = self.seq.node(node).val
             if pname in self.spec.inputs or node in self.spec.inputs:
                 rels[pname] = self.spec.inputs.get(pname) or self.spec.inputs[node]
@@ -446,15 +457,25 @@ class Checker:
             if unknown:
                 raise CheckInputError(f"[outputs] check names {unknown[0]!r}, which is not an output of the sequential graph")
             outs += [G.Port(c, c) for c in check if c not in known]
+        cut = {self.seq_names.node(c) for c in self._given_tensors()}
         seen, stack = set(), [p.node for p in outs]
         while stack:
             name = stack.pop()
             if name in seen:
                 continue
             seen.add(name)
-            stack.extend(self.seq.node(name).refs())
+            if name not in cut:          # a cut tensor is given: what computes it is not checked
+                stack.extend(self.seq.node(name).refs())
         self.checked_outputs = outs
         return seen
+
+    def _given_tensors(self) -> dict:
+        """Tensors related by the spec that are not inputs of G_s: the [cut], and [inputs] entries
+        naming an inner tensor (e.g. by a name a naming op gave it)."""
+        ports = {p.name for p in self.seq.inputs} | {p.node for p in self.seq.inputs}
+        out = {k: v for k, v in self.spec.inputs.items() if k not in ports}
+        out.update(self.spec.cut)
+        return out
 
     def _refuse_unsupported(self):
         if self.no_semantics:   # every unsupported op, in one line
@@ -484,6 +505,12 @@ class Checker:
                 self.svar[n.name] = self.svar[res.ref]
                 if "#" in res.ref:          # an output of a multi-output op: relate it now
                     return self._prove(n, self.svar[n.name])
+            return None
+        if isinstance(res, L.Free):         # a free G_s tensor: nothing can be proven from it
+            v = self._fresh()
+            self.engine.add(f"(let {v} (Gs {str_lit(n.name)}))")
+            self._set_shape(v, n.val)
+            self.svar[n.name] = v
             return None
         if isinstance(res, L.Collective):   # a collective in G_s runs on one rank: identity
             self.svar[n.name] = self.svar[res.input]

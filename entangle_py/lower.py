@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import sympy
 
 from .graph import Node, Ref, SymIntMeta, TensorMeta, TorchConst
-from .terms import MASKED_FILL, str_lit
+from .terms import CASTS, MASKED_FILL, str_lit
 
 COLLECTIVES = {
     "_c10d_functional.all_reduce.default": "all_reduce",
@@ -47,6 +47,26 @@ BINARY = {
     "logical_and": "logical_and",
 }
 
+AUTO_FUNCTIONALIZED = {"higher_order.auto_functionalized", "higher_order.auto_functionalized_v2"}
+# Ops that only give a tensor a name (the name becomes an alias usable in spec files).
+NAMING_OPS = {"tg.log_tensor.default", "tg.inplace_log_tensor.default"}
+
+
+def naming_aliases(g) -> dict[str, str]:
+    """name given by a naming op -> the node that holds the named tensor."""
+    out = {}
+    for n in g.nodes:
+        if n.target == "tg.log_tensor.default" and len(n.args) > 1 and isinstance(n.args[1], str):
+            out.setdefault(n.args[1], n.name)
+        elif n.target in AUTO_FUNCTIONALIZED and n.args and n.args[0] in NAMING_OPS:
+            name = n.kwargs.get("s")
+            holder = next((u.name for u in g.nodes if u.target == "getitem" and u.args
+                           and isinstance(u.args[0], Ref) and u.args[0].name == n.name and u.args[1] == 1), None)
+            if isinstance(name, str) and holder:
+                out.setdefault(name, holder)
+    return out
+
+
 # Pure ATen ops the checker knows to be deterministic functions of their arguments but has no
 # lemmas for: they relate by congruence only (same op, same constants, related inputs).
 OPAQUE_PURE = {
@@ -59,12 +79,20 @@ OPAQUE_PURE = {
     "aten._softmax_backward_data.default", "aten.threshold_backward.default", "aten.embedding_dense_backward.default",
     "aten.zeros.default", "aten.ones.default", "aten.full.default", "aten.zeros_like.default",
     "aten.ones_like.default", "aten.full_like.default", "aten.arange.default", "aten.arange.start",
-    "aten.empty.memory_format", "aten.new_zeros.default", "aten.new_empty.default", "aten.scalar_tensor.default",
+    "aten.new_zeros.default", "aten.scalar_tensor.default",
     "aten.slice_scatter.default", "aten.select_scatter.default", "aten.index_select.default",
     "aten._to_copy.default", "aten.sigmoid_backward.default", "aten.tanh_backward.default",
     "aten.silu_backward.default", "aten.nll_loss_forward.default", "aten.nll_loss_backward.default",
     "aten._log_softmax_backward_data.default", "aten.bitwise_not.default", "aten.clamp.default",
     "aten.tril.default", "aten.triu.default", "aten.squeeze.dims", "aten.sum.dim_IntList",
+    "apex.fused_layer_norm_affine_fwd.default", "apex.fused_layer_norm_affine_bwd.default",
+}
+
+# Uninitialised allocations: their contents are arbitrary, so each is a free tensor equal to
+# nothing (two `empty` calls with the same arguments are NOT the same tensor).
+ALLOCATIONS = {
+    "aten.empty.memory_format", "aten.empty_like.default", "aten.new_empty.default",
+    "aten.new_empty_strided.default", "aten.empty_strided.default",
 }
 
 
@@ -90,6 +118,11 @@ class Collective:
     group: str
     reduce: str = "sum"
     params: tuple = ()
+
+
+@dataclass(frozen=True)
+class Free:
+    """A tensor with arbitrary contents: related to nothing."""
 
 
 @dataclass(frozen=True)
@@ -136,12 +169,18 @@ class Lowerer:
             return Identity(a[1].name)
         if tgt in COLLECTIVES:
             return self._collective(n, COLLECTIVES[tgt])
+        if tgt in AUTO_FUNCTIONALIZED:
+            return self._auto_functionalized(n)
+        if tgt in ALLOCATIONS:
+            return Free()
         op = tgt.split(".", 1)[1] if tgt.startswith("aten.") else None          # 'mm.default'
         base = op.split(".")[0] if op else None                                  # 'mm'
         if tgt == "aten._to_copy.default":
             src = self.g.node(a[0].name).val
             if isinstance(src, TensorMeta) and src.dtype == n.val.dtype:
                 return Identity(a[0].name)
+            if isinstance(src, TensorMeta) and n.val.dtype in CASTS and set(n.kwargs) <= {"dtype", "layout", "device"}:
+                return Term(f"(unary {str_lit('to_' + n.val.dtype)} {self.t(a[0])})")
         if tgt in UNARY:
             name = UNARY[tgt] or ("gelu_tanh" if n.kwargs.get("approximate") == "tanh" else "gelu")
             return Term(f"(unary {str_lit(name)} {self.t(a[0])})")
@@ -161,6 +200,15 @@ class Lowerer:
         if tgt in OPAQUE_PURE:
             return self._opaque(n)
         return NoSemantics(tgt)
+
+    def _auto_functionalized(self, n: Node):
+        """A mutating op in functional form: outputs are (op result, new value of each base).
+        Only the naming op is understood: it changes nothing, so every base is unchanged."""
+        op = n.args[0] if n.args else None
+        if op not in NAMING_OPS:
+            return NoSemantics(f"{op} (in {n.target})")
+        bases = n.kwargs.get("_all_bases") or [n.kwargs.get(k) for k in n.kwargs if isinstance(n.kwargs[k], Ref)]
+        return TupleTerms((None,) + tuple(Identity(b.name) for b in bases))
 
     # -- helpers ---------------------------------------------------------------------------
     def _dim(self, d, nd):

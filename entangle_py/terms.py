@@ -168,6 +168,9 @@ UNARY_OPS: dict[str, Callable] = {
     "square": torch.square,
     "logical_not": torch.logical_not,
 }
+# dtype conversions (aten._to_copy to another dtype) are elementwise too
+CASTS = ("float16", "bfloat16", "float32", "float64", "int32", "int64", "bool")
+UNARY_OPS.update({f"to_{d}": (lambda d: lambda x: x.to(getattr(torch, d)))(d) for d in CASTS})
 
 # x op c for a scalar constant c (stored as text so that -inf and 1e-05 survive exactly)
 SCALAR_OPS: dict[str, Callable] = {

@@ -1,0 +1,68 @@
+"""Graphs nobody here wrote: entangle-data (Megatron-LM, Hugging Face), imported from their text
+dumps, checked with the specs in graphs/.  Fixed twins are built by editing a copy of the text:
+a checker that rejects everything is no checker.
+"""
+import re
+from pathlib import Path
+
+import pytest
+
+from entangle_py import graph as G
+from entangle_py.fx_import import import_fx
+from entangle_py.infer import check_files
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "external" / "entangle-data"
+pytestmark = pytest.mark.skipif(not DATA.exists(), reason=f"third-party graphs (entangle-data) not present at {DATA}")
+
+
+def _bundle(tmp_path, name, files, edit=None):
+    paths = []
+    for i, f in enumerate(files):
+        text = Path(f).read_text()
+        if edit:
+            edited = edit(text)
+            assert edited != text, "the edit did not apply"
+            text = edited
+        p = tmp_path / f"{name}.{i}.py"
+        p.write_text(text)
+        paths.append(str(p))
+    out = tmp_path / f"{name}.pt"
+    G.save(import_fx(paths), out)
+    return str(out)
+
+
+# ----------------------------------------------------------------------------- missing all-reduce (Megatron)
+
+MAR = DATA / "bug_missing_allreduce_under_wrong_config"
+MAR_SPEC = str(ROOT / "graphs" / "megatron_missing_allreduce" / "spec.toml")
+
+
+def _all_reduce_input_grad(text):
+    """The fix: all-reduce the output layer's input gradient (mm_5) over the TP group '12'."""
+    line = re.search(r'\n(\s*)_unsafe_view_11: "f16\[1024, 32, 1536\]" = torch\.ops\.aten\._unsafe_view\.default\(mm_5, ', text)
+    ind = line.group(1)
+    fix = (f'\n{ind}all_reduce_fix: "f16[32768, 1536]" = torch.ops._c10d_functional.all_reduce.default(mm_5, \'sum\', \'12\')'
+           f'\n{ind}wait_fix: "f16[32768, 1536]" = torch.ops._c10d_functional.wait_tensor.default(all_reduce_fix)')
+    return text[:line.start()] + fix + line.group(0).replace("(mm_5, ", "(wait_fix, ") + text[line.end():]
+
+
+def _mar(tmp_path, edit=None):
+    seq = _bundle(tmp_path, "seq", [MAR / "tp1" / "both.g0.r0.py"])
+    dist = _bundle(tmp_path, "dist", [MAR / "tp2.bug" / f"both.g0.r{r}.py" for r in (0, 1)], edit=edit)
+    return check_files(seq, dist, MAR_SPEC)[0]
+
+
+def test_megatron_missing_allreduce_fails_at_mm_7(tmp_path):
+    res = _mar(tmp_path)
+    assert res.status == "fails"
+    assert res.failure.node == "mm_7" and res.failure.target == "aten.mm.default"
+    assert "tensor_parallel/layers.py" in res.failure.source
+    # the evidence: the input gradient is a sum of per-rank partials that was never all-reduced
+    assert res.failure.inputs["view_46"] == "sum(r0.view_47, r1.view_47)"
+
+
+def test_megatron_missing_allreduce_fixed_twin_refines(tmp_path):
+    res = _mar(tmp_path, edit=_all_reduce_input_grad)
+    assert res.status == "refines", res.failure
+    assert res.relations["mm_7"] == "concat(r0.mm_7, r1.mm_7, dim=1)"

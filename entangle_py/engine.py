@@ -38,12 +38,13 @@ class EngineError(RuntimeError):
 
 
 class Engine:
-    def __init__(self, library: Library):
+    def __init__(self, library: Library, assume=()):
         self.eg = bindings.EGraph()
         self.pending: list[str] = []
         self.library = library
+        self.assume = tuple(sorted(assume))     # assumptions whose lemmas are active
         self._run_text(terms.declarations())
-        self._run_text(library.egglog())
+        self._run_text(library.egglog(self.assume))
         self.total_runs = 0
 
     # -- commands ------------------------------------------------------------------------

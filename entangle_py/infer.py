@@ -44,6 +44,7 @@ class Result:
     timings: dict = field(default_factory=dict)
     ops_checked: int = 0
     collectives: list = field(default_factory=list)
+    assumptions: list = field(default_factory=list)   # (name, description) of assumptions in force
 
     @property
     def exit_code(self) -> int:
@@ -90,7 +91,7 @@ class Checker:
         self.seq_names = Names(self.seq)
         self.dist_names = [Names(g) for g in dist.ranks]
         self.lib = load_library(lemma_files)
-        self.engine = Engine(self.lib)
+        self.engine = Engine(self.lib, assume=spec.assume)
         self.svar: dict[str, str] = {}        # G_s node (or node#i) -> egglog expression
         self.dvar: list[dict[str, str]] = [dict() for _ in dist.ranks]
         self._n = 0
@@ -162,7 +163,7 @@ class Checker:
         """Every G_d node: a leaf, unioned with its lowered definition (collectives across ranks)."""
         pending_coll = []   # (rank, node, Collective)
         for r, g in enumerate(self.dist.ranks):
-            low = L.Lowerer(g, lambda name, r=r: self.dvar[r][name])
+            low = L.Lowerer(g, lambda name, r=r: self.dvar[r][name], constants=self.spec.constants)
             for n in g.nodes:
                 if n.is_placeholder:
                     if isinstance(n.val, G.TensorMeta):
@@ -184,6 +185,9 @@ class Checker:
     def _bind_dist(self, r, n, res, pending_coll):
         if isinstance(res, L.NotTensor):
             return
+        if isinstance(res, L.Free):      # a value nobody knows: a leaf of its own
+            self._dist_leaf(r, n.name, n.val)
+            return
         if isinstance(res, L.NoSemantics):
             self.no_semantics.setdefault(res.op, []).append((r, n))
             self._dist_leaf(r, n.name, n.val) if isinstance(n.val, G.TensorMeta) else None
@@ -191,6 +195,7 @@ class Checker:
         if isinstance(res, L.Identity):
             if res.ref in self.dvar[r]:
                 self.dvar[r][n.name] = self.dvar[r][res.ref]
+                self._name_output_alias(r, n.name)
             return
         if isinstance(res, L.TupleTerms):
             for i, item in enumerate(res.items):
@@ -211,6 +216,17 @@ class Checker:
             return
         v = self._dist_leaf(r, n.name, n.val)
         self.engine.add(f"(union {v} {res.text})")
+
+    def _name_output_alias(self, r, node):
+        """An output port on an identity (wait_tensor, copy) names the tensor it passes on."""
+        names = self.dist_names[r]
+        port = names.display.get(node)
+        text = self.dvar[r][node]
+        if port is None or not text.startswith('(Gd "'):
+            return
+        base = text[len('(Gd "'):-2].split(".", 1)[1]
+        if "#" not in base and base != node:
+            names.display.setdefault(base, port)
 
     def _lower_collectives(self, pending):
         """Match each rank's collectives with its peers' (same group members, same order)."""
@@ -272,12 +288,19 @@ class Checker:
                 raise CheckInputError(f"spec names {name!r}, which the sequential graph does not have "
                                       f"(inputs: {', '.join(sorted(ports)[:8])}...)")
         inferred = {}
+        self.free_inputs = []
         for pname, node in ports.items():
             val = self.seq.node(node).val
             if pname in self.spec.inputs or node in self.spec.inputs:
                 rels[pname] = self.spec.inputs.get(pname) or self.spec.inputs[node]
                 continue
             if not isinstance(val, G.TensorMeta):
+                continue
+            if pname.startswith(L.CONST_PORT_PREFIX):
+                if pname in self.spec.constants:     # one declared value for every graph
+                    rels[pname] = S.Relation(placements=(S.Replicate(),))
+                else:
+                    self.free_inputs.append(pname)   # never assume an undeclared value
                 continue
             rel = self._infer_placement(pname, val)
             rels[pname] = rel
@@ -331,6 +354,12 @@ class Checker:
                                   f"and the ranks' shapes are {[list(s) for s in shapes]}")
 
     def insert_inputs(self, rels: dict):
+        for pname in getattr(self, "free_inputs", ()):
+            node = self.seq_names.node(pname)
+            v = self._fresh()
+            self.engine.add(f"(let {v} (Gs {str_lit(pname)}))")
+            self._set_shape(v, self.seq.node(node).val)
+            self.svar[node] = v
         for pname, rel in rels.items():
             self._check_shapes(pname, rel)
             node = self.seq_names.node(pname)
@@ -344,6 +373,8 @@ class Checker:
     # -- main loop -------------------------------------------------------------------------
     def run(self) -> Result:
         res = Result("refines")
+        from .lemma import ASSUMPTIONS
+        res.assumptions = [(a, ASSUMPTIONS[a]) for a in self.spec.assume]
         self.no_semantics: dict[str, list] = {}
         self.collectives: list = []
         t0 = time.perf_counter()
@@ -361,7 +392,7 @@ class Checker:
         self.engine.flush()
         res.timings["insert"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        low = L.Lowerer(self.seq, lambda name: self.svar[name])
+        low = L.Lowerer(self.seq, lambda name: self.svar[name], constants=self.spec.constants)
         ops = [n for n in self.seq.nodes if not n.is_placeholder]
         needed = self._needed_nodes()
         for i, n in enumerate(ops):
@@ -408,7 +439,7 @@ class Checker:
                 for op, where in self.no_semantics.items()))
 
     def _check_semantics(self, g, rank):
-        low = L.Lowerer(g, lambda name: "")
+        low = L.Lowerer(g, lambda name: "", constants=self.spec.constants)
         for n in g.nodes:
             if n.is_placeholder:
                 continue
@@ -422,6 +453,12 @@ class Checker:
     def _relate(self, low: L.Lowerer, n: G.Node) -> OpFailure | None:
         res = low.lower(n)
         if isinstance(res, L.NotTensor):
+            return None
+        if isinstance(res, L.Free):      # e.g. an undeclared tensor constant: related to nothing
+            v = self._fresh()
+            self.engine.add(f"(let {v} (Gs {str_lit(res.label)}))")
+            self._set_shape(v, n.val)
+            self.svar[n.name] = v
             return None
         if isinstance(res, L.Identity):
             if res.ref in self.svar:

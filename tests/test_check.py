@@ -158,3 +158,29 @@ def test_op_without_semantics_is_refused_with_its_source(tmp_path):
     assert r.stderr.count("\n") == 1
     assert "no semantics for aten.special_bessel_j0.default (3 nodes, first at" in r.stderr
     assert "transformer/mlp.py:125" in r.stderr
+
+
+def test_vocab_embedding_refines_under_valid_indices():
+    """Vocab-parallel embedding: each rank's masked lookup of its rows, summed by the all-reduce,
+    is the sequential lookup -- given token ids in [0, vocab), an assumption the report prints."""
+    seq, dist, spec = _example("vocab_embedding_tp2")
+    res, _ = check_files(seq, dist, spec)
+    assert res.status == "refines", res.failure
+    assert res.relations["out"] == "r0.out"
+    assert res.expectations == [("out", "replicate", "r0.out", True)]
+    assert [a for a, _ in res.assumptions] == ["valid_indices"]
+    r = subprocess.run([sys.executable, "-m", "entangle_py", "check", seq, dist, "--spec", spec],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "assuming valid_indices" in r.stdout
+
+
+def test_vocab_embedding_without_the_assumption_is_not_proved():
+    """Without [assume] valid_indices the plain lookup is not related to the masked ones
+    (W[ids] wraps negative ids; the ranks zero them): refinement fails at the lookup."""
+    seq, dist, spec = _example("vocab_embedding_tp2")
+    sp = S.load_spec(spec)
+    sp.assume = ()
+    res = Checker(G.load(seq), G.load(dist), sp).run()
+    assert res.status == "fails" and res.assumptions == []
+    assert res.failure.target == "aten.embedding.default"
+    assert "vocab_embedding.py" in res.failure.source

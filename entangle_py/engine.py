@@ -23,6 +23,7 @@ class Limits:
     iterations: int = 40        # lemma iterations per G_s operator
     nodes: int = 400_000        # e-graph size
     seconds: float = 60.0       # wall time per G_s operator
+    deferred: int = 8           # G_s ops without a clean term awaiting a clean consumer
 
 
 @dataclass

@@ -32,6 +32,7 @@ class OpFailure:
     best: str               # best (non-clean) term found
     considered: list        # G_d tensors in the e-graph near the failure
     reason: str             # 'no clean term' | limit text
+    later: list = field(default_factory=list)   # deferred ops after it, also without a clean term
 
 
 @dataclass
@@ -180,7 +181,17 @@ class Checker:
         v = gd_leaf(r, name)
         self.dvar[r][name] = v
         self._set_shape(v, val, r)
+        port = self.dist_names[r].display.get(name)
+        if port is not None and self.dist.ranks[r].node(name).is_placeholder:
+            self._union_declared_constant(v, port, val)
         return v
+
+    def _union_declared_constant(self, v, port, val):
+        """A tensor constant the spec declares ([constants]) is that value."""
+        if port in self.spec.constants and isinstance(val, G.TensorMeta):
+            text = L._fill_text(self.spec.constants[port], val.dtype)
+            if text is not None:
+                self.engine.add(f"(union {v} (cst {str_lit(text)} {L.Lowerer._shape_list(None, val.shape)}))")
 
     def _bind_dist(self, r, n, res, pending_coll):
         if isinstance(res, L.NotTensor):
@@ -287,6 +298,11 @@ class Checker:
             if self.seq_names.node(name) is None:
                 raise CheckInputError(f"spec names {name!r}, which the sequential graph does not have "
                                       f"(inputs: {', '.join(sorted(ports)[:8])}...)")
+        for name in self.spec.constants:
+            graphs = [self.seq] + list(self.dist.ranks)
+            if not any(p.name == name for g in graphs for p in g.inputs):
+                raise CheckInputError(f"[constants] names {name!r}, which no graph has as an input "
+                                      f"(tensor constants are inputs named const:<attribute>)")
         inferred = {}
         self.free_inputs = []
         for pname, node in ports.items():
@@ -297,10 +313,9 @@ class Checker:
             if not isinstance(val, G.TensorMeta):
                 continue
             if pname.startswith(L.CONST_PORT_PREFIX):
-                if pname in self.spec.constants:     # one declared value for every graph
-                    rels[pname] = S.Relation(placements=(S.Replicate(),))
-                else:
-                    self.free_inputs.append(pname)   # never assume an undeclared value
+                # a declared constant is its value (spec [constants]); an undeclared one is a free
+                # leaf: its value is never assumed, nor inferred equal to the ranks'
+                self.free_inputs.append(pname)
                 continue
             rel = self._infer_placement(pname, val)
             rels[pname] = rel
@@ -359,6 +374,7 @@ class Checker:
             v = self._fresh()
             self.engine.add(f"(let {v} (Gs {str_lit(pname)}))")
             self._set_shape(v, self.seq.node(node).val)
+            self._union_declared_constant(v, pname, self.seq.node(node).val)
             self.svar[node] = v
         for pname, rel in rels.items():
             self._check_shapes(pname, rel)
@@ -395,17 +411,37 @@ class Checker:
         low = L.Lowerer(self.seq, lambda name: self.svar[name], constants=self.spec.constants)
         ops = [n for n in self.seq.nodes if not n.is_placeholder]
         needed = self._needed_nodes()
+        outputs = {p.node for p in self.checked_outputs}
+        # Deferred: G_s ops without a clean term yet (intermediates no rank materialises, such as
+        # the sequential program's own vocabulary mask).  Only outputs need clean terms, so an op
+        # is deferred while fewer than `limits.deferred` are; an op proven clean absorbs the
+        # deferred ops it depends on.  Otherwise refinement fails at the earliest deferred op.
+        deferred: list[OpFailure] = []
         for i, n in enumerate(ops):
             if self.progress:
                 self.progress(i, len(ops), n.name)
             if n.name not in needed or n.name in self.svar:
                 continue
+            self._proved = None
             out = self._relate(low, n)
             if out is not None:
+                if (out.reason == "no clean term" and n.name not in outputs
+                        and len(deferred) < self.limits.deferred):
+                    deferred.append(out)
+                    continue
+                if deferred:
+                    out, later = deferred[0], [d.node for d in deferred[1:]] + [out.node]
+                    out.later = later
                 res.status = "fails" if out.reason == "no clean term" else "unknown"
                 res.failure = out
                 break
+            if deferred and self._proved == n.name:
+                below = self._ancestors(n.name)
+                deferred = [d for d in deferred if d.node not in below]
             res.ops_checked += 1
+        if res.failure is None and deferred:
+            res.status, res.failure = "fails", deferred[0]
+            res.failure.later = [d.node for d in deferred[1:]]
         res.timings["infer"] = time.perf_counter() - t1
         if res.failure is None:
             self._finish(res)
@@ -490,9 +526,19 @@ class Checker:
         self.svar[n.name] = v
         return self._prove(n, v)
 
+    def _ancestors(self, name: str) -> set:
+        seen, stack = set(), list(self.seq.node(name).refs())
+        while stack:
+            x = stack.pop()
+            if x not in seen:
+                seen.add(x)
+                stack.extend(self.seq.node(x).refs())
+        return seen
+
     def _prove(self, n: G.Node, v: str) -> OpFailure | None:
         outcome = self.engine.prove_clean(v, self.limits)
         if outcome.status == "clean":
+            self._proved = n.name
             return None
         cost, best = self.engine.extract(v)
         inputs = {}

@@ -68,6 +68,9 @@ def print_result(res: Result, console: Console, verbose: bool = False):
         console.print(f"  best term found: {f.best}", highlight=False)
         if f.considered:
             console.print(f"  G_d tensors in it: {', '.join(f.considered[:12])}", highlight=False)
+        if f.later:
+            console.print(f"  later operators without a clean mapping either: {', '.join(f.later[:12])}"
+                          + (" ..." if len(f.later) > 12 else ""), highlight=False)
     if verbose:
         console.print("phases: " + ", ".join(f"{k} {v:.3f} s" for k, v in res.timings.items()))
 

@@ -385,11 +385,6 @@ INDEXING: list[Constructor] = [
 CONSTRUCTORS += INDEXING
 BY_NAME = {c.name: c for c in CONSTRUCTORS}
 
-# Meanings of egglog functions/relations that lemma families declare themselves (for evaluating
-# lemma conditions in the tests), by name.
-QUERIES: dict[str, Callable] = {}
-
-
 # Functions (not constructors) and relations the engine maintains.
 FUNCTIONS_TEXT = """
 (function dim (T i64) Dim :merge old)
@@ -461,8 +456,6 @@ def evaluate(expr, env: dict):
             return vals[0][-1]
         if name in PRIMITIVES:
             return PRIMITIVES[name](*vals)
-        if name in QUERIES:
-            return QUERIES[name](*vals)
         c = BY_NAME.get(name)
         if c is None or c.meaning is None:
             raise EvalError(f"no meaning for {name}")

@@ -24,6 +24,7 @@ class Limits:
     iterations: int = 40        # lemma iterations per G_s operator
     nodes: int = 400_000        # e-graph size
     seconds: float = 60.0       # wall time per G_s operator
+    deferred: int = 8           # G_s ops without a clean term awaiting a clean consumer
 
 
 @dataclass
@@ -39,13 +40,14 @@ class EngineError(RuntimeError):
 
 
 class Engine:
-    def __init__(self, library: Library):
+    def __init__(self, library: Library, assume=()):
         self.eg = bindings.EGraph()
         self.pending: list[str] = []
         self.library = library
         self.dims = DimSolver()
+        self.assume = tuple(sorted(assume))     # assumptions whose lemmas are active
         self._run_text(terms.declarations())
-        self._run_text(library.egglog())
+        self._run_text(library.egglog(self.assume))
         self.total_runs = 0
 
     # -- commands ------------------------------------------------------------------------

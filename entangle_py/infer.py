@@ -32,6 +32,7 @@ class OpFailure:
     best: str               # best (non-clean) term found
     considered: list        # G_d tensors in the e-graph near the failure
     reason: str             # 'no clean term' | limit text
+    later: list = field(default_factory=list)   # deferred ops after it, also without a clean term
 
 
 @dataclass
@@ -44,6 +45,7 @@ class Result:
     timings: dict = field(default_factory=dict)
     ops_checked: int = 0
     collectives: list = field(default_factory=list)
+    assumptions: list = field(default_factory=list)   # (name, description) of assumptions in force
 
     @property
     def exit_code(self) -> int:
@@ -93,7 +95,7 @@ class Checker:
         self.seq_names = Names(self.seq)
         self.dist_names = [Names(g) for g in dist.ranks]
         self.lib = load_library(lemma_files)
-        self.engine = Engine(self.lib)
+        self.engine = Engine(self.lib, assume=spec.assume)
         self.svar: dict[str, str] = {}        # G_s node (or node#i) -> egglog expression
         self.dvar: list[dict[str, str]] = [dict() for _ in dist.ranks]
         self._n = 0
@@ -175,7 +177,7 @@ class Checker:
         """Every G_d node: a leaf, unioned with its lowered definition (collectives across ranks)."""
         pending_coll = []   # (rank, node, Collective)
         for r, g in enumerate(self.dist.ranks):
-            low = L.Lowerer(g, lambda name, r=r: self.dvar[r][name])
+            low = L.Lowerer(g, lambda name, r=r: self.dvar[r][name], constants=self.spec.constants)
             for n in g.nodes:
                 if n.is_placeholder:
                     if isinstance(n.val, G.TensorMeta):
@@ -192,10 +194,23 @@ class Checker:
         v = gd_leaf(r, name)
         self.dvar[r][name] = v
         self._set_shape(v, val, r)
+        port = self.dist_names[r].display.get(name)
+        if port is not None and self.dist.ranks[r].node(name).is_placeholder:
+            self._union_declared_constant(v, port, val)
         return v
+
+    def _union_declared_constant(self, v, port, val):
+        """A tensor constant the spec declares ([constants]) is that value."""
+        if port in self.spec.constants and isinstance(val, G.TensorMeta):
+            text = L._fill_text(self.spec.constants[port], val.dtype)
+            if text is not None:
+                self.engine.add(f"(union {v} (cst {str_lit(text)} {L.Lowerer._shape_list(None, val.shape)}))")
 
     def _bind_dist(self, r, n, res, pending_coll):
         if isinstance(res, L.NotTensor):
+            return
+        if isinstance(res, L.Free):      # a value nobody knows: a leaf of its own
+            self._dist_leaf(r, n.name, n.val)
             return
         if isinstance(res, L.NoSemantics):
             self.no_semantics.setdefault(res.op, []).append((r, n))
@@ -204,6 +219,7 @@ class Checker:
         if isinstance(res, L.Identity):
             if res.ref in self.dvar[r]:
                 self.dvar[r][n.name] = self.dvar[r][res.ref]
+                self._name_output_alias(r, n.name)
             return
         if isinstance(res, L.TupleTerms):
             for i, item in enumerate(res.items):
@@ -222,11 +238,19 @@ class Checker:
             v = self._dist_leaf(r, n.name, n.val)
             pending_coll.append((r, n, res))
             return
-        if isinstance(res, L.Free):          # a leaf with no definition
-            self._dist_leaf(r, n.name, n.val)
-            return
         v = self._dist_leaf(r, n.name, n.val)
         self.engine.add(f"(union {v} {res.text})")
+
+    def _name_output_alias(self, r, node):
+        """An output port on an identity (wait_tensor, copy) names the tensor it passes on."""
+        names = self.dist_names[r]
+        port = names.display.get(node)
+        text = self.dvar[r][node]
+        if port is None or not text.startswith('(Gd "'):
+            return
+        base = text[len('(Gd "'):-2].split(".", 1)[1]
+        if "#" not in base and base != node:
+            names.display.setdefault(base, port)
 
     def _lower_collectives(self, pending):
         """Match each rank's collectives with its peers' (same group members, same order)."""
@@ -313,8 +337,14 @@ class Checker:
             if self.seq_names.node(name) is None:
                 raise CheckInputError(f"spec names {name!r}, which the sequential graph does not have "
                                       f"(inputs: {', '.join(sorted(ports)[:8])}...)")
+        for name in self.spec.constants:
+            graphs = [self.seq] + list(self.dist.ranks)
+            if not any(p.name == name for g in graphs for p in g.inputs):
+                raise CheckInputError(f"[constants] names {name!r}, which no graph has as an input "
+                                      f"(tensor constants are inputs named const:<attribute>)")
         needed = self._needed_nodes()
         inferred = {}
+        self.free_inputs = []
         for name, rel in self._given_tensors().items():   # cut tensors: inputs of the checked region
             rels[name] = rel
         for pname, node in ports.items():
@@ -325,6 +355,11 @@ class Checker:
                 rels[pname] = self.spec.inputs.get(pname) or self.spec.inputs[node]
                 continue
             if not isinstance(val, G.TensorMeta):
+                continue
+            if pname.startswith(L.CONST_PORT_PREFIX):
+                # a declared constant is its value (spec [constants]); an undeclared one is a free
+                # leaf: its value is never assumed, nor inferred equal to the ranks'
+                self.free_inputs.append(pname)
                 continue
             rel = self._infer_placement(pname, val)
             rels[pname] = rel
@@ -378,6 +413,13 @@ class Checker:
                                   f"and the ranks' shapes are {[list(s) for s in shapes]}")
 
     def insert_inputs(self, rels: dict):
+        for pname in getattr(self, "free_inputs", ()):
+            node = self.seq_names.node(pname)
+            v = self._fresh()
+            self.engine.add(f"(let {v} (Gs {str_lit(pname)}))")
+            self._set_shape(v, self.seq.node(node).val)
+            self._union_declared_constant(v, pname, self.seq.node(node).val)
+            self.svar[node] = v
         for pname, rel in rels.items():
             self._check_shapes(pname, rel)
             node = self.seq_names.node(pname)
@@ -391,6 +433,8 @@ class Checker:
     # -- main loop -------------------------------------------------------------------------
     def run(self) -> Result:
         res = Result("refines")
+        from .lemma import ASSUMPTIONS
+        res.assumptions = [(a, ASSUMPTIONS[a]) for a in self.spec.assume]
         self.no_semantics: dict[str, list] = {}
         self.collectives: list = []
         t0 = time.perf_counter()
@@ -409,20 +453,40 @@ class Checker:
         self.engine.flush()
         res.timings["insert"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        low = L.Lowerer(self.seq, lambda name: self.svar[name])
+        low = L.Lowerer(self.seq, lambda name: self.svar[name], constants=self.spec.constants)
         ops = [n for n in self.seq.nodes if not n.is_placeholder]
         needed = self._needed_nodes()
+        outputs = {p.node for p in self.checked_outputs}
+        # Deferred: G_s ops without a clean term yet (intermediates no rank materialises, such as
+        # the sequential program's own vocabulary mask).  Only outputs need clean terms, so an op
+        # is deferred while fewer than `limits.deferred` are; an op proven clean absorbs the
+        # deferred ops it depends on.  Otherwise refinement fails at the earliest deferred op.
+        deferred: list[OpFailure] = []
         for i, n in enumerate(ops):
             if self.progress:
                 self.progress(i, len(ops), n.name)
             if n.name not in needed or n.name in self.svar:
                 continue
+            self._proved = None
             out = self._relate(low, n)
             if out is not None:
+                if (out.reason == "no clean term" and n.name not in outputs
+                        and len(deferred) < self.limits.deferred):
+                    deferred.append(out)
+                    continue
+                if deferred:
+                    out, later = deferred[0], [d.node for d in deferred[1:]] + [out.node]
+                    out.later = later
                 res.status = "fails" if out.reason == "no clean term" else "unknown"
                 res.failure = out
                 break
+            if deferred and self._proved == n.name:
+                below = self._ancestors(n.name)
+                deferred = [d for d in deferred if d.node not in below]
             res.ops_checked += 1
+        if res.failure is None and deferred:
+            res.status, res.failure = "fails", deferred[0]
+            res.failure.later = [d.node for d in deferred[1:]]
         res.timings["infer"] = time.perf_counter() - t1
         if res.failure is None:
             self._finish(res)
@@ -485,7 +549,7 @@ class Checker:
                 for op, where in self.no_semantics.items()))
 
     def _check_semantics(self, g, rank):
-        low = L.Lowerer(g, lambda name: "")
+        low = L.Lowerer(g, lambda name: "", constants=self.spec.constants)
         for n in g.nodes:
             if n.is_placeholder:
                 continue
@@ -506,7 +570,7 @@ class Checker:
                 if "#" in res.ref:          # an output of a multi-output op: relate it now
                     return self._prove(n, self.svar[n.name])
             return None
-        if isinstance(res, L.Free):         # a free G_s tensor: nothing can be proven from it
+        if isinstance(res, L.Free):   # a free G_s tensor (undeclared constant, empty): related to nothing
             v = self._fresh()
             self.engine.add(f"(let {v} (Gs {str_lit(n.name)}))")
             self._set_shape(v, n.val)
@@ -536,9 +600,19 @@ class Checker:
         self.svar[n.name] = v
         return self._prove(n, v)
 
+    def _ancestors(self, name: str) -> set:
+        seen, stack = set(), list(self.seq.node(name).refs())
+        while stack:
+            x = stack.pop()
+            if x not in seen:
+                seen.add(x)
+                stack.extend(self.seq.node(x).refs())
+        return seen
+
     def _prove(self, n: G.Node, v: str) -> OpFailure | None:
         outcome = self.engine.prove_clean(v, self.limits)
         if outcome.status == "clean":
+            self._proved = n.name
             return None
         cost, best = self.engine.extract(v)
         inputs = {}

@@ -19,7 +19,15 @@ from typing import Callable, Iterable
 from . import terms
 from .errors import InputError
 
-LEMMA_FAMILIES = ("movement", "elementwise", "linalg", "reduction", "collective", "shapes")
+LEMMA_FAMILIES = ("movement", "elementwise", "linalg", "reduction", "collective", "shapes", "indexing")
+
+# Assumptions a lemma may rest on: facts about the programs' inputs that the checker cannot prove.
+# A lemma naming one is only active when the spec enables it (``[assume] name = true``), and the
+# report prints every assumption in force.  Such a lemma's ``rejects`` are counterexamples: inputs
+# violating the assumption on which its two sides differ (the assumption is really needed).
+ASSUMPTIONS = {
+    "valid_indices": "every id that indexes a table (embedding, W[ids]) lies in [0, rows of the table)",
+}
 
 
 @dataclass(frozen=True)
@@ -31,6 +39,7 @@ class Lemma:
     instances: Callable[[random.Random], Iterable[dict]] | None = None
     rejects: Callable[[random.Random], Iterable[dict]] | None = None
     family: str = ""
+    assumes: tuple = ()      # names in ASSUMPTIONS: active only when the spec enables them all
 
     def egglog(self, ruleset: str) -> str:
         when = f" :when ({' '.join(self.when)})" if self.when else ""
@@ -66,10 +75,12 @@ class Library:
     lemmas: list[Lemma] = field(default_factory=list)
     rules: list[Rule] = field(default_factory=list)
 
-    def egglog(self) -> str:
-        """Rules (ruleset ``shapes``) and lemmas (ruleset ``lemmas``), declared by terms."""
+    def egglog(self, assume=()) -> str:
+        """Rules (ruleset ``shapes``) and lemmas (ruleset ``lemmas``), declared by terms.
+
+        A lemma resting on assumptions is included only when every one of them is in ``assume``."""
         out = [r.text for r in self.rules]
-        out += [lem.egglog("lemmas") for lem in self.lemmas]
+        out += [lem.egglog("lemmas") for lem in self.lemmas if set(lem.assumes) <= set(assume)]
         return "\n".join(out)
 
 
@@ -93,6 +104,11 @@ def load_library(extra_files: Iterable[str] = ()) -> Library:
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)   # the user's own code, given on the command line
         _from_module(mod, p.stem, lib)
+    for lem in lib.lemmas:
+        unknown = set(lem.assumes) - set(ASSUMPTIONS)
+        if unknown:
+            raise InputError(f"lemma {lem.name} assumes {sorted(unknown)}, which are not known assumptions "
+                             f"({', '.join(sorted(ASSUMPTIONS))})")
     names = [lem.name for lem in lib.lemmas]
     dup = {n for n in names if names.count(n) > 1}
     if dup:

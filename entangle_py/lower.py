@@ -11,12 +11,13 @@ thing become the same term (congruence).  An op either
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import sympy
 
 from .graph import Node, Ref, SymIntMeta, TensorMeta, TorchConst
-from .terms import CASTS, MASKED_FILL, str_lit
+from .terms import CASTS, INT_SCALAR_OPS, MASKED_FILL, str_lit
 
 COLLECTIVES = {
     "_c10d_functional.all_reduce.default": "all_reduce",
@@ -121,11 +122,6 @@ class Collective:
 
 
 @dataclass(frozen=True)
-class Free:
-    """A tensor with arbitrary contents: related to nothing."""
-
-
-@dataclass(frozen=True)
 class NotTensor:
     pass
 
@@ -135,12 +131,29 @@ class NoSemantics:
     op: str
 
 
+@dataclass(frozen=True)
+class Free:
+    """A tensor whose value the checker does not know (an undeclared tensor constant): a leaf
+    related to nothing, so nothing computed from it is ever proven by its value."""
+    label: str
+
+
+INT_DTYPES = {"int64", "int32", "int16", "int8", "uint8"}
+FLOAT_DTYPES = {"float64", "float32", "float16", "bfloat16"}
+CONST_PORT_PREFIX = "const:"
+# ops whose value is their first argument's (for looking through producers in lowering)
+_PASS_THROUGH = {"aten.clone.default", "aten.detach.default", "aten.alias.default", "aten.contiguous.default",
+                 "aten.lift_fresh_copy.default"}
+_RESHAPES = {"aten.view.default", "aten.reshape.default", "aten._unsafe_view.default"}
+
+
 class Lowerer:
     """Lower the nodes of one rank graph.  ``var(name)`` gives the egglog expression of a node."""
 
-    def __init__(self, graph, var):
+    def __init__(self, graph, var, constants=None):
         self.g = graph
         self.var = var
+        self.constants = constants or {}     # const port name -> declared value (spec [constants])
 
     def shape(self, name: str) -> tuple:
         v = self.g.node(name).val
@@ -163,6 +176,10 @@ class Lowerer:
         a = n.args
         if tgt == "getitem":
             return Identity(f"{a[0].name}#{a[1]}")
+        if tgt == "aten.lift_fresh_copy.default":
+            out = self._lift_const(n)
+            if out is not None:
+                return out
         if tgt in IDENTITY_OPS:
             return Identity(a[0].name)
         if tgt == "aten.copy.default" or tgt == "aten.copy_.default":
@@ -172,7 +189,7 @@ class Lowerer:
         if tgt in AUTO_FUNCTIONALIZED:
             return self._auto_functionalized(n)
         if tgt in ALLOCATIONS:
-            return Free()
+            return Free(tgt)
         op = tgt.split(".", 1)[1] if tgt.startswith("aten.") else None          # 'mm.default'
         base = op.split(".")[0] if op else None                                  # 'mm'
         if tgt == "aten._to_copy.default":
@@ -243,6 +260,9 @@ class Lowerer:
             return Term(f"(binary {str_lit(op)} {self.t(x)} {yt})")
         if isinstance(x, Ref) and isinstance(y, (int, float, bool)):
             c = y * alpha if alpha != 1 else y
+            if op in INT_SCALAR_OPS and type(c) is int and self._dtype(x.name) in INT_DTYPES:
+                # integer tensor op integer constant: the constant is an i64 lemmas compute with
+                return Term(f"(iscalar {str_lit(op)} {self.t(x)} {c})")
             return Term(f"(scalar {str_lit(op)} {self.t(x)} {_scalar(c)})")
         return None
 
@@ -273,6 +293,10 @@ class Lowerer:
 
     def _reshape_to_output(self, n):
         x = n.args[0]
+        picked = self._pick_operands(self._source(x.name))
+        if picked is not None and tuple(self.shape(picked[1])) == tuple(n.val.shape):
+            # the flat row pick reshaped back to the index's shape: the pick itself
+            return Term(f"(pick {self.var(picked[0])} {self.var(picked[1])})")
         if tuple(self.shape(x.name)) == tuple(n.val.shape):
             return Identity(x.name)
         return Term(f"(view {self.t(x)} {self._shape_list(n.val.shape)})")
@@ -383,6 +407,173 @@ class Lowerer:
 
     _h_softmax_int = _h__softmax_default
 
+    # -- indexing --------------------------------------------------------------------------
+    def _dtype(self, name):
+        v = self.g.node(name).val
+        return v.dtype if isinstance(v, TensorMeta) else None
+
+    def _source(self, name) -> Node:
+        """The node whose value ``name`` has, looking through identity ops."""
+        n = self.g.node(name)
+        while True:
+            if n.target in _PASS_THROUGH and n.args and isinstance(n.args[0], Ref):
+                n = self.g.node(n.args[0].name)
+            elif (n.target == "aten._to_copy.default" and n.args and isinstance(n.args[0], Ref)
+                  and self._dtype(n.args[0].name) == self._dtype(n.name)):
+                n = self.g.node(n.args[0].name)
+            else:
+                return n
+
+    def _const_port(self, node: Node) -> str | None:
+        if not node.is_placeholder:
+            return None
+        for p in self.g.inputs:
+            if p.node == node.name and p.name.startswith(CONST_PORT_PREFIX):
+                return p.name
+        return None
+
+    def _const_value(self, ref):
+        """The declared value of a tensor constant ``ref`` reads (None: not a declared constant)."""
+        if not isinstance(ref, Ref):
+            return None
+        port = self._const_port(self._source(ref.name))
+        return self.constants.get(port) if port is not None else None
+
+    def _lift_const(self, n):
+        src = n.args[0]
+        if not isinstance(src, Ref):
+            return None
+        port = self._const_port(self._source(src.name))
+        if port is None or not isinstance(n.val, TensorMeta):
+            return None
+        if port not in self.constants:
+            return Free(port)           # never assume an undeclared constant's value
+        text = _fill_text(self.constants[port], n.val.dtype)
+        if text is None:
+            return Free(port)
+        return Term(f"(cst {str_lit(text)} {self._shape_list(n.val.shape)})")
+
+    def _h_embedding_default(self, n):
+        # The forward value of embedding is weight[ids] (padding_idx only affects gradients).
+        # ``take`` has index semantics (negative ids wrap); embedding raises on them instead, so
+        # the two agree wherever the program runs.
+        w, ids = n.args[:2]
+        return Term(f"(take {self.t(w)} {self.t(ids)})")
+
+    def _h_index_Tensor(self, n):
+        x, idx = n.args[:2]
+        if not isinstance(idx, (list, tuple)) or not all(isinstance(i, Ref) for i in idx):
+            return None
+        if not all(self._dtype(i.name) in ("int64", "int32") for i in idx):
+            return None
+        if len(idx) == 1:
+            return Term(f"(take {self.t(x)} {self.t(idx[0])})")
+        if len(idx) == 2 and self._is_row_pick(n):
+            picked = self._pick_operands(n)
+            if picked is not None:   # rows of a flattened [..., V] tensor by a flattened index
+                return Term(f"(view (pick {self.var(picked[0])} {self.var(picked[1])}) "
+                            f"{self._shape_list(n.val.shape)})")
+            return Term(f"(pick {self.t(x)} {self.t(idx[1])})")
+        return None
+
+    def _is_row_pick(self, n) -> bool:
+        """index.Tensor(x, [arange(0, rows), t]) with x 2-D and t 1-D of length rows."""
+        if n.target != "aten.index.Tensor" or len(n.args) < 2:
+            return False
+        x, idx = n.args[:2]
+        if not isinstance(x, Ref) or not isinstance(idx, (list, tuple)) or len(idx) != 2:
+            return False
+        if not all(isinstance(i, Ref) for i in idx):
+            return False
+        xs = self.shape(x.name)
+        if len(xs) != 2 or tuple(self.shape(idx[1].name)) != (xs[0],):
+            return False
+        return self._is_arange(idx[0].name, xs[0])
+
+    def _is_arange(self, name, length) -> bool:
+        a = self._source(name)
+        args = list(a.args)
+        step = a.kwargs.get("step", 1)
+        if a.target == "aten.arange.default":
+            start, end = 0, args[0] if args else None
+        elif a.target == "aten.arange.start":
+            start, end = (args + [None, None])[:2]
+        elif a.target == "aten.arange.start_step":
+            start, end, step = (args + [None, None, 1])[:3]
+        else:
+            return False
+        v = a.val
+        return (start == 0 and step == 1 and isinstance(v, TensorMeta) and v.dtype in ("int64", "int32")
+                and tuple(v.shape) == (length,) and _same_size(end, length))
+
+    def _pick_operands(self, n):
+        """(L, I) when ``n`` = x[arange, t] with x = reshape(L, [-1, L.shape[-1]]) and
+        t = reshape(I, [-1]), I of L's leading shape: then n = flatten(pick(L, I))."""
+        if not self._is_row_pick(n):
+            return None
+        x, t = n.args[0], n.args[1][1]
+        xn, tn = self._source(x.name), self._source(t.name)
+        if xn.target not in _RESHAPES or tn.target not in _RESHAPES:
+            return None
+        L, I = xn.args[0].name, tn.args[0].name
+        ls, is_ = tuple(self.shape(L)), tuple(self.shape(I))
+        if len(ls) < 1 or ls[-1] != self.shape(x.name)[1] or is_ != ls[:-1]:
+            return None
+        if self._dtype(I) not in ("int64", "int32"):
+            return None
+        return L, I
+
+    def _h_index_put_default(self, n):
+        # x[mask] = c with a boolean mask on x's leading dims and a declared constant c:
+        # masked_fill(x, mask reshaped to broadcast from the right, c)
+        x, indices, values = n.args[:3]
+        accumulate = n.args[3] if len(n.args) > 3 else n.kwargs.get("accumulate", False)
+        if accumulate or not isinstance(x, Ref) or not isinstance(indices, (list, tuple)) or len(indices) != 1:
+            return None
+        mask = indices[0]
+        if not isinstance(mask, Ref) or self._dtype(mask.name) != "bool":
+            return None
+        vv = self.g.node(values.name).val if isinstance(values, Ref) else None
+        if not isinstance(vv, TensorMeta) or tuple(vv.shape) != ():
+            return None
+        c = self._const_value(values)
+        text = _fill_text(c, n.val.dtype) if c is not None else None
+        if text is None:
+            return None       # an undeclared (or unrepresentable) value: congruence only
+        xs, ms = tuple(self.shape(x.name)), tuple(self.shape(mask.name))
+        if len(ms) > len(xs) or ms != xs[:len(ms)]:
+            return None
+        mt = self.t(mask)
+        if len(ms) < len(xs):
+            mt = f"(view {mt} {self._shape_list(ms + (1,) * (len(xs) - len(ms)))})"
+        return Term(f"(binary {str_lit(MASKED_FILL + text)} {self.t(x)} {mt})")
+
+    def _h_masked_fill_Tensor(self, n):
+        x, mask, value = n.args[:3]
+        c = self._const_value(value)
+        text = _fill_text(c, n.val.dtype) if c is not None else None
+        if text is None:
+            return None
+        return Term(f"(binary {str_lit(MASKED_FILL + text)} {self.t(x)} {self.t(mask)})")
+
+    def _h_slice_scatter_default(self, n):
+        # slice_scatter(x, src, dim, start, end, step) over the whole of dim is src
+        x, src = n.args[:2]
+        rest = list(n.args[2:]) + [None] * 4
+        dim = rest[0] if rest[0] is not None else n.kwargs.get("dim", 0)
+        start = rest[1] if len(n.args) > 3 else n.kwargs.get("start", None)
+        end = rest[2] if len(n.args) > 4 else n.kwargs.get("end", None)
+        step = rest[3] if len(n.args) > 5 else n.kwargs.get("step", 1)
+        xs = tuple(self.shape(x.name))
+        if step != 1 or not isinstance(src, Ref) or tuple(self.shape(src.name)) != xs:
+            return None
+        d = self._dim(dim, len(xs))
+        if not isinstance(xs[d], int) or not all(isinstance(v, (int, type(None))) for v in (start, end)):
+            return None
+        if slice(start, end).indices(xs[d])[:2] != (0, xs[d]):
+            return None
+        return Identity(src.name)
+
     # -- collectives -----------------------------------------------------------------------
     def _collective(self, n: Node, kind: str):
         a = n.args
@@ -406,6 +597,28 @@ def dim_term(s) -> str:
         return f"(DLit {int(s)})"
     from .symbolic import to_text
     return f"(DSym {str_lit(to_text(s))})"
+
+
+def _same_size(a, b) -> bool:
+    try:
+        return bool(a == b) or (isinstance(a, sympy.Basic) and sympy.simplify(a - b) == 0)
+    except TypeError:
+        return False
+
+
+def _fill_text(c, dtype) -> str | None:
+    """A constant as the text of a fill value for a tensor of ``dtype`` (None: not exact)."""
+    if isinstance(c, bool):
+        c = int(c)
+    if dtype in FLOAT_DTYPES:
+        c = float(c)
+        return repr(c) if not math.isfinite(c) else _scalar_text(c)
+    if dtype in INT_DTYPES or dtype == "bool":
+        if isinstance(c, float) and (not math.isfinite(c) or c != int(c)):
+            return None
+        v = int(c)
+        return str(int(bool(v))) if dtype == "bool" else str(v)
+    return None
 
 
 def _scalar(v) -> str:

@@ -10,6 +10,7 @@ import time
 from dataclasses import asdict
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .engine import Limits
@@ -30,6 +31,7 @@ def to_json(res: Result, seq: str, dist: str) -> dict:
         "collectives": [{"group": g, "kind": k, "nodes": {str(r): n for r, n in nodes.items()}}
                         for g, k, nodes in res.collectives],
         "ops_checked": res.ops_checked,
+        "assumptions": [{"name": a, "meaning": d} for a, d in res.assumptions],
         "timings_s": {k: round(v, 4) for k, v in res.timings.items()},
     }
 
@@ -39,6 +41,9 @@ def print_result(res: Result, console: Console, verbose: bool = False):
         console.print("[bold]inferred input relation[/] (review it; --write-spec F saves it):")
         for name, rel in res.inferred_inputs.items():
             console.print(f"  {name} = {rel}")
+    for name, meaning in res.assumptions:
+        console.print(f"[bold]assuming[/] {name}: {escape(meaning)} (spec {escape('[assume]')}; not proven)",
+                      highlight=False)
     if res.status == "refines":
         console.print(f"[bold green]refines[/]: {res.ops_checked} operators related")
     elif res.status == "fails":
@@ -64,6 +69,9 @@ def print_result(res: Result, console: Console, verbose: bool = False):
         console.print(f"  best term found: {f.best}", highlight=False)
         if f.considered:
             console.print(f"  G_d tensors in it: {', '.join(f.considered[:12])}", highlight=False)
+        if f.later:
+            console.print(f"  later operators without a clean mapping either: {', '.join(f.later[:12])}"
+                          + (" ..." if len(f.later) > 12 else ""), highlight=False)
     if verbose:
         console.print("phases: " + ", ".join(f"{k} {v:.3f} s" for k, v in res.timings.items()))
 

@@ -23,6 +23,12 @@ A spec is TOML::
     [cut]                                   # a tensor of both graphs treated as an input
     hidden = "shard(2)"
 
+    [constants]                             # values of tensor constants (import-fx ports const:*)
+    "const:_tensor_constant0" = 0           # applies to every graph that has this port
+
+    [assume]                                # facts the checker cannot prove, enabled by name
+    valid_indices = true                    # (lemma.ASSUMPTIONS); the report prints them
+
 Names are the stable names of a bundle (input/output port names, or node names).  Placements are
 turned into clean terms over rank-qualified tensors (``relation_terms``); those are what the
 checker starts from.
@@ -277,6 +283,8 @@ class Spec:
     cut: dict = field(default_factory=dict)         # tensor name -> Relation
     mesh: Mesh = field(default_factory=Mesh)
     path: str | None = None
+    constants: dict = field(default_factory=dict)   # const port name -> int | float | bool
+    assume: tuple = ()                              # enabled assumption names (sorted)
 
     def to_toml(self) -> str:
         lines = []
@@ -294,7 +302,23 @@ class Spec:
             lines.append("[expect]")
             lines += [f'"{k}" = "{v}"' for k, v in self.expect.items()]
             lines.append("")
+        if self.constants:
+            lines.append("[constants]")
+            lines += [f'"{k}" = {_toml_number(v)}' for k, v in self.constants.items()]
+            lines.append("")
+        if self.assume:
+            lines.append("[assume]")
+            lines += [f"{a} = true" for a in self.assume]
+            lines.append("")
         return "\n".join(lines)
+
+
+def _toml_number(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return "inf" if v == float("inf") else "-inf" if v == float("-inf") else "nan" if v != v else repr(v)
+    return str(v)
 
 
 def load_spec(path: str | Path) -> Spec:
@@ -309,7 +333,7 @@ def load_spec(path: str | Path) -> Spec:
 
 
 def parse_spec(data: dict, where: str = "spec") -> Spec:
-    unknown = set(data) - {"mesh", "inputs", "outputs", "expect", "cut"}
+    unknown = set(data) - {"mesh", "inputs", "outputs", "expect", "cut", "constants", "assume"}
     if unknown:
         raise SpecError(f"{where}: unknown section(s) {sorted(unknown)}")
     mesh = Mesh()
@@ -333,7 +357,36 @@ def parse_spec(data: dict, where: str = "spec") -> Spec:
         if not (isinstance(check, list) and all(isinstance(c, str) for c in check)):
             raise SpecError(f"{where}: [outputs] check must be a list of output names")
         spec.check = list(check)
+    spec.constants = _parse_constants(data.get("constants", {}), where)
+    spec.assume = _parse_assume(data.get("assume", {}), where)
     return spec
+
+
+def _parse_constants(table, where) -> dict:
+    if not isinstance(table, dict):
+        raise SpecError(f"{where}: [constants] must be a table of name = number")
+    out = {}
+    for name, v in table.items():
+        if not isinstance(v, (int, float, bool)):
+            raise SpecError(f"{where}: [constants] {name!r} must be a number or a boolean, got {v!r}")
+        out[name] = v
+    return out
+
+
+def _parse_assume(table, where) -> tuple:
+    from .lemma import ASSUMPTIONS
+    if not isinstance(table, dict):
+        raise SpecError(f"{where}: [assume] must be a table of name = true/false")
+    on = []
+    for name, v in table.items():
+        if name not in ASSUMPTIONS:
+            raise SpecError(f"{where}: [assume] {name!r} is not an assumption the checker knows "
+                            f"({', '.join(sorted(ASSUMPTIONS))})")
+        if not isinstance(v, bool):
+            raise SpecError(f"{where}: [assume] {name} must be true or false")
+        if v:
+            on.append(name)
+    return tuple(sorted(on))
 
 
 # ----------------------------------------------------------------------------- relation terms

@@ -310,6 +310,87 @@ def _zip_exact(l1, l2):
     return zip(l1, l2)
 
 
+# ----------------------------------------------------------------------------- indexing
+# Table lookups (embedding, ``W[ids]``), row-wise picks along the last dim (the cross-entropy
+# target logit ``L[arange, t]``), their masked vocab-parallel forms, integer scalar ops and
+# constants.  Offsets are i64 so lemmas can add part widths.
+
+INT_SCALAR_OPS = ("add", "sub", "mul", "eq", "ne", "lt", "le", "gt", "ge")
+
+
+def _iscalar(op: str, x, c: int):
+    return SCALAR_OPS[op](x, int(c))
+
+
+def _take(w, ids):
+    """``w[ids]``: rows of ``w`` (torch index semantics: ids in [-rows, rows), negatives wrap)."""
+    if ids.dtype in (torch.bool, torch.uint8) or ids.is_floating_point():
+        raise ValueError("take needs integer ids")
+    return w[ids]
+
+
+def _mtake(w, ids, lo: int):
+    """Rows ``w[ids - lo]`` where ``lo <= ids < lo + rows(w)``, zero rows elsewhere (any ids)."""
+    rel = ids - int(lo)
+    valid = (rel >= 0) & (rel < w.shape[0])
+    out = torch.zeros(tuple(ids.shape) + tuple(w.shape[1:]), dtype=w.dtype)
+    out[valid] = w[rel[valid]]
+    return out
+
+
+def _check_pick_shapes(x, idx):
+    if x.dim() < 1 or tuple(idx.shape) != tuple(x.shape[:-1]):
+        raise ValueError(f"pick: index shape {tuple(idx.shape)} is not {tuple(x.shape[:-1])}")
+
+
+def _pick(x, idx):
+    """``out[...] = x[..., idx[...]]`` (index semantics along the last dim: negatives wrap)."""
+    _check_pick_shapes(x, idx)
+    n = x.shape[-1]
+    if bool(((idx < -n) | (idx >= n)).any()):
+        raise ValueError("pick: index out of range")
+    return torch.gather(x, -1, torch.where(idx < 0, idx + n, idx).unsqueeze(-1)).squeeze(-1)
+
+
+def _mpick(x, t, lo: int):
+    """``x[..., t - lo]`` where ``lo <= t < lo + x.shape[-1]``, zero elsewhere (any t)."""
+    _check_pick_shapes(x, t)
+    rel = t - int(lo)
+    valid = (rel >= 0) & (rel < x.shape[-1])
+    out = torch.zeros(tuple(t.shape), dtype=x.dtype)
+    if x.shape[-1] > 0:
+        got = torch.gather(x, -1, rel.masked_fill(~valid, 0).unsqueeze(-1)).squeeze(-1)
+        out = torch.where(valid, got, out)
+    return out
+
+
+def _cst(c: str, shape):
+    return torch.full(tuple(shape), float(c), dtype=torch.float64)
+
+
+def _map_offsets(fn, parts, x, lo, axis):
+    out, off = [], int(lo)
+    for p in parts:
+        out.append(fn(p, x, off))
+        off += p.shape[axis]
+    return out
+
+
+INDEXING: list[Constructor] = [
+    _c("iscalar", "String T i64", "T", BIG, False, _iscalar),       # x op c, integer x and c
+    _c("cst", "String DList", "T", CLEAN_COST, True, _cst),          # a constant tensor of a shape
+    _c("take", "T T", "T", BIG, False, _take),
+    _c("mtake", "T T i64", "T", BIG, False, _mtake),
+    _c("pick", "T T", "T", BIG, False, _pick),
+    _c("mpick", "T T i64", "T", BIG, False, _mpick),
+    _c("map_mtake", "TList T i64", "TList", BIG, False,
+       lambda l, ids, lo: _map_offsets(_mtake, l, ids, lo, 0)),
+    _c("map_mpick", "TList T i64", "TList", BIG, False,
+       lambda l, t, lo: _map_offsets(_mpick, l, t, lo, -1)),
+]
+CONSTRUCTORS += INDEXING
+BY_NAME = {c.name: c for c in CONSTRUCTORS}
+
 # Functions (not constructors) and relations the engine maintains.
 FUNCTIONS_TEXT = """
 (function dim (T i64) Dim :merge old)

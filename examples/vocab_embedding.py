@@ -62,7 +62,12 @@ def build(rank, world_size):
 
 SPEC = """\
 # Input relation of the vocabulary-parallel embedding (examples/vocab_embedding.py).
-# The table is split along the vocabulary (dim 0); token ids are replicated (and assumed < vocab).
+# The table is split along the vocabulary (dim 0); token ids are replicated.
+# The sequential program is a plain lookup: relating it to the masked per-rank lookups needs every
+# id in [0, vocab) (W[ids] wraps negative ids; the ranks mask them out): an assumption, not proven.
+[assume]
+valid_indices = true
+
 [inputs]
 "input:ids" = "replicate"
 "param:embedding.weight" = "shard(0)"

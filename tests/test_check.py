@@ -174,3 +174,137 @@ def test_op_without_semantics_is_refused_with_its_source(tmp_path):
     assert r.stderr.count("\n") == 1
     assert "no semantics for aten.special_bessel_j0.default (3 nodes, first at" in r.stderr
     assert "transformer/mlp.py:125" in r.stderr
+
+
+def test_vocab_embedding_refines_under_valid_indices():
+    """Vocab-parallel embedding: each rank's masked lookup of its rows, summed by the all-reduce,
+    is the sequential lookup -- given token ids in [0, vocab), an assumption the report prints."""
+    seq, dist, spec = _example("vocab_embedding_tp2")
+    res, _ = check_files(seq, dist, spec)
+    assert res.status == "refines", res.failure
+    assert res.relations["out"] == "r0.out"
+    assert res.expectations == [("out", "replicate", "r0.out", True)]
+    assert [a for a, _ in res.assumptions] == ["valid_indices"]
+    r = subprocess.run([sys.executable, "-m", "entangle_py", "check", seq, dist, "--spec", spec],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "assuming valid_indices" in r.stdout
+
+
+def test_vocab_embedding_without_the_assumption_is_not_proved():
+    """Without [assume] valid_indices the plain lookup is not related to the masked ones
+    (W[ids] wraps negative ids; the ranks zero them): refinement fails at the lookup."""
+    seq, dist, spec = _example("vocab_embedding_tp2")
+    sp = S.load_spec(spec)
+    sp.assume = ()
+    res = Checker(G.load(seq), G.load(dist), sp).run()
+    assert res.status == "fails" and res.assumptions == []
+    assert res.failure.target == "aten.embedding.default"
+    assert "vocab_embedding.py" in res.failure.source
+
+
+# ----------------------------------------------------------------------------- Megatron GPT regions
+# The full GPT pair needs layer-norm and attention lemmas (apex's fused layer norm has no semantics
+# yet), so these tests check the vocab-parallel regions of the real graphs: the part of each graph
+# that computes a chosen tensor, with tensors of both graphs cut into inputs where needed.
+
+def _region(g, outputs, cuts=None):
+    """The part of rank graph ``g`` computing ``outputs`` (port -> node); ``cuts`` (port -> node)
+    become inputs."""
+    cuts = cuts or {}
+    cut_nodes = set(cuts.values())
+    need, stack = set(), list(outputs.values())
+    while stack:
+        name = stack.pop()
+        if name not in need:
+            need.add(name)
+            if name not in cut_nodes:
+                stack.extend(g.node(name).refs())
+    nodes = [G.Node(name=n.name, target="placeholder", val=n.val) if n.name in cut_nodes else n
+             for n in g.nodes if n.name in need]
+    inputs = [p for p in g.inputs if p.node in need] + [G.Port(p, n) for p, n in cuts.items()]
+    return G.RankGraph(rank=g.rank, nodes=nodes, inputs=inputs,
+                       outputs=[G.Port(p, n) for p, n in outputs.items()], groups=dict(g.groups))
+
+
+@pytest.fixture(scope="module")
+def gpt_graphs():
+    if not DATA.exists():
+        pytest.skip(f"third-party graphs not present at {DATA}")
+    from entangle_py.fx_import import import_fx
+    gpt = DATA / "gpt"
+    seq = import_fx([str(gpt / "paral1_layer1" / "fw.g0.r0.py")])
+    dist = import_fx([str(gpt / "paral2_layer1" / f"fw.g0.r{r}.py") for r in (0, 1)])
+    return seq, dist, S.load_spec(GRAPHS / "gpt_tp2" / "spec.toml")
+
+
+def _present(constants, *bundles):
+    """The declared constants some graph of the region still reads."""
+    ports = {p.name for b in bundles for g in b.ranks for p in g.inputs}
+    return {k: v for k, v in constants.items() if k in ports}
+
+
+def _gpt_embedding(gpt_graphs, **spec_changes):
+    seq, dist, spec = gpt_graphs
+    s = G.Bundle([_region(seq.ranks[0], {"out": "view"})], kind=seq.kind)      # weight[ids]
+    d = G.Bundle([_region(g, {"out": "copy"}) for g in dist.ranks], kind=dist.kind)   # after all_reduce
+    sp = S.Spec(inputs={k: spec.inputs[k] for k in ("primals_1", "primals_18")},
+                constants=_present(spec.constants, s, d), assume=spec.assume,
+                expect={"out": S.parse_relation("replicate", "out", S.Mesh())})
+    for k, v in spec_changes.items():
+        setattr(sp, k, v)
+    return Checker(s, d, sp).run()
+
+
+def _gpt_cross_entropy_lookup(gpt_graphs, **spec_changes):
+    seq, dist, spec = gpt_graphs
+    # from the shifted logits (sequential `sub` = concat of the ranks' `sub_1` along the vocabulary)
+    # to the target logit after the all-reduce
+    s = G.Bundle([_region(seq.ranks[0], {"out": "view_36"}, {"cut:logits": "sub"})], kind=seq.kind)
+    d = G.Bundle([_region(g, {"out": "view_32"}, {"cut:logits": "sub_1"}) for g in dist.ranks], kind=dist.kind)
+    sp = S.Spec(inputs={"primals_21": spec.inputs["primals_21"],
+                        "cut:logits": S.parse_relation("shard(2)", "cut:logits", S.Mesh())},
+                constants=_present(spec.constants, s, d), expect={"out": S.parse_relation("replicate", "out", S.Mesh())})
+    for k, v in spec_changes.items():
+        setattr(sp, k, v)
+    return Checker(s, d, sp).run()
+
+
+def test_gpt_vocab_parallel_embedding_refines(gpt_graphs):
+    res = _gpt_embedding(gpt_graphs)
+    assert res.status == "refines", res.failure
+    assert res.relations["out"] == "r0.out" and res.expectations[0][3]
+    assert [a for a, _ in res.assumptions] == ["valid_indices"]
+
+
+def test_gpt_embedding_needs_valid_indices(gpt_graphs):
+    res = _gpt_embedding(gpt_graphs, assume=())
+    assert res.status == "fails" and res.failure.target == "aten.index.Tensor"
+
+
+def test_gpt_embedding_undeclared_constants_are_never_assumed(gpt_graphs):
+    """Without [constants] the fill values are unknown: index_put relates by congruence only."""
+    res = _gpt_embedding(gpt_graphs, constants={})
+    assert res.status == "fails"
+
+
+def test_gpt_embedding_wrong_constant_is_not_proved(gpt_graphs):
+    """Declaring the zeroing value as 1.0 makes the ranks' rows not sum to the lookup."""
+    res = _gpt_embedding(gpt_graphs, constants={"const:_tensor_constant0": 0, "const:_tensor_constant1": 1.0})
+    assert res.status == "fails"
+
+
+def test_gpt_cross_entropy_target_logit_refines_without_assumptions(gpt_graphs):
+    res = _gpt_cross_entropy_lookup(gpt_graphs)
+    assert res.status == "refines", res.failure
+    assert res.assumptions == [] and res.expectations[0][3]
+
+
+def test_gpt_cross_entropy_wrong_shard_is_not_proved(gpt_graphs):
+    """Logits claimed concatenated in the wrong rank order: the offsets no longer match."""
+    res = _gpt_cross_entropy_lookup(gpt_graphs, inputs={
+        "primals_21": S.parse_relation("replicate", "", S.Mesh()),
+        "cut:logits": S.parse_relation('concat(r1."cut:logits", r0."cut:logits", dim=2)', "", S.Mesh())})
+    assert res.status == "fails"
+    # reported at the first sequential op left without a clean term; the masked lookup
+    # (index_put_1), where the per-rank terms should have met, is among the later ones
+    assert res.failure.node == "bitwise_or" and "index_put_1" in res.failure.later

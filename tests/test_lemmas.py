@@ -77,3 +77,32 @@ def test_shape_rule_matches_torch(rule):
         for i, s in enumerate(expected.shape):
             out = eng.run1(f"(extract (dim $t {i}))")[0]
             assert out.termdag.to_string(out.term) == f"(DLit {s})", f"{rule.name}: dim {i} of {text}"
+
+
+@pytest.mark.parametrize("lemma", [l for l in LIB.lemmas if l.assumes], ids=lambda l: l.name)
+def test_assuming_lemma_needs_its_assumption(lemma):
+    """A lemma resting on an assumption ships counterexamples: inputs violating the assumption on
+    which its sides differ (or one side is undefined) -- the assumption is really needed."""
+    assert lemma.rejects is not None, f"{lemma.name} has no counterexample to its assumption"
+    rng = random.Random(11)
+    n = 0
+    for env in lemma.rejects(rng):
+        try:
+            lhs, rhs = lemma.sides(env)
+            differ = not terms.allclose(lhs, rhs)
+        except terms.EvalError:
+            differ = True
+        assert differ, f"{lemma.name}: sides agree on a counterexample {env}"
+        n += 1
+    assert n >= 1
+
+
+def test_assuming_lemmas_only_active_when_enabled():
+    from entangle_py.lemma import ASSUMPTIONS
+    assuming = [l for l in LIB.lemmas if l.assumes]
+    assert assuming
+    off = LIB.egglog(())
+    on = LIB.egglog(tuple(ASSUMPTIONS))
+    for lem in assuming:
+        text = lem.egglog("lemmas")
+        assert text not in off and text in on

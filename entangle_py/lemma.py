@@ -31,8 +31,15 @@ class Lemma:
     instances: Callable[[random.Random], Iterable[dict]] | None = None
     rejects: Callable[[random.Random], Iterable[dict]] | None = None
     family: str = ""
+    # Extra egglog facts that must all match for the lemma to fire (a multi-pattern trigger).
+    # With a trigger the lemma is the rule ``trigger + when => (union lhs rhs)``: lhs need not be
+    # in the e-graph (it is created), and the numeric check is the same (lhs vs rhs on instances).
+    trigger: tuple = ()
 
     def egglog(self, ruleset: str) -> str:
+        if self.trigger:
+            facts = " ".join(tuple(self.trigger) + tuple(self.when))
+            return f"(rule ({facts}) ((union {self.lhs} {self.rhs})) :ruleset {ruleset})"
         when = f" :when ({' '.join(self.when)})" if self.when else ""
         return f"(rewrite {self.lhs} {self.rhs}{when} :ruleset {ruleset})"
 

@@ -366,10 +366,13 @@ class Lowerer:
 
     def _reduce_term(self, n, op, x, dims, keepdim, dtype=None):
         """(reduce op x dims keepdim) with dims normalised (sorted, non-negative); None when the
-        op changes the dtype (a cast we do not model) or the dims are not plain ints."""
+        result's dtype differs from the input's (a cast or promotion we do not model, e.g. a sum
+        of bools) or the dims are not plain ints."""
         src = self.g.node(x.name).val
-        if not isinstance(src, TensorMeta) or (dtype is not None and isinstance(n.val, TensorMeta)
-                                               and n.val.dtype != src.dtype):
+        if not isinstance(src, TensorMeta) or not isinstance(n.val, (TensorMeta, tuple)):
+            return None
+        out = n.val[0] if isinstance(n.val, tuple) else n.val
+        if not isinstance(out, TensorMeta) or out.dtype != src.dtype:   # also covers a dtype= argument
             return None
         nd = len(src.shape)
         if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):

@@ -279,3 +279,13 @@ def test_layer_norm_of_a_hidden_shard_fails(tmp_path):
     res = Checker(seq, dist, spec).run()
     assert res.status == "fails"
     assert res.failure.target == "getitem" and "layernorm(concat(" in res.failure.best
+
+
+def test_reductions_that_change_dtype_stay_opaque(tmp_path):
+    low = _lowered(tmp_path, '''
+        def forward(self, m: "b8[2, 3]", a: "f32[2, 3]"):
+            s: "i64[]" = torch.ops.aten.sum.default(m)
+            d: "f64[2]" = torch.ops.aten.sum.dim_IntList(a, [1], dtype = torch.float64)
+            return (s, d)
+        ''')
+    assert low["s"].text.startswith("(opaque ") and low["d"].text.startswith("(opaque ")

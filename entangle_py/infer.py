@@ -288,9 +288,15 @@ class Checker:
                     self.no_semantics.setdefault(f"all_reduce({red})", []).append((r, n))
                     continue
                 self.engine.add(f"(union {out} ({'rsum' if red == 'sum' else 'rmax'} {_list(inputs)}))")
-            elif kind == "all_gather":
+            elif kind == "all_gather":       # along dim 0, in group-rank order
+                if c.params[0] != len(members):
+                    self.no_semantics.setdefault("all_gather_into_tensor (group size mismatch)", []).append((r, n))
+                    continue
                 self.engine.add(f"(union {out} (concat {_list(inputs)} 0))")
-            elif kind == "reduce_scatter":
+            elif kind == "reduce_scatter":   # rank idx gets rows [idx*size, (idx+1)*size) of the sum
+                if c.params[0] != len(members):
+                    self.no_semantics.setdefault("reduce_scatter_tensor (group size mismatch)", []).append((r, n))
+                    continue
                 if red != "sum":
                     self.no_semantics.setdefault(f"reduce_scatter({red})", []).append((r, n))
                     continue
@@ -633,18 +639,12 @@ class Checker:
         return self.engine.size() > before
 
     def _finish(self, res: Result):
-        for p in self.checked_outputs:
-            node = p.node
-            if node not in self.svar:
-                continue
-            cost, t = self.engine.extract(self.svar[node])
-            res.relations[p.name] = self.show_term(t)
+        checked = []
         for name, rel in self.spec.expect.items():
             port = next((p for p in self.seq.outputs if p.name == name or p.node == name), None)
             node = port.node if port else (name if self.seq.has(name) else None)
             if node is None or node not in self.svar:
                 raise CheckInputError(f"[expect] names {name!r}, which is not a checked output of the sequential graph")
-            found = res.relations.get(port.name if port else name, "?")
             ok = True
             for t in S.relation_terms(rel, port.name if port else name, self.dist.world_size, self.spec.mesh):
                 text = self._term_of(t, f"[expect] {name!r}")
@@ -652,7 +652,17 @@ class Checker:
                 self.engine.add(f"(let {tv} {text})")
                 if not self._prove_equal(self.svar[node], tv):
                     ok = False
-            res.expectations.append((name, str(rel), found, ok))
+            checked.append((name, port.name if port else name, str(rel), ok))
+        # extracted after the expectations were proven: a proven relation (e.g. the concat of the
+        # ranks' gradients) is then in the e-class and is the term shown when it is the cheapest
+        for p in self.checked_outputs:
+            node = p.node
+            if node not in self.svar:
+                continue
+            cost, t = self.engine.extract(self.svar[node])
+            res.relations[p.name] = self.show_term(t)
+        for name, key, rel, ok in checked:
+            res.expectations.append((name, rel, res.relations.get(key, "?"), ok))
             if not ok and res.status == "refines":
                 res.status = "fails"
 

@@ -40,8 +40,17 @@ class Lemma:
     rejects: Callable[[random.Random], Iterable[dict]] | None = None
     family: str = ""
     assumes: tuple = ()      # names in ASSUMPTIONS: active only when the spec enables them all
+    # Extra egglog facts that must all match for the lemma to fire (a multi-pattern trigger).
+    # With a trigger the lemma is the rule ``trigger + when => (union lhs rhs)``: lhs need not be
+    # in the e-graph (it is created), and the numeric check is the same (lhs vs rhs on instances).
+    trigger: tuple = ()
 
     def egglog(self, ruleset: str) -> str:
+        if self.trigger:
+            if any(c.startswith("(dle ") for c in self.when):
+                raise ValueError(f"lemma {self.name}: size comparisons (dle) are not supported with a trigger")
+            facts = " ".join(tuple(self.trigger) + tuple(self.when))
+            return f"(rule ({facts}) ((union {self.lhs} {self.rhs})) :ruleset {ruleset})"
         when = f" :when ({' '.join(self.when)})" if self.when else ""
         out = f"(rewrite {self.lhs} {self.rhs}{when} :ruleset {ruleset})"
         # a size comparison (dle a b) is first asked; egglog or Z3 (dims.py) answers provable ones

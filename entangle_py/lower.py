@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import sympy
 
 from .graph import Node, Ref, SymIntMeta, TensorMeta, TorchConst
-from .terms import CASTS, INT_SCALAR_OPS, MASKED_FILL, str_lit
+from .terms import CASTS, INT_SCALAR_OPS, MASKED_FILL, THRESHOLD_BACKWARD, str_lit
 
 COLLECTIVES = {
     "_c10d_functional.all_reduce.default": "all_reduce",
@@ -209,7 +209,8 @@ class Lowerer:
             if isinstance(a[1], Ref):
                 return Term(f"(binary \"sub\" {self.t(a[1])} {self.t(a[0])})")
             return Term(f"(scalar \"rsub\" {self.t(a[0])} {_scalar(a[1])})")
-        h = getattr(self, "_h_" + op.replace(".", "_"), None) if op else None
+        # handlers: _h_<op>_<overload> for aten ops, _h_<ns>_<op>_<overload> for other namespaces
+        h = getattr(self, "_h_" + (op or tgt).replace(".", "_"), None)
         if h is not None:
             out = h(n)
             if out is not None:
@@ -573,6 +574,128 @@ class Lowerer:
         if slice(start, end).indices(xs[d])[:2] != (0, xs[d]):
             return None
         return Identity(src.name)
+
+    # -- backward ops, reductions, layer norm ------------------------------------------------
+    def _h_gelu_backward_default(self, n):
+        grad, x = n.args[:2]
+        approx = n.args[2] if len(n.args) > 2 else n.kwargs.get("approximate", "none")
+        if approx not in ("none", "tanh"):
+            return None
+        op = "gelu_tanh_backward" if approx == "tanh" else "gelu_backward"
+        return Term(f"(binary {str_lit(op)} {self.t(grad)} {self.t(x)})")
+
+    def _pointwise_backward(self, n, op):
+        grad, x = n.args[:2]
+        return Term(f"(binary {str_lit(op)} {self.t(grad)} {self.t(x)})")
+
+    def _h_silu_backward_default(self, n):
+        return self._pointwise_backward(n, "silu_backward")
+
+    def _h_sigmoid_backward_default(self, n):
+        return self._pointwise_backward(n, "sigmoid_backward")
+
+    def _h_tanh_backward_default(self, n):
+        return self._pointwise_backward(n, "tanh_backward")
+
+    def _h_threshold_backward_default(self, n):
+        grad, x, c = n.args[:3]
+        if not isinstance(c, (int, float)) or isinstance(c, bool):
+            return None
+        return Term(f"(binary {str_lit(THRESHOLD_BACKWARD + _scalar_text(float(c)))} {self.t(grad)} {self.t(x)})")
+
+    def _reduce_term(self, n, op, x, dims, keepdim, dtype=None):
+        """(reduce op x dims keepdim) with dims normalised (sorted, non-negative); None when the
+        result's dtype differs from the input's (a cast or promotion we do not model, e.g. a sum
+        of bools) or the dims are not plain ints."""
+        src = self.g.node(x.name).val
+        if not isinstance(src, TensorMeta) or not isinstance(n.val, (TensorMeta, tuple)):
+            return None
+        out = n.val[0] if isinstance(n.val, tuple) else n.val
+        if not isinstance(out, TensorMeta) or out.dtype != src.dtype:   # also covers a dtype= argument
+            return None
+        nd = len(src.shape)
+        if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+            dims = list(range(nd))
+        elif isinstance(dims, int) and not isinstance(dims, bool):
+            dims = [dims]
+        if not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
+            return None
+        dims = sorted({self._dim(d, nd) for d in dims})
+        if any(not 0 <= d < max(nd, 1) for d in dims):
+            return None
+        lst = "(INil)"
+        for d in reversed(dims):
+            lst = f"(ICons {d} {lst})"
+        return f"(reduce {str_lit(op)} {self.t(x)} {lst} {1 if keepdim else 0})"
+
+    def _arg(self, n, i, name, default=None):
+        return n.args[i] if len(n.args) > i else n.kwargs.get(name, default)
+
+    def _h_sum_dim_IntList(self, n):
+        t = self._reduce_term(n, "sum", n.args[0], self._arg(n, 1, "dim"), self._arg(n, 2, "keepdim", False),
+                              n.kwargs.get("dtype"))
+        return Term(t) if t else None
+
+    def _h_sum_default(self, n):
+        t = self._reduce_term(n, "sum", n.args[0], None, False, self._arg(n, 1, "dtype"))
+        return Term(t) if t else None
+
+    def _h_mean_dim(self, n):
+        t = self._reduce_term(n, "mean", n.args[0], self._arg(n, 1, "dim"), self._arg(n, 2, "keepdim", False),
+                              n.kwargs.get("dtype"))
+        return Term(t) if t else None
+
+    def _h_mean_default(self, n):
+        t = self._reduce_term(n, "mean", n.args[0], None, False, self._arg(n, 1, "dtype"))
+        return Term(t) if t else None
+
+    def _h_amax_default(self, n):
+        t = self._reduce_term(n, "amax", n.args[0], self._arg(n, 1, "dim", []), self._arg(n, 2, "keepdim", False))
+        return Term(t) if t else None
+
+    def _h_max_dim(self, n):
+        """values = amax over the dim; the indices stay opaque (congruence only)."""
+        dim = self._arg(n, 1, "dim")
+        if not isinstance(dim, int) or isinstance(dim, bool):
+            return None
+        t = self._reduce_term(n, "amax", n.args[0], [dim], self._arg(n, 2, "keepdim", False))
+        if t is None or not isinstance(n.val, tuple):
+            return None
+        opaque = self._opaque(n)
+        return TupleTerms((Term(t),) + tuple(opaque.items[1:]))
+
+    def _layer_norm(self, n, x, normalized_shape, w, b, eps):
+        """y = layer norm of x over its last len(normalized_shape) dims (affine only)."""
+        if not (isinstance(w, Ref) and isinstance(b, Ref) and isinstance(normalized_shape, (list, tuple))
+                and isinstance(eps, (int, float)) and not isinstance(eps, bool)):
+            return None
+        k = len(normalized_shape)
+        shape = self.shape(x.name)
+        if k == 0 or k > len(shape) or tuple(shape[len(shape) - k:]) != tuple(normalized_shape):
+            return None
+        return f"(layernorm {self.t(x)} {self.t(w)} {self.t(b)} {k} {_scalar(float(eps))})"
+
+    def _h_native_layer_norm_default(self, n):
+        x, ns, w, b, eps = n.args[:5]
+        t = self._layer_norm(n, x, ns, w, b, eps)
+        if t is None or not isinstance(n.val, tuple):
+            return None
+        return TupleTerms((Term(t),) + tuple(self._opaque(n).items[1:]))   # mean, rstd: opaque
+
+    def _h_layer_norm_default(self, n):
+        x, ns = n.args[:2]
+        w, b = self._arg(n, 2, "weight"), self._arg(n, 3, "bias")
+        t = self._layer_norm(n, x, ns, w, b, self._arg(n, 4, "eps", 1e-05))
+        return Term(t) if t else None
+
+    def _h_apex_fused_layer_norm_affine_fwd_default(self, n):
+        """apex (Megatron): args x, weight, bias, normalized_shape, eps; outputs y, mean and
+        invvar (flattened to [rows]: opaque)."""
+        x, w, b, ns, eps = n.args[:5]
+        t = self._layer_norm(n, x, ns, w, b, eps)
+        if t is None or not isinstance(n.val, tuple):
+            return None
+        return TupleTerms((Term(t),) + tuple(self._opaque(n).items[1:]))
 
     # -- collectives -----------------------------------------------------------------------
     def _collective(self, n: Node, kind: str):

@@ -500,3 +500,64 @@ def allclose(a, b, rtol=1e-6, atol=1e-8) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         return math.isclose(a, b, rel_tol=rtol, abs_tol=atol)
     return a == b
+
+
+# ============================================================================ backward ops,
+# reductions, layer norm (appended as one block: pointwise backward ops are binary ops, reductions
+# and layer norm get helpers to walk concat parts, IList queries for reduction dims).
+
+def _aten(name):
+    return lambda *a: getattr(torch.ops.aten, name)(*a)
+
+
+# Pointwise backward ops are elementwise binary ops (with broadcasting) over (grad, saved tensor):
+# every binary lemma holds for them.  tests/test_backward_ops.py checks each op is elementwise.
+BINARY_OPS.update({
+    "gelu_backward": lambda g, x: torch.ops.aten.gelu_backward(g, x),
+    "gelu_tanh_backward": lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="tanh"),
+    "silu_backward": _aten("silu_backward"),
+    "sigmoid_backward": _aten("sigmoid_backward"),      # (grad, sigmoid output)
+    "tanh_backward": _aten("tanh_backward"),            # (grad, tanh output)
+})
+
+# threshold_backward(grad, x, c) is the binary op "threshold_backward:<c>" over (grad, x).
+THRESHOLD_BACKWARD = "threshold_backward:"
+_binary_fn_base = binary_fn
+
+
+def binary_fn(op: str) -> Callable:   # noqa: F811  (extends the definition above)
+    if op.startswith(THRESHOLD_BACKWARD):
+        c = float(op[len(THRESHOLD_BACKWARD):])
+        return lambda g, x: torch.ops.aten.threshold_backward(g, x, c)
+    return _binary_fn_base(op)
+
+
+def _layernorm(x, w, b, k, eps):
+    """Layer norm over the last ``k`` dims with an affine weight and bias."""
+    return torch.nn.functional.layer_norm(x, tuple(x.shape[x.dim() - k:]), w, b, float(eps))
+
+
+CONSTRUCTORS += [
+    _c("layernorm", "T T T i64 String", "T", BIG, False, _layernorm),
+    _c("map_reduce", "String TList IList i64", "TList", BIG, False,
+       lambda op, l, dims, k: [_reduce(op, x, dims, k) for x in l]),
+    _c("map_layernorm", "TList T T i64 String", "TList", BIG, False,
+       lambda l, w, b, k, eps: [_layernorm(x, w, b, k, eps) for x in l]),
+    _c("lappend", "TList TList", "TList", BIG, False, lambda a, b: list(a) + list(b)),
+]
+BY_NAME = {c.name: c for c in CONSTRUCTORS}
+
+# Queries on int lists (reduction dims), computed on demand by rules in lemmas/shapes.py:
+# (iask l i) asks for (ihas l i) = 1 if i is in l else 0 and (ibelow l i) = #{a in l : a < i};
+# (ilen l) is the length.  Their Python meaning (for lemma conditions) is below.
+FUNCTIONS_TEXT += """
+(relation iask (IList i64))
+(function ihas (IList i64) i64 :merge old)
+(function ibelow (IList i64) i64 :merge old)
+(function ilen (IList) i64 :merge old)
+"""
+PRIMITIVES.update({
+    "ihas": lambda l, i: int(i in l),
+    "ibelow": lambda l, i: sum(1 for a in l if a < i),
+    "ilen": lambda l: len(l),
+})

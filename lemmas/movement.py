@@ -186,3 +186,73 @@ LEMMAS += [
     Lemma("dset-last-more", "(dset_last (DCons x (DCons y r)) v)", "(DCons x (dset_last (DCons y r) v))",
           instances=_dlist),
 ]
+
+
+# ============================================================================ slice cover, flattening
+# (sequence parallelism: a replicated tensor sliced per rank, reduce_scatter = the rank's slice of
+# a sum).  Two adjacent non-empty slices of the same tensor along d are the slice over both; with
+# slice-full and flattening of nested concats, a tensor whose per-rank slices tile a dim becomes
+# the concat of them.  Only combines slices already in the e-graph: new slices have endpoints of
+# existing ones (quadratic in the slices of one tensor along one dim).
+
+def _cover_case(rng, ok=True):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    shape = [rng.randint(1, 4) for _ in range(nd)]
+    shape[d] = rng.randint(3, 9)
+    x = tensor(rng, *shape)
+    a, b, c = sorted(rng.sample(range(shape[d] + 1), 3))
+    if not ok:   # an empty piece: the condition must refuse it (it would only make churn)
+        b = a
+    return {"x": x, "d": d, "a": a, "b": b, "c": c}
+
+
+@repeat(8)
+def _cover(rng):
+    return _cover_case(rng)
+
+
+@repeat(4)
+def _cover_empty(rng):
+    return _cover_case(rng, ok=False)
+
+
+@repeat(6)
+def _flatten(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    l = concat_parts(rng, nd, d, parts=rng.randint(2, 8))
+    j = rng.randint(1, len(l) - 1)
+    return {"l1": l[:j], "r": l[j:], "d": d}
+
+
+@repeat(4)
+def _lappend(rng):
+    l = [tensor(rng, 2) for _ in range(rng.randint(1, 6))]
+    return {"x": l[0], "l": l[1:], "r": [tensor(rng, 3)]}
+
+
+LEMMAS += [
+    Lemma("slice-cover", "(slice x d (DLit a) (DLit c))",
+          "(concat (Cons (slice x d (DLit a) (DLit b)) (Cons (slice x d (DLit b) (DLit c)) (Nil))) d)",
+          trigger=("(slice x d (DLit a) (DLit b))", "(slice x d (DLit b) (DLit c))"),
+          when=("(< a b)", "(< b c)"), instances=_cover, rejects=_cover_empty),
+    # concat of a concat (as first part) along the same dim: one flat concat
+    Lemma("concat-flatten-head", "(concat (Cons (concat l1 d) r) d)", "(concat (lappend l1 r) d)",
+          instances=_flatten),
+    Lemma("lappend-nil", "(lappend (Nil) r)", "r", instances=lambda rng: [{"r": [tensor(rng, 2)]}]),
+    Lemma("lappend-cons", "(lappend (Cons x l) r)", "(Cons x (lappend l r))", instances=_lappend),
+]
+
+
+@repeat(4)
+def _transpose_rsum(rng):
+    shape = [rng.randint(1, 4) for _ in range(3)]
+    a, b = sorted(rng.sample(range(3), 2))
+    return {"l": [tensor(rng, *shape) for _ in range(rng.randint(1, 8))], "a": a, "b": b}
+
+
+LEMMAS += [
+    # a transpose is linear: grad^T of a partial-sum gradient (backward of a row-parallel layer)
+    Lemma("transpose-rsum", "(transpose (rsum l) a b)", "(rsum (map_transpose l a b))", instances=_transpose_rsum),
+]

@@ -103,3 +103,51 @@ RULES += [
         "(rule ((= y (view x s)) (= v (dat s i))) ((set (dim y i) v)) :ruleset shapes)"),
         check_terms=_view_terms),
 ]
+
+
+# ============================================================================ reductions, layer norm
+# (reduce op x dims keepdim): dims is a sorted IList.  (iask dims i) asks for (ihas dims i) (1 if
+# i is reduced) and (ibelow dims i) (reduced dims before i), which renumber dims when keepdim = 0.
+
+@repeat(6)
+def _reduce_terms(rng):
+    nd = rng.randint(1, 4)
+    x = tensor(rng, *[rng.randint(1, 5) for _ in range(nd)])
+    dims = sorted(rng.sample(range(nd), rng.randint(1, nd)))
+    lst = "(INil)"
+    for d in reversed(dims):
+        lst = f"(ICons {d} {lst})"
+    op = rng.choice(["sum", "mean", "amax"])
+    return (f'(reduce "{op}" x {lst} {rng.randint(0, 1)})', {"x": x})
+
+
+@repeat(3)
+def _layernorm_terms(rng):
+    x = tensor(rng, rng.randint(1, 4), rng.randint(1, 4), 3)
+    return ('(layernorm x w b 1 "1e-05")', {"x": x, "w": tensor(rng, 3), "b": tensor(rng, 3)})
+
+
+RULES += [
+    Rule("ilist-queries", (
+        "(rule ((= y (reduce op x dims k)) (= v (dim x i))) ((iask dims i)) :ruleset shapes)\n"
+        "(rule ((iask (ICons a r) i)) ((iask r i)) :ruleset shapes)\n"
+        "(rule ((iask l i) (= l (INil))) ((set (ihas l i) 0) (set (ibelow l i) 0)) :ruleset shapes)\n"
+        "(rule ((iask l i) (= l (ICons a r)) (= b (ibelow r i)) (= a i)) "
+        "((set (ihas l i) 1) (set (ibelow l i) b)) :ruleset shapes)\n"
+        "(rule ((iask l i) (= l (ICons a r)) (= h (ihas r i)) (= b (ibelow r i)) (< a i)) "
+        "((set (ihas l i) h) (set (ibelow l i) (+ b 1))) :ruleset shapes)\n"
+        "(rule ((iask l i) (= l (ICons a r)) (= h (ihas r i)) (= b (ibelow r i)) (> a i)) "
+        "((set (ihas l i) h) (set (ibelow l i) b)) :ruleset shapes)\n"
+        "(rule ((= l (INil))) ((set (ilen l) 0)) :ruleset shapes)\n"
+        "(rule ((= l (ICons a r)) (= n (ilen r))) ((set (ilen l) (+ n 1))) :ruleset shapes)")),
+    Rule("shape-reduce", (
+        "(rule ((= y (reduce op x dims 1)) (= n (ndim x))) ((set (ndim y) n)) :ruleset shapes)\n"
+        "(rule ((= y (reduce op x dims 0)) (= n (ndim x)) (= m (ilen dims))) ((set (ndim y) (- n m))) :ruleset shapes)\n"
+        "(rule ((= y (reduce op x dims 1)) (= v (dim x i)) (= 0 (ihas dims i))) ((set (dim y i) v)) :ruleset shapes)\n"
+        "(rule ((= y (reduce op x dims 1)) (= v (dim x i)) (= 1 (ihas dims i))) ((set (dim y i) (DLit 1))) :ruleset shapes)\n"
+        "(rule ((= y (reduce op x dims 0)) (= v (dim x i)) (= 0 (ihas dims i)) (= b (ibelow dims i))) "
+        "((set (dim y (- i b)) v)) :ruleset shapes)"),
+        check_terms=_reduce_terms),
+    Rule("shape-layernorm", _same_shape("(layernorm x w b k e)", "x", "shape-layernorm").text,
+         check_terms=_layernorm_terms),
+]

@@ -308,3 +308,53 @@ def test_gpt_cross_entropy_wrong_shard_is_not_proved(gpt_graphs):
     # reported at the first sequential op left without a clean term; the masked lookup
     # (index_put_1), where the per-rank terms should have met, is among the later ones
     assert res.failure.node == "bitwise_or" and "index_put_1" in res.failure.later
+
+
+# ----------------------------------------------------------------------------- joint graphs, SP
+
+JOINT_EXPECT = {"out": "replicate", "grad:input:x": "replicate", "grad:fc1.weight": "shard(0)",
+                "grad:fc1.bias": "shard(0)", "grad:fc2.weight": "shard(1)", "grad:fc2.bias": "replicate"}
+
+
+@pytest.mark.parametrize("name,world", [("mlp_tp2_joint", 2), ("mlp_tp4_joint", 4)])
+def test_joint_mlp_refines_with_gradient_relations(name, world):
+    """Forward + backward: sharded parameters get sharded gradients, replicated ones replicated."""
+    seq, dist, spec = _example(name)
+    res, _ = check_files(seq, dist, spec)
+    assert res.status == "refines", res.failure
+    assert {(o, req, ok) for o, req, _, ok in res.expectations} == {(o, r, True) for o, r in JOINT_EXPECT.items()}
+    ranks = ", ".join(f"r{r}.grad:fc1.weight" for r in range(world))
+    assert res.relations["grad:fc1.weight"] == f"concat({ranks}, dim=0)"
+    ranks = ", ".join(f"r{r}.grad:fc2.weight" for r in range(world))
+    assert res.relations["grad:fc2.weight"] == f"concat({ranks}, dim=1)"
+    ranks = ", ".join(f"r{r}.grad:fc1.bias" for r in range(world))
+    assert res.relations["grad:fc1.bias"] == f"concat({ranks}, dim=0)"
+    assert res.relations["grad:fc2.bias"] == "r0.grad:fc2.bias"
+
+
+def test_joint_missing_allreduce_fails_at_bias_add():
+    seq, dist, spec = _example("mlp_tp2_missing_allreduce_joint")
+    res, _ = check_files(seq, dist, spec)
+    assert res.status == "fails"
+    f = res.failure
+    assert f.target == "aten.add.Tensor" and "self.bias" in f.source
+    assert f.best.startswith("add(sum(")
+
+
+def test_joint_wrong_gradient_expectation_is_reported():
+    """A sharded weight's gradient is not replicated: requiring it is reported as violated."""
+    seq, dist, _ = _example("mlp_tp2_joint")
+    spec = S.load_spec(GRAPHS / "mlp_tp2_joint" / "spec.toml")
+    spec.expect["grad:fc1.bias"] = S.parse_spec({"expect": {"x": "replicate"}}).expect["x"]
+    res = Checker(G.load(seq), G.load(dist), spec).run()
+    assert res.status == "fails"
+    assert ("grad:fc1.bias", "replicate", False) in {(o, r, ok) for o, r, _, ok in res.expectations}
+
+
+def test_sequence_parallel_block_refines():
+    """Layer norm on a sequence shard, all-gather, column/row parallel, reduce-scatter, residual."""
+    seq, dist, spec = _example("seqpar_block_tp2")
+    res, _ = check_files(seq, dist, spec)
+    assert res.status == "refines", res.failure
+    assert res.relations["out"] == "concat(r0.out, r1.out, dim=0)"
+    assert res.expectations == [("out", "shard(0)", res.relations["out"], True)]

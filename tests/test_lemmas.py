@@ -47,7 +47,7 @@ def test_lemma_names_no_model_constants():
     """Lemmas are generic: no integer literal beyond small dims/offsets in their text."""
     import re
     for lem in LIB.lemmas:
-        for text in (lem.lhs, lem.rhs) + tuple(lem.when):
+        for text in (lem.lhs, lem.rhs) + tuple(lem.when) + tuple(lem.trigger):
             for num in re.findall(r"(?<![\w.])-?\d+(?![\w.])", text):
                 assert abs(int(num)) <= 2, f"{lem.name} mentions the constant {num}"
 

@@ -1,0 +1,291 @@
+"""Backward ops, reductions, layer norm, slice cover: lowering, the op meanings the binary lemmas
+rely on, the IList queries behind the reduction lemmas, and end-to-end checks on FX-text graphs
+(apex layer norm on a sequence shard, as in Megatron's sequence parallelism)."""
+from __future__ import annotations
+
+import random
+import textwrap
+
+import pytest
+import torch
+
+from entangle_py import graph as G
+from entangle_py import lower as L
+from entangle_py import spec as S
+from entangle_py import terms
+from entangle_py.engine import Engine, Limits
+from entangle_py.fx_import import import_fx
+from entangle_py.infer import Checker
+from entangle_py.lemma import load_library
+
+LIB = load_library()
+NEW_BINARY = ["gelu_backward", "gelu_tanh_backward", "silu_backward", "sigmoid_backward", "tanh_backward",
+              "threshold_backward:0.0", "threshold_backward:0.5"]
+
+
+# ----------------------------------------------------------------------------- op meanings
+
+@pytest.mark.parametrize("op", NEW_BINARY)
+def test_backward_ops_satisfy_every_binary_lemma(op):
+    """The binary lemmas are generic in the op: each backward op must satisfy them (elementwise,
+    broadcasting), checked on the lemmas' own instances with the op substituted."""
+    n = 0
+    for lem in LIB.lemmas:
+        if "(binary op" not in lem.lhs and "zip_binary op" not in lem.lhs and "map_binary" not in lem.lhs:
+            continue
+        rng = random.Random(11)
+        for env in lem.instances(rng):
+            env = {**env, "op": op}
+            lhs, rhs = lem.sides(env)
+            assert terms.allclose(lhs, rhs), f"{lem.name} with {op}"
+            n += 1
+    assert n > 20
+
+
+def test_backward_op_meanings_match_autograd():
+    x = torch.randn(5, dtype=torch.float64, requires_grad=True)
+    g = torch.randn(5, dtype=torch.float64)
+    for op, f in [("gelu_backward", torch.nn.functional.gelu),
+                  ("gelu_tanh_backward", lambda t: torch.nn.functional.gelu(t, approximate="tanh")),
+                  ("silu_backward", torch.nn.functional.silu), ("threshold_backward:0.0", torch.relu)]:
+        (grad,) = torch.autograd.grad(f(x), x, g)
+        assert torch.allclose(terms.binary_fn(op)(g, x.detach()), grad), op
+    for op, f in [("sigmoid_backward", torch.sigmoid), ("tanh_backward", torch.tanh)]:
+        y = f(x)
+        (grad,) = torch.autograd.grad(y, x, g)
+        assert torch.allclose(terms.binary_fn(op)(g, y.detach()), grad), op
+    assert not torch.allclose(terms.binary_fn("gelu_backward")(g, x.detach()),
+                              terms.binary_fn("gelu_tanh_backward")(g, x.detach()))
+
+
+# ----------------------------------------------------------------------------- lowering
+
+HEADER = "class GraphModule(torch.nn.Module):\n"
+
+
+def _fx(tmp_path, name, body):
+    p = tmp_path / f"{name}.py"
+    p.write_text(HEADER + textwrap.indent(textwrap.dedent(body), "    "))
+    return str(p)
+
+
+def _lowered(tmp_path, body):
+    g = import_fx([_fx(tmp_path, "g", body)]).ranks[0]
+    low = L.Lowerer(g, lambda name: f"${name}")
+    return {n.name: low.lower(n) for n in g.nodes if not n.is_placeholder}
+
+
+def test_lowering_backward_ops_and_reductions(tmp_path):
+    low = _lowered(tmp_path, '''
+        def forward(self, a: "f32[2, 3, 4]", b: "f32[2, 3, 4]"):
+            gb: "f32[2, 3, 4]" = torch.ops.aten.gelu_backward.default(a, b)
+            gt: "f32[2, 3, 4]" = torch.ops.aten.gelu_backward.default(a, b, approximate = 'tanh')
+            th: "f32[2, 3, 4]" = torch.ops.aten.threshold_backward.default(a, b, 0)
+            sb: "f32[2, 3, 4]" = torch.ops.aten.sigmoid_backward.default(a, b)
+            s1: "f32[1, 3, 1]" = torch.ops.aten.sum.dim_IntList(a, [-1, 0], True)
+            s2: "f32[]" = torch.ops.aten.sum.default(a)
+            m1: "f32[2, 4]" = torch.ops.aten.mean.dim(a, [1])
+            am: "f32[2, 3]" = torch.ops.aten.amax.default(a, [-1])
+            mx = torch.ops.aten.max.dim(a, 1)
+            v: "f32[2, 4]" = mx[0]
+            i: "i64[2, 4]" = mx[1]
+            return (gb, gt, th, sb, s1, s2, m1, am, v, i)
+        ''')
+    assert low["gb"].text == '(binary "gelu_backward" $a $b)'
+    assert low["gt"].text == '(binary "gelu_tanh_backward" $a $b)'
+    assert low["th"].text == '(binary "threshold_backward:0.0" $a $b)'
+    assert low["sb"].text == '(binary "sigmoid_backward" $a $b)'
+    assert low["s1"].text == '(reduce "sum" $a (ICons 0 (ICons 2 (INil))) 1)'
+    assert low["s2"].text == '(reduce "sum" $a (ICons 0 (ICons 1 (ICons 2 (INil)))) 0)'
+    assert low["m1"].text == '(reduce "mean" $a (ICons 1 (INil)) 0)'
+    assert low["am"].text == '(reduce "amax" $a (ICons 2 (INil)) 0)'
+    values, indices = low["mx"].items
+    assert values.text == '(reduce "amax" $a (ICons 1 (INil)) 0)'
+    assert indices.text.startswith('(opaque "aten.max.dim|')
+
+
+def test_lowered_reductions_mean_what_torch_computes(tmp_path):
+    """Evaluate each lowered reduction term with torch and compare with the op itself."""
+    low = _lowered(tmp_path, '''
+        def forward(self, a: "f32[2, 3, 4]"):
+            s1: "f32[1, 3, 1]" = torch.ops.aten.sum.dim_IntList(a, [-1, 0], True)
+            s2: "f32[]" = torch.ops.aten.sum.default(a)
+            m1: "f32[2, 4]" = torch.ops.aten.mean.dim(a, [1])
+            am: "f32[2, 3]" = torch.ops.aten.amax.default(a, [-1])
+            return (s1, s2, m1, am)
+        ''')
+    a = torch.randn(2, 3, 4, dtype=torch.float64)
+    want = {"s1": torch.ops.aten.sum.dim_IntList(a, [-1, 0], True), "s2": a.sum(),
+            "m1": a.mean(1), "am": torch.ops.aten.amax(a, [-1])}
+    for name, expected in want.items():
+        got = terms.evaluate(terms.parse_sexpr(low[name].text.replace("$a", "a")), {"a": a})
+        assert terms.allclose(got, expected), name
+
+
+def test_lowering_layer_norms(tmp_path):
+    low = _lowered(tmp_path, '''
+        def forward(self, x: "f32[5, 2, 4]", w: "f32[4]", b: "f32[4]"):
+            ln = torch.ops.aten.native_layer_norm.default(x, [4], w, b, 1e-05)
+            y: "f32[5, 2, 4]" = ln[0]
+            mean: "f32[5, 2, 1]" = ln[1]
+            rstd: "f32[5, 2, 1]" = ln[2]
+            ap = torch.ops.apex.fused_layer_norm_affine_fwd.default(x, w, b, [4], 1e-05)
+            y2: "f32[5, 2, 4]" = ap[0]
+            mean2: "f32[10]" = ap[1]
+            inv2: "f32[10]" = ap[2]
+            return (y, mean, rstd, y2, mean2, inv2)
+        ''')
+    for key in ("ln", "ap"):
+        y, mean, rstd = low[key].items
+        assert y.text == '(layernorm $x $w $b 1 "1e-05")'
+        assert mean.text.startswith("(opaque ") and rstd.text.startswith("(opaque ")
+
+
+def test_unsupported_apex_variant_is_refused(tmp_path):
+    """An apex op the checker does not know is 'no semantics', never guessed."""
+    low = _lowered(tmp_path, '''
+        def forward(self, x: "f32[5, 4]", w: "f32[4]"):
+            ap = torch.ops.apex.fused_rms_norm_affine_fwd.default(x, w, [4], 1e-05)
+            y: "f32[5, 4]" = ap[0]
+            return (y,)
+        ''')
+    assert isinstance(low["ap"], L.NoSemantics)
+
+
+# ----------------------------------------------------------------------------- IList queries
+
+def test_ilist_queries_match_python():
+    eng = Engine(LIB)
+    rng = random.Random(5)
+    cases = []
+    for k in range(12):
+        dims = sorted(rng.sample(range(6), rng.randint(0, 5)))
+        lst = "(INil)"
+        for d in reversed(dims):
+            lst = f"(ICons {d} {lst})"
+        eng.add(f"(let $l{k} {lst})")
+        for i in range(6):
+            eng.add(f"(iask $l{k} {i})")
+        cases.append((k, dims))
+    eng.settle()
+    for k, dims in cases:
+        out = eng.run1(f"(extract (ilen $l{k}))")[0]
+        assert out.termdag.to_string(out.term) == str(len(dims))
+        for i in range(6):
+            has = eng.run1(f"(extract (ihas $l{k} {i}))")[0]
+            below = eng.run1(f"(extract (ibelow $l{k} {i}))")[0]
+            assert has.termdag.to_string(has.term) == str(int(i in dims))
+            assert below.termdag.to_string(below.term) == str(sum(1 for a in dims if a < i))
+
+
+# ----------------------------------------------------------------------------- slice cover
+
+def test_trigger_lemma_is_a_rule():
+    lem = next(l for l in LIB.lemmas if l.name == "slice-cover")
+    text = lem.egglog("lemmas")
+    assert text.startswith("(rule (") and "(union (slice x d (DLit a) (DLit c))" in text
+
+
+@pytest.mark.parametrize("bounds", [[0, 3, 7, 8, 12], [0, 5, 10], [0, 2, 4, 6, 8, 10, 12, 14, 16]])
+def test_per_rank_slices_tile_a_tensor_into_a_flat_concat(bounds):
+    """x sliced per rank (uneven pieces): x = concat(pieces) with one flat concat."""
+    eng = Engine(LIB)
+    n = bounds[-1]
+    eng.add('(let $x (Gs "x"))')
+    eng.add("(set (ndim $x) 2)")
+    eng.add(f"(set (dim $x 0) (DLit 3))")
+    eng.add(f"(set (dim $x 1) (DLit {n}))")
+    pieces = []
+    for r, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        eng.add(f'(union (Gd "p{r}") (slice $x 1 (DLit {a}) (DLit {b})))')
+        pieces.append(f'(Gd "p{r}")')
+    lst = "(Nil)"
+    for p in reversed(pieces):
+        lst = f"(Cons {p} {lst})"
+    eng.add(f"(let $want (concat {lst} 1))")
+    out = eng.prove_clean("$x", Limits(iterations=20))
+    assert out.status == "clean"
+    for _ in range(10):
+        if eng.equal("$x", "$want"):
+            break
+        eng.run1("(run-schedule (run lemmas) (saturate (run shapes)))")
+    assert eng.equal("$x", "$want")
+
+
+def test_slices_with_a_gap_do_not_cover():
+    eng = Engine(LIB)
+    eng.add('(let $x (Gs "x"))')
+    eng.add("(set (ndim $x) 1)")
+    eng.add("(set (dim $x 0) (DLit 10))")
+    eng.add('(union (Gd "p0") (slice $x 0 (DLit 0) (DLit 4)))')
+    eng.add('(union (Gd "p1") (slice $x 0 (DLit 5) (DLit 10)))')
+    out = eng.prove_clean("$x", Limits(iterations=10))
+    assert out.status != "clean"
+
+
+# ----------------------------------------------------------------------------- end to end (FX text)
+
+def _ln_graphs(tmp_path, shard_dim):
+    """out = layer norm over the last dim; the ranks hold x sharded along ``shard_dim`` and
+    layer-norm their shard (apex op as in Megatron), then gather the pieces."""
+    seq = _fx(tmp_path, "seq", '''
+        def forward(self, primals_1: "f32[6, 2, 4]", primals_2: "f32[4]", primals_3: "f32[4]"):
+            ln = torch.ops.apex.fused_layer_norm_affine_fwd.default(primals_1, primals_2, primals_3, [4], 1e-05)
+            getitem: "f32[6, 2, 4]" = ln[0]
+            getitem_1: "f32[12]" = ln[1]
+            getitem_2: "f32[12]" = ln[2]
+            return [getitem]
+        ''')
+    if shard_dim == 0:
+        ranks = [_fx(tmp_path, f"r{r}", '''
+            def forward(self, primals_1: "f32[3, 2, 4]", primals_2: "f32[4]", primals_3: "f32[4]"):
+                ln = torch.ops.apex.fused_layer_norm_affine_fwd.default(primals_1, primals_2, primals_3, [4], 1e-05)
+                getitem: "f32[3, 2, 4]" = ln[0]
+                getitem_1: "f32[6]" = ln[1]
+                getitem_2: "f32[6]" = ln[2]
+                ag: "f32[6, 2, 4]" = torch.ops._c10d_functional.all_gather_into_tensor.default(getitem, 2, '12')
+                wait_tensor: "f32[6, 2, 4]" = torch.ops._c10d_functional.wait_tensor.default(ag)
+                return [wait_tensor]
+            ''') for r in range(2)]
+    else:   # the bug: normalising a shard of the normalised dim, then gathering it
+        ranks = [_fx(tmp_path, f"r{r}", '''
+            def forward(self, primals_1: "f32[6, 2, 2]", primals_2: "f32[2]", primals_3: "f32[2]"):
+                ln = torch.ops.apex.fused_layer_norm_affine_fwd.default(primals_1, primals_2, primals_3, [2], 1e-05)
+                getitem: "f32[6, 2, 2]" = ln[0]
+                getitem_1: "f32[12]" = ln[1]
+                getitem_2: "f32[12]" = ln[2]
+                t: "f32[2, 2, 6]" = torch.ops.aten.transpose.int(getitem, 0, 2)
+                ag: "f32[4, 2, 6]" = torch.ops._c10d_functional.all_gather_into_tensor.default(t, 2, '12')
+                wait_tensor: "f32[4, 2, 6]" = torch.ops._c10d_functional.wait_tensor.default(ag)
+                t2: "f32[6, 2, 4]" = torch.ops.aten.transpose.int(wait_tensor, 0, 2)
+                return [t2]
+            ''') for r in range(2)]
+    G.save(import_fx([seq]), tmp_path / "s.pt")
+    G.save(import_fx(ranks), tmp_path / "d.pt")
+    spec = S.parse_spec({"inputs": {"primals_1": f"shard({shard_dim})", "primals_2": "shard(0)" if shard_dim else "replicate",
+                                    "primals_3": "shard(0)" if shard_dim else "replicate"}})
+    return G.load(tmp_path / "s.pt"), G.load(tmp_path / "d.pt"), spec
+
+
+def test_apex_layer_norm_on_a_sequence_shard_refines(tmp_path):
+    seq, dist, spec = _ln_graphs(tmp_path, 0)
+    res = Checker(seq, dist, spec).run()
+    assert res.status == "refines", res.failure
+    assert list(res.relations.values()) == ["r0.wait_tensor"]   # the gathered output, by its output name
+
+
+def test_layer_norm_of_a_hidden_shard_fails(tmp_path):
+    seq, dist, spec = _ln_graphs(tmp_path, 2)
+    res = Checker(seq, dist, spec).run()
+    assert res.status == "fails"
+    assert res.failure.target == "getitem" and "layernorm(concat(" in res.failure.best
+
+
+def test_reductions_that_change_dtype_stay_opaque(tmp_path):
+    low = _lowered(tmp_path, '''
+        def forward(self, m: "b8[2, 3]", a: "f32[2, 3]"):
+            s: "i64[]" = torch.ops.aten.sum.default(m)
+            d: "f64[2]" = torch.ops.aten.sum.dim_IntList(a, [1], dtype = torch.float64)
+            return (s, d)
+        ''')
+    assert low["s"].text.startswith("(opaque ") and low["d"].text.startswith("(opaque ")

@@ -238,6 +238,12 @@ class Checker:
             v = self._dist_leaf(r, n.name, n.val)
             pending_coll.append((r, n, res))
             return
+        if isinstance(res, L.Decomposed):    # the middle value is a G_d tensor of its own
+            mid = self._dist_leaf(r, f"{n.name}:{res.name}", n.val)
+            self.engine.add(f"(union {mid} {res.inner.text})")
+            v = self._dist_leaf(r, n.name, n.val)
+            self.engine.add(f"(union {v} {res.outer.format(inner=mid)})")
+            return
         v = self._dist_leaf(r, n.name, n.val)
         self.engine.add(f"(union {v} {res.text})")
 
@@ -582,6 +588,11 @@ class Checker:
             self._set_shape(v, n.val)
             self.svar[n.name] = v
             return None
+        if isinstance(res, L.Decomposed):
+            mid = self._fresh()
+            self.engine.add(f"(let {mid} {res.inner.text})")
+            self._set_shape(mid, n.val)
+            res = L.Term(res.outer.format(inner=mid))
         if isinstance(res, L.Collective):   # a collective in G_s runs on one rank: identity
             self.svar[n.name] = self.svar[res.input]
             return None

@@ -122,6 +122,15 @@ class Collective:
 
 
 @dataclass(frozen=True)
+class Decomposed:
+    """An op computed in two steps whose middle value is a tensor of its own, named
+    ``<node>:<name>``: ``inner``, then ``outer`` (egglog text with ``{inner}`` for it)."""
+    name: str
+    inner: Term
+    outer: str
+
+
+@dataclass(frozen=True)
 class NotTensor:
     pass
 
@@ -394,7 +403,10 @@ class Lowerer:
 
     def _h_masked_fill_Scalar(self, n):
         x, mask, c = n.args[:3]
-        return Term(f"(binary {str_lit(MASKED_FILL + _scalar_text(c))} {self.t(x)} {self.t(mask)})")
+        text = _fill_text(c, n.val.dtype) if isinstance(c, (int, float)) else None
+        if text is None:
+            return None
+        return Term(f"(binary {str_lit(MASKED_FILL + text)} {self.t(x)} {self.t(mask)})")
 
     def _h_native_dropout_default(self, n):
         # ASSUMPTION (documented in the README): dropout's value output is its input, as in
@@ -643,11 +655,26 @@ class Lowerer:
     def _h_mean_dim(self, n):
         t = self._reduce_term(n, "mean", n.args[0], self._arg(n, 1, "dim"), self._arg(n, 2, "keepdim", False),
                               n.kwargs.get("dtype"))
-        return Term(t) if t else None
+        return self._mean_as_sum(n, t, self._arg(n, 1, "dim")) if t else None
 
     def _h_mean_default(self, n):
         t = self._reduce_term(n, "mean", n.args[0], None, False, self._arg(n, 1, "dtype"))
-        return Term(t) if t else None
+        return self._mean_as_sum(n, t, None) if t else None
+
+    def _mean_as_sum(self, n, mean_term, dims):
+        """mean = sum / count, with the sum a tensor of its own (``<node>:sum``), as torch's own
+        decomposition computes it: a sum of partial sums can then be related to it.  Only for a
+        static count; a symbolic one keeps the plain mean."""
+        x = n.args[0]
+        src = self.shape(x.name)
+        dims = range(len(src)) if dims is None or dims == [] else ([dims] if isinstance(dims, int) else dims)
+        count = 1
+        for d in dims:
+            count = count * src[d] if isinstance(src[d], int) else None
+            if count is None:
+                return Term(mean_term)
+        sum_term = mean_term.replace('(reduce "mean"', '(reduce "sum"', 1)
+        return Decomposed("sum", Term(sum_term), f"(scalar \"div\" {{inner}} {_scalar(count)})")
 
     def _h_amax_default(self, n):
         t = self._reduce_term(n, "amax", n.args[0], self._arg(n, 1, "dim", []), self._arg(n, 2, "keepdim", False))
@@ -749,9 +776,11 @@ def _scalar(v) -> str:
 
 
 def _scalar_text(v) -> str:
+    """One text per value for a float operand: ``x / 8`` and ``x / 8.0`` are the same term
+    (integer tensors with integer constants use ``iscalar`` instead)."""
     if isinstance(v, bool):
         return str(int(v))
-    if isinstance(v, float) and v == int(v) and abs(v) < 2**53:
+    if isinstance(v, int) and abs(v) < 2**53:
         return repr(float(v))
     return repr(v)
 
@@ -768,3 +797,4 @@ def _const_key(v) -> str:
         from .symbolic import to_text
         return to_text(v)
     return repr(v)
+

@@ -161,3 +161,21 @@ LEMMAS = [
     Lemma("scalar-mul-rsum", "(scalar \"mul\" (rsum l) c)", "(rsum (map_scalar \"mul\" l c))", instances=_rsum_scalar),
     Lemma("scalar-div-rsum", "(scalar \"div\" (rsum l) c)", "(rsum (map_scalar \"div\" l c))", instances=_rsum_scalar),
 ]
+
+
+# ----------------------------------------------------------------------------- accumulation
+# x + (a + b + ...) = (x + a) + (b + ...): an accumulator that adds the ranks' (or micro-batches')
+# terms one at a time (tr_loss += loss) equals adding their sum.
+
+@repeat(6)
+def _add_rsum(rng):
+    shape = [rng.randint(1, 3) for _ in range(rng.randint(0, 2))]
+    k = rng.randint(2, 8)
+    return {"x": tensor(rng, *shape), "a": tensor(rng, *shape), "b": tensor(rng, *shape),
+            "r": [tensor(rng, *shape) for _ in range(k - 2)]}
+
+
+LEMMAS += [
+    Lemma("add-rsum-accumulate", '(binary "add" x (rsum (Cons a (Cons b r))))',
+          '(binary "add" (binary "add" x a) (rsum (Cons b r)))', instances=_add_rsum),
+]

@@ -32,6 +32,42 @@ def _bundle(tmp_path, name, files, edit=None):
     return str(out)
 
 
+# ----------------------------------------------------------------------------- gradient accumulation
+
+GA = DATA / "bug_grad_accumulation"
+GA_SPEC = str(ROOT / "graphs" / "grad_accumulation" / "spec.toml")
+
+
+def _sum_over_full_batch(text):
+    """The fix: each micro-batch loss is its sum divided by the full batch (8), not its mean."""
+    out = text
+    for k, src in (("", "pow_1"), ("_1", "pow_2")):
+        out = re.sub(rf'mean{k}: "f32\[\]" = torch\.ops\.aten\.mean\.default\({src}\)(;[^\n]*)?\n',
+                     f'sum{k}: "f32[]" = torch.ops.aten.sum.default({src})\n'
+                     f'        mean{k}: "f32[]" = torch.ops.aten.div.Tensor(sum{k}, 8)\n', out)
+    return out
+
+
+def test_grad_accumulation_bug_violates_expectation_at_loss_normalisation(tmp_path):
+    seq = _bundle(tmp_path, "seq", [GA / "1step" / "fw.g0.r0.py"])
+    dist = _bundle(tmp_path, "dist", [GA / "2step.bug" / "fw.g0.r0.py"])
+    res, _ = check_files(seq, dist, GA_SPEC)
+    assert res.status == "fails"
+    assert res.failure.node == "div" and res.failure.target == "aten.div.Tensor"   # sum_1 / 8
+    assert "test_trainer_simple.py" in res.failure.source
+    [(out, req, found, ok)] = res.expectations
+    assert (out, req, ok) == ("add_1", "r0.add_3", False)
+
+
+def test_grad_accumulation_fixed_twin_meets_expectation(tmp_path):
+    seq = _bundle(tmp_path, "seq", [GA / "1step" / "fw.g0.r0.py"])
+    dist = _bundle(tmp_path, "dist", [GA / "2step.bug" / "fw.g0.r0.py"], edit=_sum_over_full_batch)
+    res, _ = check_files(seq, dist, GA_SPEC)
+    assert res.status == "refines", res.failure
+    assert res.relations["add_1"] == "r0.add_3"
+    assert [e[3] for e in res.expectations] == [True]
+
+
 # ----------------------------------------------------------------------------- missing all-reduce (Megatron)
 
 MAR = DATA / "bug_missing_allreduce_under_wrong_config"

@@ -168,13 +168,16 @@ def _matmul_terms(rng):
 RULES = [
     Rule("shape-matmul", (
         "(rule ((= y (matmul a b)) (= n (ndim a))) ((set (ndim y) n)) :ruleset shapes)\n"
-        "(rule ((= y (matmul a b)) (= n (ndim a)) (= v (dim a i)) (< i (- n 1))) ((set (dim y i) v)) :ruleset shapes)\n"
+        # batch dims only where both operands agree (no broadcasting is assumed)
+        "(rule ((= y (matmul a b)) (= n (ndim a)) (= v (dim a i)) (= v (dim b i)) (< i (- n 2))) ((set (dim y i) v)) :ruleset shapes)\n"
+        "(rule ((= y (matmul a b)) (= n (ndim a)) (= v (dim a (- n 2)))) ((set (dim y (- n 2)) v)) :ruleset shapes)\n"
         "(rule ((= y (matmul a b)) (= n (ndim b)) (= v (dim b (- n 1)))) ((set (dim y (- n 1)) v)) :ruleset shapes)"),
         check_terms=_matmul_terms),
     Rule("shape-bmm", (
         "(rule ((= y (bmm a b))) ((set (ndim y) 3)) :ruleset shapes)\n"
         "(rule ((= y (bmm a b)) (= v (dim a i)) (< i 2)) ((set (dim y i) v)) :ruleset shapes)\n"
-        "(rule ((= y (bmm a b)) (= v (dim b 2))) ((set (dim y 2) v)) :ruleset shapes)")),
+        "(rule ((= y (bmm a b)) (= v (dim b 2))) ((set (dim y 2) v)) :ruleset shapes)"),
+        check_terms=lambda rng: [("(bmm a b)", {"a": tensor(rng, 3, 2, 4), "b": tensor(rng, 3, 4, 5)})]),
     # batch dims of the operands of a bmm over views, compared one by one
     Rule("bmm-view-batch", (
         "(rule ((= z (bmm (view x s1) (view y s2)))) ((bsame x y 0)) :ruleset shapes)\n"

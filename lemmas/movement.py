@@ -367,7 +367,7 @@ def _map_slice(rng):
 
 
 @repeat(6)
-def _permute_concat(rng):
+def _permute_concat_raw(rng):
     nd = rng.randint(2, 4)
     d = rng.randrange(nd)
     p = list(range(nd))
@@ -377,7 +377,7 @@ def _permute_concat(rng):
 
 @repeat(3)
 def _permute_concat_bad(rng):
-    inst = next(_permute_concat(rng))
+    inst = next(_permute_concat_raw(rng))
     inst["j"] = (inst["j"] + 1) % len(inst["p"]) if len(inst["p"]) > 1 else 5
     return inst
 
@@ -468,13 +468,30 @@ def _unary_view(rng):
     return {"op": rng.choice(["exp", "tanh", "gelu"]), "x": x, "s": rng.choice([[6, 2], [3, 4], [12]])}
 
 
-_KEEP_PREFIX = ("(vpfx (concat l d) s (+ d 1))",)
-_KEEP_SUFFIX = ("(= n (ndim (concat l d)))", "(= m (dlen s))", "(vsfx (concat l d) s (- n d))",
+def _xr(gen):
+    """Instances binding the concat parts as (Cons x r): lemmas match only concrete part lists, so
+    that an unresolved helper list is never mapped over again (views can form cycles)."""
+    def out(rng):
+        for inst in gen(rng):
+            inst = dict(inst)
+            l = inst.pop("l")
+            yield {**inst, "x": l[0], "r": l[1:]}
+    return out
+
+
+_view_keep_prefix, _view_keep_suffix, _view_merge_into_axis = map(_xr, (_view_keep_prefix, _view_keep_suffix,
+                                                                        _view_merge_into_axis))
+_view_split, _view_merge, _slice_other, _slice_same = map(_xr, (_view_split, _view_merge, _slice_other, _slice_same))
+_permute_concat, _permute_concat_bad = map(_xr, (_permute_concat_raw, _permute_concat_bad))
+
+
+_KEEP_PREFIX = ("(vpfx (concat (Cons x r) d) s (+ d 1))",)
+_KEEP_SUFFIX = ("(= n (ndim (concat (Cons x r) d)))", "(= m (dlen s))", "(vsfx (concat (Cons x r) d) s (- n d))",
                 "(= e (- (+ d m) n))")
-_SPLIT = ("(= n (ndim (concat l d)))", "(= (dlen s) (+ n 1))", "(vpfx (concat l d) s d)",
-          "(vsfx (concat l d) s (- n (+ d 1)))")
-_MERGE = ("(= n (ndim (concat l d)))", "(= (+ (dlen s) 1) n)", "(vpfx (concat l d) s d)",
-          "(vsfx (concat l d) s (- n (+ d 2)))")
+_SPLIT = ("(= n (ndim (concat (Cons x r) d)))", "(= (dlen s) (+ n 1))", "(vpfx (concat (Cons x r) d) s d)",
+          "(vsfx (concat (Cons x r) d) s (- n (+ d 1)))")
+_MERGE = ("(= n (ndim (concat (Cons x r) d)))", "(= (+ (dlen s) 1) n)", "(vpfx (concat (Cons x r) d) s d)",
+          "(vsfx (concat (Cons x r) d) s (- n (+ d 2)))")
 
 LEMMAS += [
     # reshapes compose; a reshape to the tensor's own shape is the tensor
@@ -482,16 +499,16 @@ LEMMAS += [
     Lemma("view-self", "(view x s)", "x", when=("(= n (ndim x))", "(= n (dlen s))", "(vpfx x s n)"),
           instances=_view_self, rejects=_view_not_self),
     # the concat axis and everything before it kept: each part is viewed alike
-    Lemma("view-concat-keep-prefix", "(view (concat l d) s)", "(concat (map_view_at l s d d) d)",
+    Lemma("view-concat-keep-prefix", "(view (concat (Cons x r) d) s)", "(concat (map_view_at (Cons x r) s d d) d)",
           when=_KEEP_PREFIX, instances=_view_keep_prefix, rejects=_view_merge_into_axis),
     # the concat axis and everything after it kept: the axis moves to its place in s
-    Lemma("view-concat-keep-suffix", "(view (concat l d) s)", "(concat (map_view_at l s d e) e)",
+    Lemma("view-concat-keep-suffix", "(view (concat (Cons x r) d) s)", "(concat (map_view_at (Cons x r) s d e) e)",
           when=_KEEP_SUFFIX, instances=_view_keep_suffix, rejects=_view_merge_into_axis),
     # the concat axis split in two (outer, inner): parts split alike if inner divides their size
-    Lemma("view-concat-split", "(view (concat l d) s)", "(concat (map_view_split l s d) d)",
+    Lemma("view-concat-split", "(view (concat (Cons x r) d) s)", "(concat (map_view_split (Cons x r) s d) d)",
           when=_SPLIT, instances=_view_split, rejects=_view_merge_into_axis),
     # the concat axis merged with the dim after it
-    Lemma("view-concat-merge", "(view (concat l d) s)", "(concat (map_view_merge l s d) d)",
+    Lemma("view-concat-merge", "(view (concat (Cons x r) d) s)", "(concat (map_view_merge (Cons x r) s d) d)",
           when=_MERGE, instances=_view_merge, rejects=_view_merge_into_axis),
     Lemma("map-view-at-nil", "(map_view_at (Nil) s d j)", "(Nil)", instances=lambda rng: [{"s": [1], "d": 0, "j": 0}]),
     Lemma("map-view-at-cons", "(map_view_at (Cons x r) s d j)",
@@ -513,13 +530,13 @@ LEMMAS += [
           instances=_dset,
           rejects=lambda rng: [{"a": 3, "r": [4], "i": 0, "v": 5}]),
     # a slice along a dim other than the concat axis slices every part
-    Lemma("slice-concat-other-dim", "(slice (concat l d) k a b)", "(concat (map_slice l k a b) d)",
+    Lemma("slice-concat-other-dim", "(slice (concat (Cons x r) d) k a b)", "(concat (map_slice (Cons x r) k a b) d)",
           when=("(!= k d)",), instances=_slice_other, rejects=_slice_same),
     Lemma("map-slice-nil", "(map_slice (Nil) k a b)", "(Nil)", instances=lambda rng: [{"k": 0, "a": 0, "b": 1}]),
     Lemma("map-slice-cons", "(map_slice (Cons x r) k a b)", "(Cons (slice x k a b) (map_slice r k a b))",
           instances=_map_slice),
     # permute of a concat: the concat axis moves to where the permutation puts it
-    Lemma("permute-concat", "(permute (concat l d) p)", "(concat (map_permute l p) j)", when=("(= j (ipos p d))",),
+    Lemma("permute-concat", "(permute (concat (Cons x r) d) p)", "(concat (map_permute (Cons x r) p) j)", when=("(= j (ipos p d))",),
           instances=_permute_concat, rejects=_permute_concat_bad),
     Lemma("map-permute-nil", "(map_permute (Nil) p)", "(Nil)", instances=lambda rng: [{"p": [1, 0]}]),
     Lemma("map-permute-cons", "(map_permute (Cons x r) p)", "(Cons (permute x p) (map_permute r p))",

@@ -138,6 +138,14 @@ def test_attention_with_query_heads_swapped_fails_at_scores():
     assert "examples/attention.py" in res.failure.source and "torch.matmul(q" in res.failure.source
 
 
+def test_view_cycles_saturate():
+    """Sequence parallel block: views of all-gathered / reduce-scattered tensors form cycles
+    (x = view(view(x, s), s')); the view lemmas must saturate there, never grow to a limit."""
+    seq, dist, spec = _example("seqpar_block_tp2")
+    res, _ = check_files(seq, dist, spec)
+    assert res.status != "unknown", res.failure
+
+
 def test_dynamic_sizes_refine_and_missing_allreduce_fails():
     """Captured with symbolic batch and sequence sizes: the same outcomes as the static twins."""
     seq, dist, spec = _example("mlp_tp2_dynamic")

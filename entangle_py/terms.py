@@ -268,6 +268,8 @@ PRIMITIVES: dict[str, Callable] = {
     ">": lambda a, b: a > b,
     ">=": lambda a, b: a >= b,
     "dle": lambda a, b: a <= b,     # a relation on sizes, proven by egglog (literals) or Z3
+    "%": lambda a, b: a % b,
+    "/": lambda a, b: a // b,
 }
 
 # ----------------------------------------------------------------------------- helper functions
@@ -293,7 +295,40 @@ HELPERS: list[Constructor] = [
     _c("dset_last", "DList Dim", "DList", BIG, False, lambda s, v: list(s[:-1]) + [v]),
 ]
 CONSTRUCTORS += HELPERS
+
+# -- batched matmul and view/permute/slice helpers (attention with heads split across ranks) ----
+# matmul is torch.matmul on operands with the same batch dims (>= 3-D; 2-D is mm).
+ATTN_CONSTRUCTORS: list[Constructor] = [
+    _c("matmul", "T T", "T", BIG, False, torch.matmul),
+    _c("zip_matmul", "TList TList i64", "TList", BIG, False,
+       lambda l1, l2, d: [torch.matmul(a, b) for a, b in _zip_aligned(l1, l2, d, d)]),
+    # each part viewed to s with s[j] := the part's size on its dim d
+    _c("map_view_at", "TList DList i64 i64", "TList", BIG, False,
+       lambda l, s, d, j: [x.reshape(tuple(s[:j]) + (x.shape[d],) + tuple(s[j + 1:])) for x in l]),
+    # each part viewed to s with s[d] := part size on d divided by s[d+1] (dim d split in two)
+    _c("map_view_split", "TList DList i64", "TList", BIG, False,
+       lambda l, s, d: [x.reshape(tuple(s[:d]) + (_exact_div(x.shape[d], s[d + 1]),) + tuple(s[d + 1:])) for x in l]),
+    # each part viewed to s with s[d] := part size on d times its size on d+1 (dims d, d+1 merged)
+    _c("map_view_merge", "TList DList i64", "TList", BIG, False,
+       lambda l, s, d: [x.reshape(tuple(s[:d]) + (x.shape[d] * x.shape[d + 1],) + tuple(s[d + 1:])) for x in l]),
+    _c("map_slice", "TList i64 Dim Dim", "TList", BIG, False, lambda l, d, a, b: [_slice(x, d, a, b) for x in l]),
+    _c("map_permute", "TList IList", "TList", BIG, False, lambda l, p: [x.permute(*p) for x in l]),
+    _c("dset", "DList i64 Dim", "DList", BIG, False, lambda s, i, v: _dset(s, i, v)),
+]
+CONSTRUCTORS += ATTN_CONSTRUCTORS
 BY_NAME = {c.name: c for c in CONSTRUCTORS}
+
+
+def _exact_div(a: int, b: int) -> int:
+    if b <= 0 or a % b:
+        raise ValueError(f"{a} is not a multiple of {b}")
+    return a // b
+
+
+def _dset(s, i, v):
+    if not 0 <= i < len(s):
+        raise ValueError("dset index out of range")
+    return list(s[:i]) + [v] + list(s[i + 1:])
 
 
 def _zip_aligned(l1, l2, d1, d2):
@@ -403,6 +438,10 @@ FUNCTIONS_TEXT = """
 (relation dterm (Dim))
 (relation clean (T))
 (relation cleanl (TList))
+(relation vpfx (T DList i64))
+(relation vsfx (T DList i64))
+(relation bsame (T T i64))
+(function ipos (IList i64) i64 :merge old)
 """
 
 
@@ -475,6 +514,8 @@ def evaluate(expr, env: dict):
             return len(vals[0])
         if name == "dlast":
             return vals[0][-1]
+        if name in VIEW_RELATIONS:
+            return VIEW_RELATIONS[name](*vals)
         if name in PRIMITIVES:
             return PRIMITIVES[name](*vals)
         c = BY_NAME.get(name)
@@ -485,6 +526,37 @@ def evaluate(expr, env: dict):
         raise
     except (RuntimeError, ValueError, IndexError, TypeError) as e:
         raise EvalError(f"{name}: {e}") from None
+
+
+def _vpfx(x, s, i):
+    """The first i dims of tensor x are the first i entries of shape list s."""
+    return 0 <= i <= min(x.dim(), len(s)) and list(x.shape[:i]) == list(s[:i])
+
+
+def _vsfx(x, s, j):
+    """The last j dims of tensor x are the last j entries of shape list s."""
+    n, m = x.dim(), len(s)
+    return 0 <= j <= min(n, m) and list(x.shape[n - j:]) == list(s[m - j:])
+
+
+def _bsame(x, y, i):
+    """x and y agree on their first i dims."""
+    return 0 <= i <= min(x.dim(), y.dim()) and x.shape[:i] == y.shape[:i]
+
+
+def _dat(s, i):
+    if not 0 <= i < len(s):
+        raise IndexError("dat index out of range")
+    return s[i]
+
+
+def _ipos(p, d):
+    return list(p).index(d)
+
+
+VIEW_RELATIONS: dict[str, Callable] = {
+    "vpfx": _vpfx, "vsfx": _vsfx, "bsame": _bsame, "dat": _dat, "ipos": _ipos,
+}
 
 
 def allclose(a, b, rtol=1e-6, atol=1e-8) -> bool:

@@ -1,9 +1,10 @@
 """Elementwise unary, scalar and binary ops versus concat and sums over ranks."""
 from entangle_py.lemma import Lemma
-from entangle_py.terms import SCALAR_OPS, UNARY_OPS
+from entangle_py.terms import MASKED_FILL, SCALAR_OPS, UNARY_OPS
 from lemmas._instances import concat_parts, repeat, tensor
 
 _POSITIVE = {"log", "sqrt", "rsqrt", "reciprocal"}
+_MASKED_FILL = MASKED_FILL + "-10000.0"   # masked_fill(x, mask, c) is the binary op masked_fill:<c>
 
 
 @repeat(8)
@@ -35,7 +36,7 @@ def _map_scalar(rng):
     return {"op": rng.choice(["mul", "add"]), "x": l[0], "r": l[1:], "c": "0.25"}
 
 
-def _aligned_pair(rng, equal=True):
+def _aligned_pair(rng, equal=True, op=None):
     """Two concats along the same axis (counted from the right), possibly of different ranks."""
     nd1 = rng.randint(1, 3)
     nd2 = rng.randint(1, nd1)
@@ -51,8 +52,10 @@ def _aligned_pair(rng, equal=True):
         s2 = s1[nd1 - nd2:]
         l1.append(tensor(rng, *s1))
         l2.append(tensor(rng, *s2))
-    return {"op": rng.choice(["add", "sub", "mul", "maximum"]), "l1": l1, "l2": l2, "d1": d1, "d2": d2,
-            "n1": nd1, "n2": nd2}
+    op = op or rng.choice(["add", "sub", "mul", "maximum"])
+    if op.startswith(MASKED_FILL):      # the second operand is a bool mask
+        l2 = [t > 0 for t in l2]
+    return {"op": op, "l1": l1, "l2": l2, "d1": d1, "d2": d2, "n1": nd1, "n2": nd2}
 
 
 @repeat(8)
@@ -76,13 +79,19 @@ def _zip_binary(rng):
             "d1": inst["d1"], "d2": inst["d2"]}
 
 
+def _zip_binary_masked(rng):
+    inst = _aligned_pair(rng, op=_MASKED_FILL)
+    return {"op": inst["op"], "a": inst["l1"][0], "r1": inst["l1"][1:], "b": inst["l2"][0], "r2": inst["l2"][1:],
+            "d1": inst["d1"], "d2": inst["d2"]}
+
+
 @repeat(3)
 def _zip_binary_mismatch(rng):
     a, b = tensor(rng, 2, 3), tensor(rng, 3, 3)
     return {"op": "add", "a": a, "r1": [], "b": b, "r2": [], "d1": 0, "d2": 0}
 
 
-def _broadcast(rng, covered: bool, size_one: bool):
+def _broadcast(rng, covered: bool, size_one: bool, op=None):
     """concat along d of parts, and a y that broadcasts over that axis (absent or of size 1)."""
     nd = rng.randint(1, 3)
     d = rng.randrange(nd)
@@ -96,8 +105,9 @@ def _broadcast(rng, covered: bool, size_one: bool):
     else:
         ny = rng.randint(0, k - 1)
         ys = shape[nd - ny:] if ny else []
-    return {"op": rng.choice(["add", "mul", "sub", "div"]), "l": l, "d": d, "y": tensor(rng, *ys),
-            "n": nd, "m": len(ys)}
+    op = op or rng.choice(["add", "mul", "sub", "div"])
+    y = tensor(rng, *ys)
+    return {"op": op, "l": l, "d": d, "y": y > 0 if op.startswith(MASKED_FILL) else y, "n": nd, "m": len(ys)}
 
 
 @repeat(6)
@@ -114,6 +124,23 @@ def _bcast_one(rng):
 def _bcast_full(rng):
     inst = _broadcast(rng, covered=True, size_one=False)
     return inst if inst["l"][0].shape[inst["d"]] != 1 or len(inst["l"]) > 1 else None
+
+
+def _plus_masked_fill(gen, make, k=3):
+    """Instances of ``gen`` followed by ``k`` with the op masked_fill (a bool mask operand)."""
+    def out(rng):
+        yield from gen(rng)
+        for _ in range(k):
+            inst = make(rng)
+            if inst is not None:
+                yield inst
+    return out
+
+
+_binary_concat = _plus_masked_fill(_binary_concat, lambda rng: _aligned_pair(rng, op=_MASKED_FILL))
+_bcast_absent = _plus_masked_fill(_bcast_absent, lambda rng: _broadcast(rng, False, False, op=_MASKED_FILL))
+_bcast_one = _plus_masked_fill(_bcast_one, lambda rng: _broadcast(rng, True, True, op=_MASKED_FILL))
+_zip_binary = _plus_masked_fill(_zip_binary, _zip_binary_masked)
 
 
 @repeat(6)

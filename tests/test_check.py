@@ -112,6 +112,40 @@ def test_expectation_replicate_holds():
     assert res.expectations == [("out", "replicate", res.relations["out"], True)]
 
 
+def test_attention_heads_split_across_ranks_refines():
+    """Megatron-style attention, heads split across 2 ranks: bmm over [b*h, s, d] views of
+    head-sharded tensors relates through the [b, h, s, d] forms; the output is replicated."""
+    seq, dist, spec = _example("attention_tp2")
+    res, _ = check_files(seq, dist, spec)
+    assert res.status == "refines", res.failure
+    assert res.relations["out"] == "r0.out"
+    assert res.expectations == [("out", "replicate", "r0.out", True)]
+
+
+def test_attention_with_query_heads_swapped_fails_at_scores():
+    """Rank 0 holding the second half of the query heads (keys/values in order) pairs queries
+    with the wrong keys: the scores bmm has no clean mapping."""
+    seq, dist, _ = _example("attention_tp2")
+    inputs = {"input:x": "replicate", "param:o_proj.weight": "shard(1)", "param:o_proj.bias": "replicate"}
+    for p in ("k_proj", "v_proj"):
+        inputs[f"param:{p}.weight"] = inputs[f"param:{p}.bias"] = "shard(0)"
+    for t in ("weight", "bias"):
+        n = f"param:q_proj.{t}"
+        inputs[n] = f'concat(r1."{n}", r0."{n}", dim=0)'
+    res = Checker(G.load(seq), G.load(dist), S.parse_spec({"inputs": inputs})).run()
+    assert res.status == "fails"
+    assert res.failure.target == "aten.bmm.default"
+    assert "examples/attention.py" in res.failure.source and "torch.matmul(q" in res.failure.source
+
+
+def test_view_cycles_saturate():
+    """Sequence parallel block: views of all-gathered / reduce-scattered tensors form cycles
+    (x = view(view(x, s), s')); the view lemmas must saturate there, never grow to a limit."""
+    seq, dist, spec = _example("seqpar_block_tp2")
+    res, _ = check_files(seq, dist, spec)
+    assert res.status != "unknown", res.failure
+
+
 def test_dynamic_sizes_refine_and_missing_allreduce_fails():
     """Captured with symbolic batch and sequence sizes: the same outcomes as the static twins."""
     seq, dist, spec = _example("mlp_tp2_dynamic")

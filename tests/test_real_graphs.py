@@ -102,3 +102,50 @@ def test_megatron_missing_allreduce_fixed_twin_refines(tmp_path):
     res = _mar(tmp_path, edit=_all_reduce_input_grad)
     assert res.status == "refines", res.failure
     assert res.relations["mm_7"] == "concat(r0.mm_7, r1.mm_7, dim=1)"
+
+
+# ----------------------------------------------------------------------------- Megatron GPT layer
+
+GPT = DATA / "gpt"
+GPT_SPEC = str(ROOT / "graphs" / "gpt_tp2" / "spec.toml")
+
+
+def _gpt(tmp_path, edit=None, ranks_edited=(0, 1)):
+    seq = _bundle(tmp_path, "seq", [GPT / "paral1_layer1" / "fw.g0.r0.py"])
+    files = []
+    for r in (0, 1):
+        f = GPT / "paral2_layer1" / f"fw.g0.r{r}.py"
+        if edit is not None and r in ranks_edited:
+            text = edit(f.read_text())
+            assert text != f.read_text(), "the edit did not apply"
+            (tmp_path / f"r{r}.py").write_text(text)
+            f = tmp_path / f"r{r}.py"
+        files.append(f)
+    dist = _bundle(tmp_path, "dist", files)
+    return check_files(seq, dist, GPT_SPEC)[0]
+
+
+def test_gpt_tp2_loss_equals_on_every_rank(tmp_path):
+    res = _gpt(tmp_path)
+    assert res.status == "refines", res.failure
+    assert res.relations["div_2"] == "r0.div_2"
+    assert [e[3] for e in res.expectations] == [True]
+    assert [name for name, _ in res.assumptions] == ["valid_indices"]
+
+
+def test_gpt_tp2_wrong_vocab_offset_fails_at_embedding(tmp_path):
+    """Rank 1 looks its ids up without subtracting its vocabulary offset."""
+    res = _gpt(tmp_path, lambda t: t.replace("torch.ops.aten.sub.Tensor(clone, 49152)", "torch.ops.aten.sub.Tensor(clone, 0)"),
+               ranks_edited=(1,))
+    assert res.status == "fails"
+    assert res.failure.node == "index", res.failure     # the word-embedding lookup, self.weight[...]
+    assert "self.weight[masked_input]" in res.failure.source
+
+
+def test_gpt_tp2_missing_softmax_denominator_all_reduce_fails(tmp_path):
+    """The ranks skip the all-reduce of their exp-sums (each log-sum-exp covers its vocab half only)."""
+    res = _gpt(tmp_path, lambda t: t.replace(
+        "torch.ops._c10d_functional.all_reduce.default(sum_1, 'sum', '12')",
+        "torch.ops.aten.clone.default(sum_1)"))
+    assert res.status == "fails"
+    assert res.failure.node in ("log", "sum_1", "copy_3"), res.failure   # the softmax denominator

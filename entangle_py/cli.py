@@ -41,8 +41,8 @@ def _add_show(sub):
 
 def _add_check(sub):
     p = sub.add_parser("check", help="prove that DIST refines SEQ")
-    p.add_argument("seq", help="sequential bundle (1 rank)")
-    p.add_argument("dist", help="distributed bundle (every rank)")
+    p.add_argument("seq", help="sequential bundle (1 rank), or its FX text dump (.py)")
+    p.add_argument("dist", help="distributed bundle (every rank), or a directory of per-rank FX text dumps")
     p.add_argument("--spec", help="spec file (TOML): input relation, outputs to check, expectations")
     p.add_argument("--write-spec", metavar="F", help="write the (inferred) spec to F")
     p.add_argument("--json", metavar="REPORT", help="write the report as JSON")

@@ -745,3 +745,28 @@ def cli_import_fx(args) -> int:
     print(f"wrote {args.output}: {bundle.kind} bundle, world size {bundle.world_size}, "
           f"{counts} nodes{group_text}")
     return 0
+
+
+_RANK_FILE = re.compile(r"^(?P<stem>.*)\.r(?P<rank>\d+)\.py$")
+
+
+def dump_files(path: str) -> list[str] | None:
+    """The FX text dumps a path names, in rank order: a ``.py`` file, or a directory holding one
+    graph's per-rank dumps ``<kind>.g<id>.r<rank>.py``.  None: not a dump (a bundle file)."""
+    p = Path(path)
+    if p.is_file():
+        return [str(p)] if p.suffix == ".py" else None
+    if not p.is_dir():
+        return None
+    found = {}
+    for f in p.iterdir():
+        m = _RANK_FILE.match(f.name)
+        if m:
+            found.setdefault(m.group("stem"), {})[int(m.group("rank"))] = str(f)
+    if len(found) != 1:
+        raise InputError(f"{path}: expected the per-rank dumps of one graph (<kind>.g<id>.r<rank>.py), "
+                         f"found {len(found)} graphs" + (f": {', '.join(sorted(found))}" if found else ""))
+    ranks = next(iter(found.values()))
+    if sorted(ranks) != list(range(len(ranks))):
+        raise InputError(f"{path}: rank files {sorted(ranks)} are not 0..{len(ranks) - 1}")
+    return [ranks[r] for r in range(len(ranks))]

@@ -743,14 +743,22 @@ def _leaves(t):
 
 def check_files(seq_path, dist_path, spec_path=None, lemma_files=(), limits=None, progress=None) -> tuple[Result, "Checker"]:
     t0 = time.perf_counter()
-    seq = G.load(seq_path)
-    dist = G.load(dist_path)
+    seq = _load_graphs(seq_path)
+    dist = _load_graphs(dist_path)
     spec = S.load_spec(spec_path) if spec_path else S.Spec()
     load_time = time.perf_counter() - t0
     checker = Checker(seq, dist, spec, limits=limits, lemma_files=lemma_files, progress=progress)
     res = checker.run()
     res.timings = {"load": load_time, **res.timings}
     return res, checker
+
+
+def _load_graphs(path):
+    """A bundle file, or FX text dumps (a .py file, or a directory of per-rank dumps) imported
+    on the fly -- what `entangle import-fx` would write."""
+    from .fx_import import dump_files, import_fx
+    files = dump_files(path)
+    return G.load(path) if files is None else import_fx(files)
 
 
 def cli_check(args) -> int:

@@ -149,3 +149,17 @@ def test_gpt_tp2_missing_softmax_denominator_all_reduce_fails(tmp_path):
         "torch.ops.aten.clone.default(sum_1)"))
     assert res.status == "fails"
     assert res.failure.node in ("log", "sum_1", "copy_3"), res.failure   # the softmax denominator
+
+
+def test_check_reads_dump_directories_directly(tmp_path):
+    """`entangle check DIR DIR`: per-rank FX dumps imported on the fly (no import-fx step)."""
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "entangle_py", "check", str(GA / "1step"), str(GA / "2step.bug"),
+                        "--spec", GA_SPEC], capture_output=True, text=True)
+    assert r.returncode == 1 and "first operator without a clean mapping: div" in r.stdout, r.stdout + r.stderr
+    (tmp_path / "fw.g0.r0.py").write_text((GA / "1step" / "fw.g0.r0.py").read_text())
+    (tmp_path / "fw.g1.r0.py").write_text((GA / "1step" / "fw.g0.r0.py").read_text())
+    r = subprocess.run([sys.executable, "-m", "entangle_py", "check", str(tmp_path), str(GA / "2step.bug")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "found 2 graphs" in r.stderr and r.stderr.count("\n") == 1, r.stderr

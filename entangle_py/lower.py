@@ -380,23 +380,19 @@ class Lowerer:
         return Term(f"(bmm {self.t(n.args[0])} {self.t(n.args[1])})")
 
     def _h_addmm_default(self, n):
-        bias, a, b = n.args[:3]
+        return self._add_product(n, "mm")
+
+    def _h_baddbmm_default(self, n):
+        return self._add_product(n, "bmm")
+
+    def _add_product(self, n, op):
+        """beta * input + alpha * (a op b); with beta = 0 the input's contents never matter."""
+        inp, a, b = n.args[:3]
         beta, alpha = n.kwargs.get("beta", 1), n.kwargs.get("alpha", 1)
-        prod = f"(mm {self.t(a)} {self.t(b)})"
+        prod = f"({op} {self.t(a)} {self.t(b)})"
         if alpha != 1:
             prod = f"(scalar \"mul\" {prod} {_scalar(alpha)})"
         if beta == 0:
-            return Term(prod)
-        bt = self.t(bias) if beta == 1 else f"(scalar \"mul\" {self.t(bias)} {_scalar(beta)})"
-        return Term(f"(binary \"add\" {prod} {bt})")
-
-    def _h_baddbmm_default(self, n):
-        inp, a, b = n.args[:3]
-        beta, alpha = n.kwargs.get("beta", 1), n.kwargs.get("alpha", 1)
-        prod = f"(bmm {self.t(a)} {self.t(b)})"
-        if alpha != 1:
-            prod = f"(scalar \"mul\" {prod} {_scalar(alpha)})"
-        if beta == 0:   # the input's contents never matter
             return Term(prod)
         it = self.t(inp) if beta == 1 else f"(scalar \"mul\" {self.t(inp)} {_scalar(beta)})"
         return Term(f"(binary \"add\" {prod} {it})")

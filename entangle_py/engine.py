@@ -16,6 +16,10 @@ from . import terms
 from .dims import DimSolver
 from .lemma import Library
 
+# One lemma step: every lemma once, then list walks and shape facts to a fixpoint, then cleanliness.
+STEP = ("(run-schedule (run lemmas) (saturate (seq (run walks) (saturate (run shapes))))"
+        " (saturate (run cleanliness)))")
+
 CHUNK = 24   # commands per parse: parsing cost grows faster than linearly with program size
 
 
@@ -124,7 +128,7 @@ class Engine:
         if self.is_clean(var):
             return Outcome("clean", 0, time.perf_counter() - start)
         for it in range(1, limits.iterations + 1):
-            out = self.run1("(run-schedule (run lemmas) (saturate (run shapes)) (saturate (run cleanliness)))")
+            out = self.run1(STEP)
             self.total_runs += 1
             updated = out[0].report.updated if out else True
             if self.dims.step(self):

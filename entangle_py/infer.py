@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from . import graph as G
 from . import lower as L
 from . import spec as S
-from .engine import Engine, Limits
+from .engine import STEP, Engine, Limits
 from .errors import InputError
 from .lemma import load_library
 from .terms import BIG, Var, str_lit
@@ -646,7 +646,7 @@ class Checker:
 
     def _grows(self) -> bool:
         before = self.engine.size()
-        self.engine.run1("(run-schedule (run lemmas))")
+        self.engine.run1(STEP)
         return self.engine.size() > before
 
     def _finish(self, res: Result):
@@ -682,7 +682,7 @@ class Checker:
         for _ in range(self.limits.iterations):
             if self.engine.equal(a, b):
                 return True
-            out = self.engine.run1("(run-schedule (run lemmas) (saturate (run shapes)))")
+            out = self.engine.run1(STEP)
             if out and not out[0].report.updated:
                 break
         return self.engine.equal(a, b)

@@ -45,6 +45,15 @@ class Lemma:
     # in the e-graph (it is created), and the numeric check is the same (lhs vs rhs on instances).
     trigger: tuple = ()
 
+    @property
+    def ruleset(self) -> str:
+        """``walks`` for a lemma that walks a helper list (map_*, zip_*, ...: its left side builds a
+        list, not a tensor): walks run to a fixpoint inside each lemma step, so a list of P parts
+        costs one step, not P.  Every walk shortens its list, so the fixpoint is reached."""
+        head = self.lhs.lstrip("(").split()[0].rstrip(")")
+        c = terms.BY_NAME.get(head)
+        return "walks" if c is not None and c.sort != "T" else "lemmas"
+
     def egglog(self, ruleset: str) -> str:
         if self.trigger:
             if any(c.startswith("(dle ") for c in self.when):
@@ -89,7 +98,7 @@ class Library:
 
         A lemma resting on assumptions is included only when every one of them is in ``assume``."""
         out = [r.text for r in self.rules]
-        out += [lem.egglog("lemmas") for lem in self.lemmas if set(lem.assumes) <= set(assume)]
+        out += [lem.egglog(lem.ruleset) for lem in self.lemmas if set(lem.assumes) <= set(assume)]
         return "\n".join(out)
 
 

@@ -13,7 +13,7 @@ from entangle_py import graph as G
 from entangle_py import lower as L
 from entangle_py import spec as S
 from entangle_py import terms
-from entangle_py.engine import Engine, Limits
+from entangle_py.engine import STEP, Engine, Limits
 from entangle_py.fx_import import import_fx
 from entangle_py.infer import Checker
 from entangle_py.lemma import load_library
@@ -213,7 +213,7 @@ def test_per_rank_slices_tile_a_tensor_into_a_flat_concat(bounds):
     for _ in range(10):
         if eng.equal("$x", "$want"):
             break
-        eng.run1("(run-schedule (run lemmas) (saturate (run shapes)))")
+        eng.run1(STEP)
     assert eng.equal("$x", "$want")
 
 

@@ -12,11 +12,13 @@ lemmas and shape rules (``dadd``, ``dsub``).  Two things need more than syntax:
 """
 from __future__ import annotations
 
+import re
+
 import sympy
 import z3
 
 from . import symbolic
-from .terms import Var, str_lit
+from .terms import Var, str_lit, to_sexpr
 
 
 class DimSolver:
@@ -123,7 +125,7 @@ class DimSolver:
             self._canonical.add(key)
             v = self.value(row[1])
             if v is not None and "DSym" in key:      # literal arithmetic is folded by egglog
-                added.append(f"(union {_text(row[1])} {self.term(v)})")
+                added.append(f"(union {to_sexpr(row[1])} {self.term(v)})")
         for row in engine.table("ask_le"):
             key = repr(row)
             if key in self._answered:
@@ -132,7 +134,7 @@ class DimSolver:
             a, b = row[1], row[2]
             if self.proves_le(self.value(a), self.value(b)):
                 self.proved += 1
-                added.append(f"(dle {_text(a)} {_text(b)})")
+                added.append(f"(dle {to_sexpr(a)} {to_sexpr(b)})")
             else:
                 self.undecided += 1
         for cmd in added:
@@ -196,10 +198,4 @@ def _fold(args, f):
 
 
 def _names(text: str):
-    import re
     return re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)
-
-
-def _text(t) -> str:
-    from .terms import to_sexpr
-    return to_sexpr(t)

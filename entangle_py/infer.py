@@ -493,7 +493,7 @@ class Checker:
                 res.failure = out
                 break
             if deferred and self._proved == n.name:
-                below = self._ancestors(n.name)
+                below = self._ancestors(self.seq.node(n.name).refs())
                 deferred = [d for d in deferred if d.node not in below]
             res.ops_checked += 1
         if res.failure is None and deferred:
@@ -510,17 +510,8 @@ class Checker:
         """After a failure, an expectation on an output computed from the failed operator cannot
         hold as required: report it violated (a failure elsewhere leaves it unchecked, unreported)."""
         for name, rel in self.spec.expect.items():
-            port = next((p for p in self.seq.outputs if p.name == name or p.node == name), None)
-            node = port.node if port else (name if self.seq.has(name) else None)
-            if node is None:
-                raise CheckInputError(f"[expect] names {name!r}, which is not a checked output of the sequential graph")
-            seen, stack = set(), [node]
-            while stack:
-                n = stack.pop()
-                if n not in seen:
-                    seen.add(n)
-                    stack.extend(self.seq.node(n).refs())
-            if failed in seen:
+            _, node = self._expect_target(name)
+            if failed in self._ancestors([node]):
                 res.expectations.append((name, str(rel), f"no clean term: it is computed from {failed}", False))
 
     def _needed_nodes(self) -> set:
@@ -534,16 +525,28 @@ class Checker:
                 raise CheckInputError(f"[outputs] check names {unknown[0]!r}, which is not an output of the sequential graph")
             outs += [G.Port(c, c) for c in check if c not in known]
         cut = {self.seq_names.node(c) for c in self._given_tensors()}
-        seen, stack = set(), [p.node for p in outs]
+        self.checked_outputs = outs
+        return self._ancestors([p.node for p in outs], stop=cut)   # a cut tensor is given
+
+    def _ancestors(self, nodes, stop=()) -> set:
+        """``nodes`` and every G_s node they are computed from (not looking past ``stop``)."""
+        seen, stack = set(), list(nodes)
         while stack:
             name = stack.pop()
             if name in seen:
                 continue
             seen.add(name)
-            if name not in cut:          # a cut tensor is given: what computes it is not checked
+            if name not in stop:
                 stack.extend(self.seq.node(name).refs())
-        self.checked_outputs = outs
         return seen
+
+    def _expect_target(self, name: str):
+        """(port name, node) of the G_s output an [expect] entry names."""
+        port = next((p for p in self.seq.outputs if p.name == name or p.node == name), None)
+        node = port.node if port else (name if self.seq.has(name) else None)
+        if node is None:
+            raise CheckInputError(f"[expect] names {name!r}, which is not a checked output of the sequential graph")
+        return (port.name if port else name), node
 
     def _given_tensors(self) -> dict:
         """Tensors related by the spec that are not inputs of G_s: the [cut], and [inputs] entries
@@ -617,15 +620,6 @@ class Checker:
         self.svar[n.name] = v
         return self._prove(n, v)
 
-    def _ancestors(self, name: str) -> set:
-        seen, stack = set(), list(self.seq.node(name).refs())
-        while stack:
-            x = stack.pop()
-            if x not in seen:
-                seen.add(x)
-                stack.extend(self.seq.node(x).refs())
-        return seen
-
     def _prove(self, n: G.Node, v: str) -> OpFailure | None:
         outcome = self.engine.prove_clean(v, self.limits)
         if outcome.status == "clean":
@@ -652,18 +646,17 @@ class Checker:
     def _finish(self, res: Result):
         checked = []
         for name, rel in self.spec.expect.items():
-            port = next((p for p in self.seq.outputs if p.name == name or p.node == name), None)
-            node = port.node if port else (name if self.seq.has(name) else None)
-            if node is None or node not in self.svar:
+            pname, node = self._expect_target(name)
+            if node not in self.svar:
                 raise CheckInputError(f"[expect] names {name!r}, which is not a checked output of the sequential graph")
             ok = True
-            for t in S.relation_terms(rel, port.name if port else name, self.dist.world_size, self.spec.mesh):
+            for t in S.relation_terms(rel, pname, self.dist.world_size, self.spec.mesh):
                 text = self._term_of(t, f"[expect] {name!r}")
                 tv = self._fresh()
                 self.engine.add(f"(let {tv} {text})")
                 if not self._prove_equal(self.svar[node], tv):
                     ok = False
-            checked.append((name, port.name if port else name, str(rel), ok))
+            checked.append((name, pname, str(rel), ok))
         # extracted after the expectations were proven: a proven relation (e.g. the concat of the
         # ranks' gradients) is then in the e-class and is the term shown when it is the cheapest
         for p in self.checked_outputs:

@@ -104,10 +104,15 @@ def _binary(op: str, a, b):
 
 
 def binary_fn(op: str) -> Callable:
-    """The torch meaning of a binary op name; ``masked_fill:<c>`` fills ``a`` where ``b`` holds."""
+    """The torch meaning of a binary op name.  Two ops carry a constant in their name:
+    ``masked_fill:<c>`` fills ``a`` where ``b`` holds; ``threshold_backward:<c>`` is
+    threshold_backward(grad=a, x=b, c)."""
     if op.startswith(MASKED_FILL):
         c = float(op[len(MASKED_FILL):])
         return lambda a, b: torch.masked_fill(a, b.bool(), c)
+    if op.startswith(THRESHOLD_BACKWARD):
+        c = float(op[len(THRESHOLD_BACKWARD):])
+        return lambda g, x: torch.ops.aten.threshold_backward(g, x, c)
     return BINARY_OPS[op]
 
 
@@ -208,6 +213,8 @@ BINARY_OPS: dict[str, Callable] = {
 # masked_fill(x, mask, c) is the binary op "masked_fill:<c>" over (x, mask): it is elementwise with
 # broadcasting like any binary op, so the binary lemmas (concat, broadcast) cover it.
 MASKED_FILL = "masked_fill:"
+# threshold_backward(grad, x, c) is the binary op "threshold_backward:<c>" over (grad, x).
+THRESHOLD_BACKWARD = "threshold_backward:"
 
 # Elementwise ops that commute with a sum over ranks in their first argument when the other is
 # not summed (linearity): (sum_r x_r) * c = sum_r (x_r * c).
@@ -592,16 +599,6 @@ BINARY_OPS.update({
     "tanh_backward": _aten("tanh_backward"),            # (grad, tanh output)
 })
 
-# threshold_backward(grad, x, c) is the binary op "threshold_backward:<c>" over (grad, x).
-THRESHOLD_BACKWARD = "threshold_backward:"
-_binary_fn_base = binary_fn
-
-
-def binary_fn(op: str) -> Callable:   # noqa: F811  (extends the definition above)
-    if op.startswith(THRESHOLD_BACKWARD):
-        c = float(op[len(THRESHOLD_BACKWARD):])
-        return lambda g, x: torch.ops.aten.threshold_backward(g, x, c)
-    return _binary_fn_base(op)
 
 
 def _layernorm(x, w, b, k, eps):

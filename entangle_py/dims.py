@@ -32,6 +32,12 @@ class DimSolver:
         self.proved = 0                             # counters for -v and tests
         self.undecided = 0
 
+    def fresh(self) -> "DimSolver":
+        """The same symbols and guards, for a new e-graph (nothing asked or answered yet)."""
+        new = DimSolver()
+        new.symbols, new.ranges, new.guards = dict(self.symbols), dict(self.ranges), list(self.guards)
+        return new
+
     # -- facts about symbols -----------------------------------------------------------------
     def add_symbol(self, name: str, lower=None, upper=None):
         self.symbols.setdefault(name, symbolic.make_symbol(name))

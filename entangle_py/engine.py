@@ -29,6 +29,8 @@ class Limits:
     nodes: int = 400_000        # e-graph size
     seconds: float = 60.0       # wall time per G_s operator
     deferred: int = 8           # G_s ops without a clean term awaiting a clean consumer
+    window_depth: int = 4       # G_d operators explored past an operator's related inputs
+    window_nodes: int = 4_000   # e-graph size above which proven tensors' facts are retired
 
 
 @dataclass
@@ -44,11 +46,11 @@ class EngineError(RuntimeError):
 
 
 class Engine:
-    def __init__(self, library: Library, assume=()):
+    def __init__(self, library: Library, assume=(), dims: DimSolver | None = None):
         self.eg = bindings.EGraph()
         self.pending: list[str] = []
         self.library = library
-        self.dims = DimSolver()
+        self.dims = dims or DimSolver()
         self.assume = tuple(sorted(assume))     # assumptions whose lemmas are active
         self._run_text(terms.declarations())
         self._run_text(library.egglog(self.assume))

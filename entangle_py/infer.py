@@ -7,16 +7,22 @@ term is extracted.  No clean term: refinement fails at that operator.
 """
 from __future__ import annotations
 
+import math
+import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import graph as G
 from . import lower as L
 from . import spec as S
-from .engine import STEP, Engine, Limits
+from .engine import STEP, Engine, Limits, _term_from_dag
 from .errors import InputError
 from .lemma import load_library
-from .terms import BIG, Var, str_lit
+from .terms import BIG, Var, is_clean, str_lit, to_sexpr
+from .window import DistFacts, Window, leaves_in
+
+SVAR = re.compile(r"\$v\d+")     # a G_s tensor's egglog global
+CLEAN_VARIANTS = 32               # terms extracted per proven tensor to find its related G_d tensors
 
 
 class CheckInputError(InputError):
@@ -46,6 +52,8 @@ class Result:
     ops_checked: int = 0
     collectives: list = field(default_factory=list)
     assumptions: list = field(default_factory=list)   # (name, description) of assumptions in force
+    retired: int = 0             # times proven facts were retired for a fresh e-graph
+    rechecked: bool = False      # a failure found after retiring was decided again keeping all facts
 
     @property
     def exit_code(self) -> int:
@@ -86,6 +94,7 @@ def gd_leaf(rank: int, node: str) -> str:
 class Checker:
     def __init__(self, seq: G.Bundle, dist: G.Bundle, spec: S.Spec, limits: Limits | None = None,
                  lemma_files=(), progress=None, log=None):
+        self._args, self._kwargs = (seq, dist, spec), dict(lemma_files=lemma_files, progress=progress, log=log)
         if seq.world_size != 1:
             raise CheckInputError(f"the sequential bundle has {seq.world_size} ranks; expected 1")
         self.seq, self.dist, self.spec = seq.ranks[0], dist, spec
@@ -98,19 +107,68 @@ class Checker:
         self.engine = Engine(self.lib, assume=spec.assume)
         self.svar: dict[str, str] = {}        # G_s node (or node#i) -> egglog expression
         self.dvar: list[dict[str, str]] = [dict() for _ in dist.ranks]
+        self.dfacts = DistFacts()              # G_d facts, inserted as the window reaches them
+        self.sfacts: dict[str, list[str]] = {}   # G_s global -> commands that create it
+        self.sleaves: dict[str, set[str]] = {}   # G_s global -> G_d tensors it is related to
+        self.present: set[str] = set()           # G_s globals in the e-graph
         self._n = 0
+        self.retired = 0                       # times proven facts were retired (a fresh e-graph)
 
     # -- helpers ---------------------------------------------------------------------------
     def _fresh(self) -> str:
         self._n += 1
         return f"$v{self._n}"
 
-    def _set_shape(self, var: str, val, graph="seq"):
+    def _shape_facts(self, var: str, val, graph="seq") -> list[str]:
         if not isinstance(val, G.TensorMeta):
+            return []
+        return [f"(set (ndim {var}) {len(val.shape)})"] + [
+            f"(set (dim {var} {i}) {L.dim_term(self._canonical_size(s, graph))})" for i, s in enumerate(val.shape)]
+
+    # -- G_s tensors: facts kept so that they can be brought into the e-graph when used -------
+    def _new_svar(self, text: str, val=None) -> str:
+        """A G_s tensor defined by ``text`` (a term over G_d leaves and other G_s globals)."""
+        v = self._fresh()
+        self.sfacts[v] = [f"(let {v} {text})"] + self._shape_facts(v, val)
+        self.sleaves[v] = leaves_in(text).union(*(self.sleaves.get(u, ()) for u in SVAR.findall(text)))
+        return v
+
+    def _add_sfact(self, v: str, text: str):
+        """``v`` also equals ``text``."""
+        self.sfacts[v].append(f"(union {v} {text})")
+        self.sleaves[v] |= leaves_in(text)
+        if v in self.present:
+            self._bring_leaves(text)
+            self.engine.add(self.sfacts[v][-1])
+
+    def _bring(self, v: str):
+        """Put a G_s tensor's facts, and those of what they name, into the e-graph."""
+        if v in self.present:
             return
-        self.engine.add(f"(set (ndim {var}) {len(val.shape)})")
-        for i, s in enumerate(val.shape):
-            self.engine.add(f"(set (dim {var} {i}) {L.dim_term(self._canonical_size(s, graph))})")
+        self.present.add(v)
+        text = " ".join(self.sfacts[v])
+        for u in set(SVAR.findall(text)) - {v}:
+            self._bring(u)
+        self._bring_leaves(text)
+        for c in self.sfacts[v]:
+            self.engine.add(c)
+
+    def _bring_leaves(self, text: str):
+        for c in self.window.commands(leaves_in(text)):
+            self.engine.add(c)
+
+    def _explore(self, v: str):
+        """G_d near the tensors ``v`` is computed from (the paper's exploration of T_rel)."""
+        for c in self.window.explore(self.sleaves[v]):
+            self.engine.add(c)
+
+    def _widen(self) -> bool:
+        """All of G_d into the e-graph; False when it was all there already."""
+        if self.window.complete:
+            return False
+        for c in self.window.everything():
+            self.engine.add(c)
+        return True
 
     def _canonical_size(self, size, graph):
         """Symbols are named per capture: rename them so that equal names mean equal sizes.
@@ -174,7 +232,8 @@ class Checker:
 
     # -- G_d -------------------------------------------------------------------------------
     def insert_dist(self):
-        """Every G_d node: a leaf, unioned with its lowered definition (collectives across ranks)."""
+        """Every G_d node: a leaf, unioned with its lowered definition (collectives across ranks),
+        as facts that the exploration window puts into the e-graph."""
         pending_coll = []   # (rank, node, Collective)
         for r, g in enumerate(self.dist.ranks):
             low = L.Lowerer(g, lambda name, r=r: self.dvar[r][name], constants=self.spec.constants)
@@ -189,22 +248,26 @@ class Checker:
                     continue
                 self._bind_dist(r, n, res, pending_coll)
         self._lower_collectives(pending_coll)
+        self.window = Window(self.dfacts, self.limits.window_depth)
 
     def _dist_leaf(self, r, name, val):
         v = gd_leaf(r, name)
         self.dvar[r][name] = v
-        self._set_shape(v, val, r)
+        self.dfacts.declare(leaves_in(v).pop(), self._shape_facts(v, val, r))
         port = self.dist_names[r].display.get(name)
         if port is not None and self.dist.ranks[r].node(name).is_placeholder:
-            self._union_declared_constant(v, port, val)
+            value = self._declared_constant(port, val)
+            if value:
+                self._define(v, value)
         return v
 
-    def _union_declared_constant(self, v, port, val):
-        """A tensor constant the spec declares ([constants]) is that value."""
+    def _declared_constant(self, port, val) -> str | None:
+        """The value of a tensor constant the spec declares ([constants])."""
         if port in self.spec.constants and isinstance(val, G.TensorMeta):
             text = L._fill_text(self.spec.constants[port], val.dtype)
             if text is not None:
-                self.engine.add(f"(union {v} (cst {str_lit(text)} {L.Lowerer._shape_list(None, val.shape)}))")
+                return f"(cst {str_lit(text)} {L.Lowerer._shape_list(None, val.shape)})"
+        return None
 
     def _bind_dist(self, r, n, res, pending_coll):
         if isinstance(res, L.NotTensor):
@@ -232,7 +295,7 @@ class Checker:
                     continue
                 v = self._dist_leaf(r, key, n.val[i])
                 if isinstance(item, L.Term):
-                    self.engine.add(f"(union {v} {item.text})")
+                    self._define(v, item.text)
             return
         if isinstance(res, L.Collective):
             v = self._dist_leaf(r, n.name, n.val)
@@ -240,12 +303,16 @@ class Checker:
             return
         if isinstance(res, L.Decomposed):    # the middle value is a G_d tensor of its own
             mid = self._dist_leaf(r, f"{n.name}:{res.name}", n.val)
-            self.engine.add(f"(union {mid} {res.inner.text})")
+            self._define(mid, res.inner.text)
             v = self._dist_leaf(r, n.name, n.val)
-            self.engine.add(f"(union {v} {res.outer.format(inner=mid)})")
+            self._define(v, res.outer.format(inner=mid))
             return
         v = self._dist_leaf(r, n.name, n.val)
-        self.engine.add(f"(union {v} {res.text})")
+        self._define(v, res.text)
+
+    def _define(self, leaf: str, text: str):
+        """The G_d tensor ``leaf`` equals ``text``."""
+        self.dfacts.define(leaves_in(leaf).pop(), f"(union {leaf} {text})")
 
     def _name_output_alias(self, r, node):
         """An output port on an identity (wait_tensor, copy) names the tensor it passes on."""
@@ -293,12 +360,12 @@ class Checker:
                 if red not in ("sum", "max"):
                     self.no_semantics.setdefault(f"all_reduce({red})", []).append((r, n))
                     continue
-                self.engine.add(f"(union {out} ({'rsum' if red == 'sum' else 'rmax'} {_list(inputs)}))")
+                self._define(out, f"({'rsum' if red == 'sum' else 'rmax'} {_list(inputs)})")
             elif kind == "all_gather":       # along dim 0, in group-rank order
                 if c.params[0] != len(members):
                     self.no_semantics.setdefault("all_gather_into_tensor (group size mismatch)", []).append((r, n))
                     continue
-                self.engine.add(f"(union {out} (concat {_list(inputs)} 0))")
+                self._define(out, f"(concat {_list(inputs)} 0)")
             elif kind == "reduce_scatter":   # rank idx gets rows [idx*size, (idx+1)*size) of the sum
                 if c.params[0] != len(members):
                     self.no_semantics.setdefault("reduce_scatter_tensor (group size mismatch)", []).append((r, n))
@@ -308,10 +375,10 @@ class Checker:
                     continue
                 size = n.val.shape[0]       # the rank's block of the sum, in rank order
                 start, end = (L.dim_term(self._canonical_size(k * size, r)) for k in (idx, idx + 1))
-                self.engine.add(f"(union {out} (slice (rsum {_list(inputs)}) 0 {start} {end}))")
+                self._define(out, f"(slice (rsum {_list(inputs)}) 0 {start} {end})")
             elif kind == "broadcast":
                 src = c.params[0]
-                self.engine.add(f"(union {out} {self.dvar[src][ops[src][1].input]})")
+                self._define(out, self.dvar[src][ops[src][1].input])
             elif kind == "all_to_all":
                 # rank idx receives, from every source j in rank order, source j's idx-th block
                 pieces = []
@@ -324,7 +391,7 @@ class Checker:
                     pieces.append(f"(slice {inputs[j]} 0 {L.dim_term(self._canonical_size(start, src))} "
                                   f"{L.dim_term(self._canonical_size(start + splits[idx], src))})")
                 else:
-                    self.engine.add(f"(union {out} (concat {_list(pieces)} 0))")
+                    self._define(out, f"(concat {_list(pieces)} 0)")
                     continue
                 self.no_semantics.setdefault("all_to_all_single with sizes it cannot split", []).append((r, n))
 
@@ -425,25 +492,38 @@ class Checker:
                                   f"and the ranks' shapes are {[list(s) for s in shapes]}")
 
     def insert_inputs(self, rels: dict):
+        """G_s inputs and their relations (into the e-graph when an operator reads them)."""
         for pname in getattr(self, "free_inputs", ()):
             node = self.seq_names.node(pname)
-            v = self._fresh()
-            self.engine.add(f"(let {v} (Gs {str_lit(pname)}))")
-            self._set_shape(v, self.seq.node(node).val)
-            self._union_declared_constant(v, pname, self.seq.node(node).val)
+            val = self.seq.node(node).val
+            v = self._new_svar(f"(Gs {str_lit(pname)})", val)
+            value = self._declared_constant(pname, val)
+            if value:
+                self._add_sfact(v, value)
             self.svar[node] = v
         for pname, rel in rels.items():
             self._check_shapes(pname, rel)
             node = self.seq_names.node(pname)
-            v = self._fresh()
-            self.engine.add(f"(let {v} (Gs {str_lit(pname)}))")
-            self._set_shape(v, self.seq.node(node).val)
+            v = self._new_svar(f"(Gs {str_lit(pname)})", self.seq.node(node).val)
             self.svar[node] = v
             for t in S.relation_terms(rel, pname, self.dist.world_size, self.spec.mesh):
-                self.engine.add(f"(union {v} {self._term_of(t, f'input {pname!r}')})")
+                self._add_sfact(v, self._term_of(t, f'input {pname!r}'))
 
     # -- main loop -------------------------------------------------------------------------
     def run(self) -> Result:
+        res = self._run()
+        if res.status != "refines" and self.retired:
+            # retiring dropped facts (G_s structure a lemma may match); it only saves time, so a
+            # failure found with it is decided again with every fact kept
+            retired = self.retired
+            self.__init__(*self._args, limits=replace(self.limits, window_nodes=math.inf), **self._kwargs)
+            res = self._run()
+            res.retired, res.rechecked = retired, True
+        else:
+            res.retired = self.retired
+        return res
+
+    def _run(self) -> Result:
         res = Result("refines")
         from .lemma import ASSUMPTIONS
         res.assumptions = [(a, ASSUMPTIONS[a]) for a in self.spec.assume]
@@ -479,6 +559,8 @@ class Checker:
                 self.progress(i, len(ops), n.name)
             if n.name not in needed or n.name in self.svar:
                 continue
+            if not deferred and self.engine.size() > self.limits.window_nodes:
+                self._retire(ops[i:], needed)
             self._proved = None
             out = self._relate(low, n)
             if out is not None:
@@ -586,15 +668,10 @@ class Checker:
                     return self._prove(n, self.svar[n.name])
             return None
         if isinstance(res, L.Free):   # a free G_s tensor (undeclared constant, empty): related to nothing
-            v = self._fresh()
-            self.engine.add(f"(let {v} (Gs {str_lit(n.name)}))")
-            self._set_shape(v, n.val)
-            self.svar[n.name] = v
+            self.svar[n.name] = self._new_svar(f"(Gs {str_lit(n.name)})", n.val)
             return None
         if isinstance(res, L.Decomposed):
-            mid = self._fresh()
-            self.engine.add(f"(let {mid} {res.inner.text})")
-            self._set_shape(mid, n.val)
+            mid = self._new_svar(res.inner.text, n.val)
             res = L.Term(res.outer.format(inner=mid))
         if isinstance(res, L.Collective):   # a collective in G_s runs on one rank: identity
             self.svar[n.name] = self.svar[res.input]
@@ -606,29 +683,28 @@ class Checker:
                     if item.ref in self.svar:
                         self.svar[key] = self.svar[item.ref]
                     continue
-                v = self._fresh()
                 # an output without a term (a dropout mask) is a free tensor: related to nothing
                 text = item.text if item is not None else f"(Gs {str_lit(key)})"
-                self.engine.add(f"(let {v} {text})")
-                if isinstance(n.val[i], G.TensorMeta):
-                    self._set_shape(v, n.val[i])
-                self.svar[key] = v
+                self.svar[key] = self._new_svar(text, n.val[i])
             return None    # related lazily: by the getitem that uses an output
-        v = self._fresh()
-        self.engine.add(f"(let {v} {res.text})")
-        self._set_shape(v, n.val)
-        self.svar[n.name] = v
+        v = self.svar[n.name] = self._new_svar(res.text, n.val)
         return self._prove(n, v)
 
     def _prove(self, n: G.Node, v: str) -> OpFailure | None:
+        self._bring(v)
+        self._explore(v)
         outcome = self.engine.prove_clean(v, self.limits)
+        if outcome.status != "clean" and self._widen():   # never fail for want of G_d facts
+            outcome = self.engine.prove_clean(v, self.limits)
         if outcome.status == "clean":
             self._proved = n.name
+            self.sleaves[v] = leaves_in(" ".join(self._clean_terms(v)))   # where exploration goes on
             return None
         cost, best = self.engine.extract(v)
         inputs = {}
         for ref in dict.fromkeys(n.refs()):
             if ref in self.svar:
+                self._bring(self.svar[ref])
                 c, t = self.engine.extract(self.svar[ref])
                 inputs[self.seq_names.show(ref)] = self.show_term(t) + ("" if c < BIG else "  (not clean)")
         considered = sorted({self.show_term(l) for l in _leaves(best)})
@@ -637,6 +713,41 @@ class Checker:
             reason = "no clean term"
         return OpFailure(node=n.name, target=n.target, source=str(n.source) if n.source else None,
                          inputs=inputs, best=self.show_term(best), considered=considered, reason=reason)
+
+    def _retire(self, remaining, needed):
+        """A fresh e-graph holding only what the remaining operators can use: each live G_s
+        tensor as its clean terms.  Per-step cost follows the e-graph's size (egglog rebuilds
+        changed tables in full), so this keeps the cost per operator flat in model depth.
+        Dropping facts can only lose proofs, never make one: a failure widens the window to all
+        of G_d, and the tests run the examples with a tiny threshold to hold verdicts equal."""
+        read = {p.node for p in self.checked_outputs}
+        read.update(ref for n in remaining if n.name in needed and n.name not in self.svar for ref in n.refs())
+        live = {v for k, v in self.svar.items() if k.split("#")[0] in read}
+        kept, stack = {}, list(live)
+        while stack:
+            v = stack.pop()
+            if v in kept or v not in self.present:
+                continue
+            if self.engine.is_clean(v):
+                terms = self._clean_terms(v)
+                shapes = [c for c in self.sfacts[v] if c.startswith("(set ")]
+                kept[v] = [f"(let {v} {terms[0]})"] + [f"(union {v} {t})" for t in terms[1:]] + shapes
+            else:             # not proven yet (a deferred op, an output of a multi-output op)
+                kept[v] = self.sfacts[v]
+                stack.extend(SVAR.findall(" ".join(kept[v])))
+        self.engine = Engine(self.lib, assume=self.spec.assume, dims=self.engine.dims.fresh())
+        self.window.reset()
+        self.present = set()
+        for v, facts in kept.items():
+            self.sfacts[v] = facts
+            self.sleaves[v] = leaves_in(" ".join(facts))
+        self.retired += 1
+
+    def _clean_terms(self, v: str) -> list[str]:
+        """``v``'s cheapest clean terms, cheapest first."""
+        out = self.engine.run1(f"(extract {v} {CLEAN_VARIANTS})")[0]
+        found = (_term_from_dag(out.termdag, tid) for tid in out.terms)
+        return [to_sexpr(t) for t in found if is_clean(t)]
 
     def _grows(self) -> bool:
         before = self.engine.size()
@@ -651,9 +762,9 @@ class Checker:
                 raise CheckInputError(f"[expect] names {name!r}, which is not a checked output of the sequential graph")
             ok = True
             for t in S.relation_terms(rel, pname, self.dist.world_size, self.spec.mesh):
-                text = self._term_of(t, f"[expect] {name!r}")
-                tv = self._fresh()
-                self.engine.add(f"(let {tv} {text})")
+                tv = self._new_svar(self._term_of(t, f"[expect] {name!r}"))
+                self._bring(tv)
+                self._bring(self.svar[node])
                 if not self._prove_equal(self.svar[node], tv):
                     ok = False
             checked.append((name, pname, str(rel), ok))
@@ -663,6 +774,7 @@ class Checker:
             node = p.node
             if node not in self.svar:
                 continue
+            self._bring(self.svar[node])
             cost, t = self.engine.extract(self.svar[node])
             res.relations[p.name] = self.show_term(t)
         for name, key, rel, ok in checked:
@@ -671,6 +783,9 @@ class Checker:
                 res.status = "fails"
 
     def _prove_equal(self, a: str, b: str) -> bool:
+        return self._saturate_equal(a, b) or (self._widen() and self._saturate_equal(a, b))
+
+    def _saturate_equal(self, a: str, b: str) -> bool:
         self.engine.settle()
         for _ in range(self.limits.iterations):
             if self.engine.equal(a, b):

@@ -33,6 +33,8 @@ def to_json(res: Result, seq: str, dist: str) -> dict:
         "ops_checked": res.ops_checked,
         "assumptions": [{"name": a, "meaning": d} for a, d in res.assumptions],
         "timings_s": {k: round(v, 4) for k, v in res.timings.items()},
+        "retired": res.retired,
+        "rechecked": res.rechecked,
     }
 
 
@@ -74,6 +76,9 @@ def print_result(res: Result, console: Console, verbose: bool = False):
                           + (" ..." if len(f.later) > 12 else ""), highlight=False)
     if verbose:
         console.print("phases: " + ", ".join(f"{k} {v:.3f} s" for k, v in res.timings.items()))
+        if res.retired:
+            console.print(f"e-graph restarted {res.retired} times keeping only live facts"
+                          + ("; the failure was decided again keeping every fact" if res.rechecked else ""))
 
 
 def run_check_cli(args) -> int:

@@ -75,6 +75,14 @@ def to_sexpr(x) -> str:
     return str(x)
 
 
+def is_clean(t) -> bool:
+    """A parsed term built of clean constructors only (G_d leaves, data movement, rank reductions)."""
+    if not isinstance(t, tuple):
+        return True
+    c = BY_NAME.get(t[0].name if isinstance(t[0], Var) else t[0])
+    return c is not None and c.clean and all(is_clean(a) for a in t[1:])
+
+
 def str_lit(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 

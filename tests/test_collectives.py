@@ -18,6 +18,7 @@ def _lowered_terms(bundle):
     ch.no_semantics, ch.collectives = {}, []
     ch._unify_symbols({})
     ch.insert_dist()
+    ch._widen()
     assert not ch.no_semantics, ch.no_semantics
     out = []
     for r in range(bundle.world_size):

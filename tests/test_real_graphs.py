@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from entangle_py import graph as G
+from entangle_py.engine import Limits
 from entangle_py.fx_import import import_fx
 from entangle_py.infer import check_files
 
@@ -110,7 +111,7 @@ GPT = DATA / "gpt"
 GPT_SPEC = str(ROOT / "graphs" / "gpt_tp2" / "spec.toml")
 
 
-def _gpt(tmp_path, edit=None, ranks_edited=(0, 1)):
+def _gpt(tmp_path, edit=None, ranks_edited=(0, 1), limits=None):
     seq = _bundle(tmp_path, "seq", [GPT / "paral1_layer1" / "fw.g0.r0.py"])
     files = []
     for r in (0, 1):
@@ -122,7 +123,7 @@ def _gpt(tmp_path, edit=None, ranks_edited=(0, 1)):
             f = tmp_path / f"r{r}.py"
         files.append(f)
     dist = _bundle(tmp_path, "dist", files)
-    return check_files(seq, dist, GPT_SPEC)[0]
+    return check_files(seq, dist, GPT_SPEC, limits=limits)[0]
 
 
 def test_gpt_tp2_loss_equals_on_every_rank(tmp_path):
@@ -133,10 +134,25 @@ def test_gpt_tp2_loss_equals_on_every_rank(tmp_path):
     assert [name for name, _ in res.assumptions] == ["valid_indices"]
 
 
+@pytest.mark.parametrize("edit", [None, "wrong offset"])
+def test_gpt_tp2_verdict_holds_with_narrow_window_and_retiring(tmp_path, edit):
+    """A window one operator deep and a fresh e-graph every few hundred e-nodes: same verdicts."""
+    limits = Limits(window_depth=1, window_nodes=2000)
+    if edit is None:
+        res = _gpt(tmp_path, limits=limits)
+        assert res.status == "refines" and res.relations["div_2"] == "r0.div_2", res.failure
+    else:
+        res = _gpt(tmp_path, _wrong_offset, ranks_edited=(1,), limits=limits)
+        assert res.status == "fails" and res.failure.node == "index", res.failure
+
+
+def _wrong_offset(text):
+    return text.replace("torch.ops.aten.sub.Tensor(clone, 49152)", "torch.ops.aten.sub.Tensor(clone, 0)")
+
+
 def test_gpt_tp2_wrong_vocab_offset_fails_at_embedding(tmp_path):
     """Rank 1 looks its ids up without subtracting its vocabulary offset."""
-    res = _gpt(tmp_path, lambda t: t.replace("torch.ops.aten.sub.Tensor(clone, 49152)", "torch.ops.aten.sub.Tensor(clone, 0)"),
-               ranks_edited=(1,))
+    res = _gpt(tmp_path, _wrong_offset, ranks_edited=(1,))
     assert res.status == "fails"
     assert res.failure.node == "index", res.failure     # the word-embedding lookup, self.weight[...]
     assert "self.weight[masked_input]" in res.failure.source

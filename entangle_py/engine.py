@@ -46,21 +46,28 @@ class EngineError(RuntimeError):
 
 
 class Engine:
-    def __init__(self, library: Library, assume=(), dims: DimSolver | None = None):
+    def __init__(self, library: Library, assume=()):
         self.eg = bindings.EGraph()
         self.pending: list[str] = []
         self.library = library
-        self.dims = dims or DimSolver()
+        self.dims = DimSolver()
         self.assume = tuple(sorted(assume))     # assumptions whose lemmas are active
-        self._run_text(terms.declarations())
-        self._run_text(library.egglog(self.assume))
+        self._run_commands(list(_split_commands(terms.declarations())))
+        self._run_commands(list(_split_commands(library.egglog(self.assume))))
+        self.run1("(push)")      # the empty e-graph with its rules compiled: reset() comes back here
         self.total_runs = 0
 
+    def reset(self):
+        """Empty the e-graph, keeping declarations and rules (cheaper than a new one)."""
+        self.pending = []
+        self.run1("(pop)")
+        self.run1("(push)")
+        self.dims = self.dims.fresh()
+
     # -- commands ------------------------------------------------------------------------
-    def _run_text(self, text: str):
-        lines = [ln for ln in _split_commands(text)]
-        for i in range(0, len(lines), CHUNK):
-            chunk = "\n".join(lines[i:i + CHUNK])
+    def _run_commands(self, commands: list[str]):
+        for i in range(0, len(commands), CHUNK):
+            chunk = "\n".join(commands[i:i + CHUNK])
             try:
                 self.eg.run_program(*self.eg.parse_program(chunk))
             except bindings.EggSmolError as e:
@@ -72,7 +79,7 @@ class Engine:
     def flush(self):
         if self.pending:
             cmds, self.pending = self.pending, []
-            self._run_text("\n".join(cmds))
+            self._run_commands(cmds)
 
     def run1(self, command: str):
         self.flush()

@@ -735,7 +735,7 @@ class Checker:
             else:             # not proven yet (a deferred op, an output of a multi-output op)
                 kept[v] = self.sfacts[v]
                 stack.extend(SVAR.findall(" ".join(kept[v])))
-        self.engine = Engine(self.lib, assume=self.spec.assume, dims=self.engine.dims.fresh())
+        self.engine.reset()
         self.window.reset()
         self.present = set()
         for v, facts in kept.items():

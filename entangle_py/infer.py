@@ -143,15 +143,22 @@ class Checker:
 
     def _bring(self, v: str):
         """Put a G_s tensor's facts, and those of what they name, into the e-graph."""
-        if v in self.present:
-            return
-        self.present.add(v)
-        text = " ".join(self.sfacts[v])
-        for u in set(SVAR.findall(text)) - {v}:
-            self._bring(u)
-        self._bring_leaves(text)
-        for c in self.sfacts[v]:
-            self.engine.add(c)
+        stack = [v]
+        while stack:        # post-order: what a tensor's facts name goes in before them
+            u = stack[-1]
+            if u in self.present:
+                stack.pop()
+                continue
+            text = " ".join(self.sfacts[u])
+            missing = [w for w in SVAR.findall(text) if w != u and w not in self.present]
+            if missing:
+                stack.extend(missing)
+                continue
+            stack.pop()
+            self.present.add(u)
+            self._bring_leaves(text)
+            for c in self.sfacts[u]:
+                self.engine.add(c)
 
     def _bring_leaves(self, text: str):
         for c in self.window.commands(leaves_in(text)):
@@ -698,7 +705,8 @@ class Checker:
             outcome = self.engine.prove_clean(v, self.limits)
         if outcome.status == "clean":
             self._proved = n.name
-            self.sleaves[v] = leaves_in(" ".join(self._clean_terms(v)))   # where exploration goes on
+            if not self.window.complete:   # where exploration goes on from
+                self.sleaves[v] = leaves_in(" ".join(self._clean_terms(v)))
             return None
         cost, best = self.engine.extract(v)
         inputs = {}

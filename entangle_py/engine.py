@@ -73,8 +73,8 @@ class Engine:
             except bindings.EggSmolError as e:
                 raise EngineError(f"egglog: {e.context if hasattr(e, 'context') else e}\nin:\n{chunk[:2000]}") from None
 
-    def add(self, command: str):
-        self.pending.append(command)
+    def add(self, *commands: str):
+        self.pending.extend(commands)
 
     def flush(self):
         if self.pending:

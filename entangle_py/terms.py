@@ -125,6 +125,8 @@ def binary_fn(op: str) -> Callable:
 
 
 def _slice(x, dim, start, end):
+    if not 0 <= start <= end <= x.shape[dim]:
+        raise ValueError(f"slice [{start}, {end}) is not inside a dim of size {x.shape[dim]}")
     return x.narrow(dim, start, end - start)
 
 
@@ -137,7 +139,11 @@ def _expand(x, shape):
 
 
 def _reduce(op: str, x, dims, keepdim):
+    # canonical form (lowering writes it): dims sorted, distinct, in range and not empty (torch
+    # reads an empty dim list as "every dim"); keepdim 0 or 1
     dims = list(dims)
+    if not dims or dims != sorted(set(dims)) or dims[-1] >= max(x.dim(), 1) or keepdim not in (0, 1):
+        raise ValueError(f"reduce over dims {dims} (keepdim {keepdim}) of a {x.dim()}-D tensor")
     if op == "sum":
         return x.sum(dim=dims, keepdim=bool(keepdim))
     if op == "mean":
@@ -503,6 +509,25 @@ class EvalError(Exception):
     """A term that cannot be evaluated (undefined: lists of different lengths, bad shapes...)."""
 
 
+# Arguments that are tensor dims (or lists of them): the term language writes every dim in its
+# non-negative form (lowering and spec parsing normalise where a dim enters), so ``dim=-1`` and
+# ``dim=1`` can never be two literals for one axis.  A negative dim makes a term undefined.
+DIM_ARGS: dict[str, tuple[int, ...]] = {
+    "concat": (1,), "slice": (1,), "transpose": (1, 2), "permute": (1,), "reduce": (2,),
+    "softmax": (1,), "zip_binary": (3, 4), "lsum": (1,), "map_transpose": (1, 2), "map_softmax": (1,),
+    "zip_matmul": (2,), "map_view_at": (2, 3), "map_view_split": (2,), "map_view_merge": (2,),
+    "map_slice": (1,), "map_permute": (1,), "map_reduce": (2,), "dset": (1,),
+}
+
+
+def _check_dims(name: str, vals: list):
+    for i in DIM_ARGS.get(name, ()):
+        v = vals[i]
+        for d in (v if isinstance(v, list) else [v]):
+            if not isinstance(d, int) or d < 0:
+                raise EvalError(f"{name}: dim {d!r} is not a non-negative integer")
+
+
 def evaluate(expr, env: dict):
     """Compute a parsed s-expression with torch.  ``env`` maps variable names to values.
 
@@ -536,6 +561,7 @@ def evaluate(expr, env: dict):
         c = BY_NAME.get(name)
         if c is None or c.meaning is None:
             raise EvalError(f"no meaning for {name}")
+        _check_dims(name, vals)
         return c.meaning(*vals)
     except EvalError:
         raise
@@ -611,6 +637,8 @@ BINARY_OPS.update({
 
 def _layernorm(x, w, b, k, eps):
     """Layer norm over the last ``k`` dims with an affine weight and bias."""
+    if not 1 <= k <= x.dim():
+        raise ValueError(f"layer norm over the last {k} dims of a {x.dim()}-D tensor")
     return torch.nn.functional.layer_norm(x, tuple(x.shape[x.dim() - k:]), w, b, float(eps))
 
 

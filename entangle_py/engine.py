@@ -20,6 +20,9 @@ from .lemma import Library
 STEP = ("(run-schedule (run lemmas) (saturate (seq (run walks) (saturate (run shapes))))"
         " (saturate (run cleanliness)))")
 
+CERTIFY = "(run-schedule (saturate (run shapes)) (saturate (run certify)))"
+_UNREACHABLE = 10 ** 15   # extraction cost of a term a certificate may not contain
+
 CHUNK = 24   # commands per parse: parsing cost grows faster than linearly with program size
 
 
@@ -90,9 +93,13 @@ class Engine:
 
     # -- queries -------------------------------------------------------------------------
     def is_clean(self, var: str) -> bool:
+        return self.holds(f"(clean {var})")
+
+    def holds(self, fact: str) -> bool:
+        """Whether the e-graph proves an egglog fact, e.g. ``(cert $v3)``."""
         self.flush()
         try:
-            self.eg.run_program(*self.eg.parse_program(f"(check (clean {var}))"))
+            self.eg.run_program(*self.eg.parse_program(f"(check {fact})"))
             return True
         except bindings.EggSmolError:
             return False
@@ -109,6 +116,31 @@ class Engine:
         """(cost, term) with term a parsed s-expression."""
         out = self.run1(f"(extract {var})")[0]
         return out.cost, _term_from_dag(out.termdag, out.term)
+
+    def certificate(self, var: str, leaves: set[str]):
+        """(term, cost) of the cheapest *clean* term of ``var`` whose G_d leaves are all in
+        ``leaves`` (keys like ``r0.out``), or None when the e-graph holds none.  egglog's own
+        extraction cannot restrict leaves, so this one runs a cost model that prices every other
+        leaf, every compute op and every G_s tensor out of reach."""
+        self.flush()
+        eg = self.eg
+        clean_cost = {c.name: c.cost for c in terms.CONSTRUCTORS if c.clean}
+
+        def enode_cost(name, args):
+            if name == "Gd":
+                return 1 if eg.value_to_string(args[0]) in leaves else _UNREACHABLE
+            return clean_cost.get(name, _UNREACHABLE)
+
+        def fold(_name, head, kids):
+            return min(_UNREACHABLE, head + sum(kids))
+
+        model = bindings.CostModel(fold, enode_cost, lambda _tp, _v, kids: sum(kids), lambda _tp, _v: 0)
+        _, value = eg.eval_expr(bindings.Var(bindings.PanicSpan(), var))
+        dag = bindings.TermDag()
+        cost, tid = bindings.Extractor(["T"], eg, model).extract_best(eg, dag, value, "T")
+        if cost >= _UNREACHABLE:
+            return None
+        return _term_from_dag(dag, tid), cost
 
     def table(self, name: str, limit: int = 1_000_000) -> list:
         """Rows of a relation or function as parsed terms ``(name, args...)``."""

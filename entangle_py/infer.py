@@ -10,15 +10,17 @@ from __future__ import annotations
 import math
 import re
 import time
+
+import sympy
 from dataclasses import dataclass, field, replace
 
 from . import graph as G
 from . import lower as L
 from . import spec as S
-from .engine import STEP, Engine, Limits, _term_from_dag
+from .engine import CERTIFY, STEP, Engine, Limits, _term_from_dag
 from .errors import InputError
 from .lemma import load_library
-from .terms import BIG, Var, is_clean, str_lit, to_sexpr
+from .terms import BIG, EvalError, Var, clean_meta, is_clean, str_lit, to_sexpr
 from .window import DistFacts, Window, leaves_in
 
 SVAR = re.compile(r"\$v\d+")     # a G_s tensor's egglog global
@@ -43,7 +45,7 @@ class OpFailure:
 
 @dataclass
 class Result:
-    status: str                                  # 'refines' | 'fails' | 'unknown'
+    status: str                                  # 'refines' | 'fails' | 'unknown' | 'internal-error'
     relations: dict = field(default_factory=dict)   # checked output -> clean term text
     failure: OpFailure | None = None
     expectations: list = field(default_factory=list)  # (output, required, found, ok)
@@ -57,7 +59,7 @@ class Result:
 
     @property
     def exit_code(self) -> int:
-        return {"refines": 0, "fails": 1, "unknown": 3}[self.status]
+        return {"refines": 0, "fails": 1, "unknown": 3, "internal-error": 4}[self.status]
 
 
 # ----------------------------------------------------------------------------- names
@@ -752,6 +754,32 @@ class Checker:
         return self.engine.size() > before
 
     def _finish(self, res: Result):
+        """The output relation: for every checked output, a clean term over what the distributed
+        program returns (and the tensors the spec names as given) -- nothing else may appear in
+        a certificate, however the operator-by-operator relations went.  Then expectations."""
+        allowed = self._certificate_leaves()
+        self.engine.add(*self.window.commands(allowed))
+        self.engine.add(*(f"(certleaf (Gd {str_lit(k)}))" for k in sorted(allowed)))
+        for p in self.checked_outputs:
+            v = self.svar.get(p.node)
+            if v is None:
+                raise CheckInputError(f"output {p.name!r} of the sequential graph was not related (its node "
+                                      f"{p.node} is not a tensor the checker understands)")
+            self._bring(v)
+            found = self._certify(v, allowed)
+            if found is None:
+                res.status, res.failure = "fails", self._not_returned(p, v, allowed)
+                break
+            term, _ = found
+            mismatch = self._shape_mismatch(term, self.seq.node(p.node).val)
+            if mismatch:
+                res.status = "internal-error"
+                res.failure = OpFailure(node=p.node, target=self.seq.node(p.node).target,
+                                        source=_src(self.seq.node(p.node)), inputs={}, best=self.show_term(term),
+                                        considered=sorted({self.show_term(l) for l in _leaves(term)}),
+                                        reason=f"internal soundness error: the certificate {mismatch}")
+                break
+            res.relations[p.name] = self.show_term(term)
         checked = []
         for name, rel in self.spec.expect.items():
             pname, node = self._expect_target(name)
@@ -765,19 +793,98 @@ class Checker:
                 if not self._prove_equal(self.svar[node], tv):
                     ok = False
             checked.append((name, pname, str(rel), ok))
-        # extracted after the expectations were proven: a proven relation (e.g. the concat of the
-        # ranks' gradients) is then in the e-class and is the term shown when it is the cheapest
-        for p in self.checked_outputs:
-            node = p.node
-            if node not in self.svar:
-                continue
-            self._bring(self.svar[node])
-            cost, t = self.engine.extract(self.svar[node])
-            res.relations[p.name] = self.show_term(t)
         for name, key, rel, ok in checked:
             res.expectations.append((name, rel, res.relations.get(key, "?"), ok))
             if not ok and res.status == "refines":
                 res.status = "fails"
+
+    def _certificate_leaves(self) -> set[str]:
+        """G_d tensors a certificate may name: every rank's outputs, the given tensors, and the
+        ranks' tensors of the name an [outputs] check entry gives an inner G_s tensor (the spec
+        then names the end of a region in both programs, as [cut] names its start)."""
+        keys = set()
+        outputs = {p.name for p in self.seq.outputs} | {p.node for p in self.seq.outputs}
+        inner = [c for c in self.spec.check or () if c not in outputs]
+        for r, g in enumerate(self.dist.ranks):
+            for p in g.outputs:
+                keys |= leaves_in(self.dvar[r].get(p.node, ""))
+            for c in inner:
+                node = self.dist_names[r].node(c)
+                if node is not None:
+                    keys |= leaves_in(self.dvar[r].get(node, ""))
+        for name, rel in self._given_tensors().items():
+            for t in S.relation_terms(rel, name, self.dist.world_size, self.spec.mesh):
+                keys |= leaves_in(self._term_of(t, f"spec {name!r}"))
+        return keys
+
+    def _certify(self, v: str, allowed: set[str]):
+        """(term, cost) of a clean term of ``v`` over ``allowed`` leaves, running the lemmas (and
+        widening to all of G_d) until one is found or nothing changes; None if there is none."""
+        for widen in (False, True):
+            if widen and not self._widen():
+                break
+            self.engine.settle()
+            for _ in range(self.limits.iterations):
+                self.engine.run1(CERTIFY)
+                if self.engine.holds(f"(cert {v})"):
+                    return self.engine.certificate(v, allowed)
+                out = self.engine.run1(STEP)
+                grew = self.engine.dims.step(self.engine)
+                if grew:
+                    self.engine.settle()
+                if out and not out[0].report.updated and not grew:
+                    break
+        return None
+
+    def _not_returned(self, p: G.Port, v: str, allowed: set[str]) -> OpFailure:
+        """The failure for an output whose value the distributed program does not return."""
+        n = self.seq.node(p.node)
+        cost, best = self.engine.extract(v)
+        returned = sorted(self.show_leaf(k) for k in allowed)
+        if cost < BIG:
+            why = (f"its relation {self.show_term(best)} names tensors the distributed program computes "
+                   f"but does not return")
+        else:
+            why = "it has no clean term at all"
+        return OpFailure(node=p.node, target=n.target, source=_src(n), inputs={}, best=self.show_term(best),
+                         considered=sorted({self.show_term(l) for l in _leaves(best)}),
+                         reason=f"output {p.name}: {why} (returned: {', '.join(returned[:8])}"
+                                f"{' ...' if len(returned) > 8 else ''})")
+
+    def _shape_mismatch(self, term, val) -> str | None:
+        """Why a certificate's shape or dtype differs from its G_s tensor's, or None."""
+        if not isinstance(val, G.TensorMeta):
+            return None
+        solver = self.engine.dims
+
+        def leaf(key):
+            r, node = key.split(".", 1)
+            r = int(r[1:])
+            base, _, i = node.partition("#")
+            meta = self.dist.ranks[r].node(base).val
+            meta = meta[int(i)] if i else meta
+            return tuple(self._canonical_size(s, r) for s in meta.shape), meta.dtype
+
+        def size(d):
+            value = solver.value(d)
+            if value is None:
+                raise EvalError(f"size {to_sexpr(d)} is not a size expression")
+            return value
+
+        def same(a, b):
+            a, b = sympy.sympify(a), sympy.sympify(b)
+            return sympy.expand(a - b) == 0 or (solver.proves_le(a, b) and solver.proves_le(b, a))
+
+        want = tuple(self._canonical_size(s, "seq") for s in val.shape)
+        try:
+            shape, dtype = clean_meta(term, leaf, size, same)
+        except EvalError as e:
+            return f"{self.show_term(term)} is ill-shaped ({e})"
+        if len(shape) != len(want) or not all(same(a, b) for a, b in zip(shape, want)):
+            return f"has shape {list(shape)} but the sequential tensor has {list(want)}"
+        if dtype is not None and dtype != val.dtype:
+            return f"has dtype {dtype} but the sequential tensor has {val.dtype}"
+        return None
 
     def _prove_equal(self, a: str, b: str) -> bool:
         return self._saturate_equal(a, b) or (self._widen() and self._saturate_equal(a, b))
@@ -793,16 +900,20 @@ class Checker:
         return self.engine.equal(a, b)
 
     # -- display ---------------------------------------------------------------------------
+    def show_leaf(self, key: str) -> str:
+        """``r0.mm_1`` -> ``r0.out`` when the node carries a port name."""
+        rank, node = key.split(".", 1)
+        r = int(rank[1:])
+        base = node.split("#")[0]
+        return f"r{r}.{self.dist_names[r].show(base)}" + (f"[{node.split('#')[1]}]" if "#" in node else "")
+
     def show_term(self, t) -> str:
         if not isinstance(t, tuple):
             return str(t)
         head = t[0].name if isinstance(t[0], Var) else str(t[0])
         args = t[1:]
         if head == "Gd":
-            rank, node = args[0].split(".", 1)
-            r = int(rank[1:])
-            base = node.split("#")[0]
-            return f"r{r}.{self.dist_names[r].show(base)}" + (f"[{node.split('#')[1]}]" if "#" in node else "")
+            return self.show_leaf(args[0])
         if head == "Gs":
             return f"seq.{args[0]}"
         if head in ("Cons", "Nil"):
@@ -818,6 +929,10 @@ class Checker:
             rest = [self.show_term(a) for a in args[1:]]
             return f"{name}({', '.join(rest)})"
         return f"{head}({', '.join(self.show_term(a) for a in args)})"
+
+
+def _src(n: G.Node) -> str | None:
+    return str(n.source) if n.source else None
 
 
 def _list(items) -> str:

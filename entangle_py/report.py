@@ -50,6 +50,9 @@ def print_result(res: Result, console: Console, verbose: bool = False):
         console.print(f"[bold green]refines[/]: {res.ops_checked} operators related")
     elif res.status == "fails":
         console.print("[bold red]refinement fails[/]")
+    elif res.status == "internal-error":
+        console.print("[bold red]internal soundness error[/]: a proof step is wrong (a lemma or a lowering); "
+                      "no verdict -- please report it")
     else:
         console.print("[bold yellow]unknown[/]: a limit was hit")
     for name, term in res.relations.items():
@@ -60,11 +63,13 @@ def print_result(res: Result, console: Console, verbose: bool = False):
         console.print(f"  expect {out} = {req}: {mark}" + ("" if ok else f" ({detail})"), highlight=False)
     f = res.failure
     if f:
-        console.print(f"[bold]{'first operator without a clean mapping' if res.status == 'fails' else 'stopped at'}[/]: "
-                      f"{f.node} = {f.target}", highlight=False)
+        head = ("first operator without a clean mapping" if f.reason == "no clean term"
+                else "output not returned by the distributed program" if f.reason.startswith("output ")
+                else "stopped at")
+        console.print(f"[bold]{head}[/]: {f.node} = {f.target}", highlight=False)
         if f.source:
             console.print(f"  at {f.source}", highlight=False)
-        if res.status == "unknown":
+        if f.reason != "no clean term":
             console.print(f"  {f.reason}", highlight=False)
         for name, rel in f.inputs.items():
             console.print(f"  input {name} = {rel}", highlight=False)

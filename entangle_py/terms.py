@@ -459,6 +459,9 @@ FUNCTIONS_TEXT = """
 (relation dterm (Dim))
 (relation clean (T))
 (relation cleanl (TList))
+(relation certleaf (T))
+(relation cert (T))
+(relation certl (TList))
 (relation vpfx (T DList i64))
 (relation vsfx (T DList i64))
 (relation bsame (T T i64))
@@ -472,7 +475,8 @@ def declarations() -> str:
     for c in CONSTRUCTORS:
         sorts.setdefault(c.sort, []).append(c)
     lines = ["(sort T)", "(sort TList)", "(sort IList)", "(sort DList)", "(sort Dim)",
-             "(ruleset lemmas)", "(ruleset walks)", "(ruleset shapes)", "(ruleset cleanliness)"]
+             "(ruleset lemmas)", "(ruleset walks)", "(ruleset shapes)", "(ruleset cleanliness)",
+             "(ruleset certify)"]
     for c in CONSTRUCTORS:
         lines.append(f"(constructor {c.name} ({c.signature}) {c.sort} :cost {c.cost})")
     lines.append(FUNCTIONS_TEXT)
@@ -488,18 +492,22 @@ def declarations() -> str:
         "(rule ((ask_le a b) (= a (DLit x)) (= b (DLit y)) (<= x y)) ((dle a b)) :ruleset shapes)",
         "(rule ((ask_le a a)) ((dle a a)) :ruleset shapes)",
     ]
-    # clean: G_d leaves, and clean ops whose tensor children are clean
+    # clean: G_d leaves, and clean ops whose tensor children are clean.  cert (ruleset certify,
+    # run only for the final output relation): the same over the leaves marked certleaf -- the
+    # distributed program's outputs and the tensors the spec names as given.
     lines.append("(rule ((= x (Gd n))) ((clean x)) :ruleset cleanliness)")
-    lines.append("(rule ((= l (Nil))) ((cleanl l)) :ruleset cleanliness)")
-    lines.append("(rule ((= l (Cons a r)) (clean a) (cleanl r)) ((cleanl l)) :ruleset cleanliness)")
-    for c in CONSTRUCTORS:
-        if c.sort != "T" or not c.clean or c.name == "Gd":
-            continue
-        sig = c.signature.split()
-        args = [f"a{i}" for i in range(len(sig))]
-        conds = [f"(clean a{i})" for i, s in enumerate(sig) if s == "T"]
-        conds += [f"(cleanl a{i})" for i, s in enumerate(sig) if s == "TList"]
-        lines.append(f"(rule ((= x ({c.name} {' '.join(args)})) {' '.join(conds)}) ((clean x)) :ruleset cleanliness)")
+    lines.append("(rule ((certleaf x)) ((cert x)) :ruleset certify)")
+    for rel, lrel, ruleset in (("clean", "cleanl", "cleanliness"), ("cert", "certl", "certify")):
+        lines.append(f"(rule ((= l (Nil))) (({lrel} l)) :ruleset {ruleset})")
+        lines.append(f"(rule ((= l (Cons a r)) ({rel} a) ({lrel} r)) (({lrel} l)) :ruleset {ruleset})")
+        for c in CONSTRUCTORS:
+            if c.sort != "T" or not c.clean or c.name == "Gd":
+                continue
+            sig = c.signature.split()
+            args = [f"a{i}" for i in range(len(sig))]
+            conds = [f"({rel} a{i})" for i, s in enumerate(sig) if s == "T"]
+            conds += [f"({lrel} a{i})" for i, s in enumerate(sig) if s == "TList"]
+            lines.append(f"(rule ((= x ({c.name} {' '.join(args)})) {' '.join(conds)}) (({rel} x)) :ruleset {ruleset})")
     return "\n".join(lines)
 
 
@@ -666,3 +674,90 @@ PRIMITIVES.update({
     "ibelow": lambda l, i: sum(1 for a in l if a < i),
     "ilen": lambda l: len(l),
 })
+
+
+# ----------------------------------------------------------------------------- shapes of clean terms
+
+def clean_meta(t, leaf, size, same) -> tuple[tuple, str]:
+    """(shape, dtype) of a parsed clean term, computed from its leaves alone.
+
+    ``leaf(key)`` gives a G_d tensor's (shape, dtype); ``size(dim_term)`` a Dim term's value;
+    ``same(a, b)`` decides that two sizes are equal.  Independent of the e-graph's shape facts,
+    so a certificate whose shape differs from its G_s tensor's (a lemma that is wrong on some
+    shapes) is caught before any verdict.  Raises EvalError when the term is ill-shaped."""
+    head = t[0].name if isinstance(t[0], Var) else t[0]
+    a = t[1:]
+
+    def sub(x):
+        return clean_meta(x, leaf, size, same)
+
+    def parts(lst):
+        out = []
+        while isinstance(lst, tuple) and (lst[0].name if isinstance(lst[0], Var) else lst[0]) == "Cons":
+            out.append(sub(lst[1]))
+            lst = lst[2]
+        return out
+
+    def ints(lst):
+        out = []
+        while isinstance(lst, tuple) and len(lst) == 3:
+            out.append(lst[1])
+            lst = lst[2]
+        return out
+
+    def dims(lst):
+        return [size(d) for d in ints(lst)]
+
+    def check(ok, why):
+        if not ok:
+            raise EvalError(f"{head}: {why}")
+
+    if head == "Gd":
+        return leaf(a[0])
+    if head in ("rsum", "rmax", "concat"):
+        ps = parts(a[0])
+        check(ps, "no parts")
+        shape, dtype = ps[0]
+        check(all(dt == dtype for _, dt in ps), f"parts of dtypes {[dt for _, dt in ps]}")
+        check(all(len(s) == len(shape) for s, _ in ps), "parts of different ranks")
+        if head != "concat":
+            check(all(all(same(x, y) for x, y in zip(s, shape)) for s, _ in ps), "parts of different shapes")
+            return shape, dtype
+        d = a[1]
+        check(0 <= d < len(shape), f"dim {d} of a {len(shape)}-D tensor")
+        check(all(all(same(x, y) for i, (x, y) in enumerate(zip(s, shape)) if i != d) for s, _ in ps),
+              "parts differ off the concat dim")
+        total = sum((s[d] for s, _ in ps[1:]), shape[d])
+        return tuple(shape[:d]) + (total,) + tuple(shape[d + 1:]), dtype
+    if head == "slice":
+        shape, dtype = sub(a[0])
+        d, s, e = a[1], size(a[2]), size(a[3])
+        check(0 <= d < len(shape), f"dim {d} of a {len(shape)}-D tensor")
+        return tuple(shape[:d]) + (e - s,) + tuple(shape[d + 1:]), dtype
+    if head == "transpose":
+        shape, dtype = sub(a[0])
+        i, j = a[1], a[2]
+        check(0 <= i < len(shape) and 0 <= j < len(shape), f"dims {i}, {j} of a {len(shape)}-D tensor")
+        s = list(shape)
+        s[i], s[j] = s[j], s[i]
+        return tuple(s), dtype
+    if head == "permute":
+        shape, dtype = sub(a[0])
+        p = ints(a[1])
+        check(sorted(p) == list(range(len(shape))), f"{p} is not a permutation of {len(shape)} dims")
+        return tuple(shape[i] for i in p), dtype
+    if head == "view":
+        shape, dtype = sub(a[0])
+        new = tuple(dims(a[1]))
+        check(same(math.prod(new), math.prod(shape)), f"{list(shape)} viewed as {list(new)}")
+        return new, dtype
+    if head == "expand":
+        shape, dtype = sub(a[0])
+        new = tuple(dims(a[1]))
+        k = len(new) - len(shape)
+        check(k >= 0 and all(same(x, 1) or same(x, new[k + i]) for i, x in enumerate(shape)),
+              f"{list(shape)} expanded to {list(new)}")
+        return new, dtype
+    if head == "cst":
+        return tuple(dims(a[1])), None
+    raise EvalError(f"{head} is not a clean operator")

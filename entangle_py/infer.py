@@ -225,8 +225,31 @@ class Checker:
         if t.op in ("sum", "max"):
             return f"({'rsum' if t.op == 'sum' else 'rmax'} {_list(args)})"
         if t.op == "concat":
-            return f"(concat {_list(args)} {t.attr('dim', 0)})"
+            nd, d = self._spec_ndim(t.args[0], where), t.attr("dim", 0)
+            if not isinstance(d, int) or not -nd <= d < nd:
+                raise CheckInputError(f"{where}: concat along dim {d} of {nd}-D tensors")
+            return f"(concat {_list(args)} {d % nd})"      # dims are non-negative in terms
         raise CheckInputError(f"{where}: operator {t.op!r} is not supported in input relations yet")
+
+    def _spec_ndim(self, t: S.Term, where: str) -> int:
+        """Number of dims of a spec term's value (its first leaf's: clean ops keep it)."""
+        while not isinstance(t, S.Leaf):
+            if not t.args:
+                raise CheckInputError(f"{where}: {t.op}() has no tensor argument")
+            t = t.args[0]
+        val = self.dist.ranks[t.rank].node(self.dist_names[t.rank].node(t.name)).val
+        return len(val.shape) if isinstance(val, G.TensorMeta) else 0
+
+    def _relation_terms(self, rel: S.Relation, name: str) -> list:
+        """The spec's relation for G_s tensor ``name`` as clean terms (dims normalised by its
+        number of dims)."""
+        node = self.seq_names.node(name)
+        val = self.seq.node(node).val if node is not None else None
+        ndim = len(val.shape) if isinstance(val, G.TensorMeta) else None
+        try:
+            return S.relation_terms(rel, name, self.dist.world_size, self.spec.mesh, ndim=ndim)
+        except S.SpecError as e:
+            raise CheckInputError(str(e)) from None
 
     # -- G_d -------------------------------------------------------------------------------
     def insert_dist(self):
@@ -504,7 +527,7 @@ class Checker:
             node = self.seq_names.node(pname)
             v = self._new_svar(f"(Gs {str_lit(pname)})", self.seq.node(node).val)
             self.svar[node] = v
-            for t in S.relation_terms(rel, pname, self.dist.world_size, self.spec.mesh):
+            for t in self._relation_terms(rel, pname):
                 self._add_sfact(v, self._term_of(t, f'input {pname!r}'))
 
     # -- main loop -------------------------------------------------------------------------
@@ -786,7 +809,7 @@ class Checker:
             if node not in self.svar:
                 raise CheckInputError(f"[expect] names {name!r}, which is not a checked output of the sequential graph")
             ok = True
-            for t in S.relation_terms(rel, pname, self.dist.world_size, self.spec.mesh):
+            for t in self._relation_terms(rel, pname):
                 tv = self._new_svar(self._term_of(t, f"[expect] {name!r}"))
                 self._bring(tv)
                 self._bring(self.svar[node])
@@ -813,7 +836,7 @@ class Checker:
                 if node is not None:
                     keys |= leaves_in(self.dvar[r].get(node, ""))
         for name, rel in self._given_tensors().items():
-            for t in S.relation_terms(rel, name, self.dist.world_size, self.spec.mesh):
+            for t in self._relation_terms(rel, name):
                 keys |= leaves_in(self._term_of(t, f"spec {name!r}"))
         return keys
 

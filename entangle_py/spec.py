@@ -391,14 +391,18 @@ def _parse_assume(table, where) -> tuple:
 
 # ----------------------------------------------------------------------------- relation terms
 
-def relation_terms(rel: Relation, name: str, world_size: int, mesh: Mesh | None = None) -> list[Term]:
+def relation_terms(rel: Relation, name: str, world_size: int, mesh: Mesh | None = None,
+                   ndim: int | None = None) -> list[Term]:
     """Every clean term that equals the G_s tensor, over the ranks' tensors called ``name``.
 
     ``shard(0)`` on 2 ranks gives ``[concat(r0.x, r1.x, dim=0)]``; ``replicate`` gives one term per
-    rank (``r0.x``, ``r1.x``, ...): all of them equal the G_s tensor.
+    rank (``r0.x``, ``r1.x``, ...): all of them equal the G_s tensor.  With the tensor's ``ndim``
+    a shard dim is written in its non-negative form (``shard(-1)`` of a 2-D tensor is dim 1).
     """
     if rel.term is not None:
         return [rel.term]
+    if ndim is not None:
+        rel = Relation(placements=tuple(_normalized(p, ndim, name) for p in rel.placements))
     mesh = mesh if mesh is not None and mesh.shape else Mesh((world_size,), ("_all",))
     if _prod(mesh.shape) != world_size:
         raise SpecError(f"mesh {list(mesh.shape)} has {_prod(mesh.shape)} ranks but the program has {world_size}")
@@ -415,6 +419,14 @@ def relation_terms(rel: Relation, name: str, world_size: int, mesh: Mesh | None 
         coords = dict(zip(free, fixed))
         terms.append(_nest(active, coords, by_dim, mesh, name))
     return terms
+
+
+def _normalized(p: Placement, ndim: int, name: str) -> Placement:
+    if not isinstance(p, Shard):
+        return p
+    if not -ndim <= p.dim < ndim:
+        raise SpecError(f"{name}: {p} names a dim of a {ndim}-D tensor that it does not have")
+    return Shard(p.dim % ndim, p.group)
 
 
 def _nest(active, coords, by_dim, mesh, name):

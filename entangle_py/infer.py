@@ -106,6 +106,7 @@ class Checker:
         self.seq_names = Names(self.seq)
         self.dist_names = [Names(g) for g in dist.ranks]
         self.lib = load_library(lemma_files)
+        self.same_rng = "same_rng" in spec.assume
         self.engine = Engine(self.lib, assume=spec.assume)
         self.svar: dict[str, str] = {}        # G_s node (or node#i) -> egglog expression
         self.dvar: list[dict[str, str]] = [dict() for _ in dist.ranks]
@@ -257,7 +258,8 @@ class Checker:
         as facts that the exploration window puts into the e-graph."""
         pending_coll = []   # (rank, node, Collective)
         for r, g in enumerate(self.dist.ranks):
-            low = L.Lowerer(g, lambda name, r=r: self.dvar[r][name], constants=self.spec.constants)
+            low = L.Lowerer(g, lambda name, r=r: self.dvar[r][name], constants=self.spec.constants,
+                             same_rng=self.same_rng)
             for n in g.nodes:
                 if n.is_placeholder:
                     if isinstance(n.val, G.TensorMeta):
@@ -297,7 +299,7 @@ class Checker:
             self._dist_leaf(r, n.name, n.val)
             return
         if isinstance(res, L.NoSemantics):
-            self.no_semantics.setdefault(res.op, []).append((r, n))
+            self.no_semantics.setdefault(_unsupported_key(res), []).append((r, n))
             self._dist_leaf(r, n.name, n.val) if isinstance(n.val, G.TensorMeta) else None
             return
         if isinstance(res, L.Identity):
@@ -307,9 +309,12 @@ class Checker:
             return
         if isinstance(res, L.TupleTerms):
             for i, item in enumerate(res.items):
-                if item is None or not isinstance(n.val[i], G.TensorMeta):
+                if not isinstance(n.val[i], G.TensorMeta):
                     continue
                 key = f"{n.name}#{i}"
+                if item is None:       # a value nobody knows (a random draw): a leaf of its own
+                    self._dist_leaf(r, key, n.val[i])
+                    continue
                 if isinstance(item, L.Identity):
                     if item.ref in self.dvar[r]:
                         self.dvar[r][key] = self.dvar[r][item.ref]
@@ -547,7 +552,7 @@ class Checker:
     def _run(self) -> Result:
         res = Result("refines")
         from .lemma import ASSUMPTIONS
-        res.assumptions = [(a, ASSUMPTIONS[a]) for a in self.spec.assume]
+        res.assumptions = [(a, ASSUMPTIONS[a]) for a in self.spec.assume if a != "same_rng"]
         self.no_semantics: dict[str, list] = {}
         self.collectives: list = []
         t0 = time.perf_counter()
@@ -566,10 +571,13 @@ class Checker:
         self.engine.flush()
         res.timings["insert"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        low = L.Lowerer(self.seq, lambda name: self.svar[name], constants=self.spec.constants)
+        low = L.Lowerer(self.seq, lambda name: self.svar[name], constants=self.spec.constants,
+                        same_rng=self.same_rng)
         ops = [n for n in self.seq.nodes if not n.is_placeholder]
         needed = self._needed_nodes()
         outputs = {p.node for p in self.checked_outputs}
+        if self.same_rng and any(n in needed for n in low.draws):
+            res.assumptions.append(("same_rng", ASSUMPTIONS["same_rng"]))
         # Deferred: G_s ops without a clean term yet (intermediates no rank materialises, such as
         # the sequential program's own vocabulary mask).  Only outputs need clean terms, so an op
         # is deferred while fewer than `limits.deferred` are; an op proven clean absorbs the
@@ -667,7 +675,7 @@ class Checker:
                 for op, where in self.no_semantics.items()))
 
     def _check_semantics(self, g, rank):
-        low = L.Lowerer(g, lambda name: "", constants=self.spec.constants)
+        low = L.Lowerer(g, lambda name: "", constants=self.spec.constants, same_rng=self.same_rng)
         for n in g.nodes:
             if n.is_placeholder:
                 continue
@@ -676,7 +684,7 @@ class Checker:
             except (KeyError, TypeError, IndexError):
                 continue
             if isinstance(res, L.NoSemantics):
-                self.no_semantics.setdefault(res.op, []).append((rank, n))
+                self.no_semantics.setdefault(_unsupported_key(res), []).append((rank, n))
 
     def _relate(self, low: L.Lowerer, n: G.Node) -> OpFailure | None:
         res = low.lower(n)
@@ -952,6 +960,12 @@ class Checker:
             rest = [self.show_term(a) for a in args[1:]]
             return f"{name}({', '.join(rest)})"
         return f"{head}({', '.join(self.show_term(a) for a in args)})"
+
+
+def _unsupported_key(res: L.NoSemantics) -> str:
+    if isinstance(res, L.Refused):
+        return f"{res.op} called with {res.why} (the term language cannot express it)"
+    return res.op
 
 
 def _src(n: G.Node) -> str | None:

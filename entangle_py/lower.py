@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import sympy
 
 from .graph import Node, Ref, SymIntMeta, TensorMeta, TorchConst
-from .terms import CASTS, INT_SCALAR_OPS, MASKED_FILL, THRESHOLD_BACKWARD, str_lit
+from .terms import CASTS, DROPMASK, DROPOUT, INT_SCALAR_OPS, MASKED_FILL, THRESHOLD_BACKWARD, str_lit
 
 COLLECTIVES = {
     "_c10d_functional.all_reduce.default": "all_reduce",
@@ -141,6 +141,14 @@ class NoSemantics:
 
 
 @dataclass(frozen=True)
+class Refused(NoSemantics):
+    """An op the checker knows, called with an argument value its term cannot express (exit 2,
+    naming the argument): never lowered as if the argument were not there."""
+    arg: str = ""
+    why: str = ""
+
+
+@dataclass(frozen=True)
 class Free:
     """A tensor whose value the checker does not know (an undeclared tensor constant): a leaf
     related to nothing, so nothing computed from it is ever proven by its value."""
@@ -159,10 +167,13 @@ _RESHAPES = {"aten.view.default", "aten.reshape.default", "aten._unsafe_view.def
 class Lowerer:
     """Lower the nodes of one rank graph.  ``var(name)`` gives the egglog expression of a node."""
 
-    def __init__(self, graph, var, constants=None):
+    def __init__(self, graph, var, constants=None, same_rng=True):
         self.g = graph
         self.var = var
         self.constants = constants or {}     # const port name -> declared value (spec [constants])
+        self.same_rng = same_rng             # the same_rng assumption is in force
+        # random draws in program order: the k-th draw of one program meets the k-th of another
+        self.draws = {m.name: k for k, m in enumerate(x for x in graph.nodes if x.target in RANDOM_OPS)}
 
     def shape(self, name: str) -> tuple:
         v = self.g.node(name).val
@@ -182,6 +193,9 @@ class Lowerer:
         tgt = n.target
         if not isinstance(n.val, (TensorMeta, tuple)):
             return NotTensor()
+        refused = _audit_arguments(n)
+        if refused is not None:
+            return refused
         a = n.args
         if tgt == "getitem":
             return Identity(f"{a[0].name}#{a[1]}")
@@ -192,6 +206,10 @@ class Lowerer:
         if tgt in IDENTITY_OPS:
             return Identity(a[0].name)
         if tgt == "aten.copy.default" or tgt == "aten.copy_.default":
+            # copy(dst, src) is src broadcast to dst's shape and cast to its dtype
+            src = self.g.node(a[1].name).val
+            if not isinstance(src, TensorMeta) or (src.shape, src.dtype) != (n.val.shape, n.val.dtype):
+                return Refused(tgt, "src", "a copy that broadcasts or casts")
             return Identity(a[1].name)
         if tgt in COLLECTIVES:
             return self._collective(n, COLLECTIVES[tgt])
@@ -210,11 +228,14 @@ class Lowerer:
         if tgt in UNARY:
             name = UNARY[tgt] or ("gelu_tanh" if n.kwargs.get("approximate") == "tanh" else "gelu")
             return Term(f"(unary {str_lit(name)} {self.t(a[0])})")
-        if base in BINARY and len(a) >= 2:
-            out = self._binary(n, BINARY[base])
+        if base in BINARY and len(a) >= 2 and op.split(".")[1] in BINARY_OVERLOADS:
+            out = self._binary(n, _rounded(BINARY[base], n))
             if out is not None:
                 return out
-        if base == "rsub":
+        if base == "rsub" and op.split(".")[1] in BINARY_OVERLOADS:
+            alpha = n.kwargs.get("alpha", a[2] if len(a) > 2 else 1)
+            if alpha != 1 or not isinstance(a[0], Ref):
+                return Refused(tgt, "alpha", f"alpha={alpha!r}")
             if isinstance(a[1], Ref):
                 return Term(f"(binary \"sub\" {self.t(a[1])} {self.t(a[0])})")
             return Term(f"(scalar \"rsub\" {self.t(a[0])} {_scalar(a[1])})")
@@ -248,11 +269,13 @@ class Lowerer:
         return out
 
     def _opaque(self, n: Node):
-        tensors = [a for a in list(n.args) + list(n.kwargs.values()) if isinstance(a, Ref)]
-        lists = [x for a in n.args if isinstance(a, (list, tuple)) for x in a if isinstance(x, Ref)]
-        key = n.target + "|" + _const_key(n.args) + "|" + _const_key(tuple(sorted(n.kwargs.items())))
+        """Congruence only: the op, every constant argument (in the key) and every tensor
+        argument (in the list), positional then keyword in name order, nested lists included."""
+        kwargs = tuple(sorted(n.kwargs.items()))
+        tensors = list(_refs_in_order((n.args, kwargs)))
+        key = n.target + "|" + _const_key(n.args) + "|" + _const_key(kwargs)
         items = "(Nil)"
-        for r in reversed(tensors + lists):
+        for r in reversed(tensors):
             items = f"(Cons {self.var(r.name)} {items})"
         if isinstance(n.val, tuple):
             return TupleTerms(tuple(
@@ -262,7 +285,7 @@ class Lowerer:
 
     def _binary(self, n: Node, op: str):
         x, y = n.args[0], n.args[1]
-        alpha = n.kwargs.get("alpha", 1)
+        alpha = n.kwargs.get("alpha", n.args[2] if len(n.args) > 2 and n.op.endswith(("add", "sub")) else 1)
         if isinstance(x, Ref) and isinstance(y, Ref):
             yt = self.t(y)
             if alpha != 1:
@@ -405,13 +428,35 @@ class Lowerer:
         return Term(f"(binary {str_lit(MASKED_FILL + text)} {self.t(x)} {self.t(mask)})")
 
     def _h_native_dropout_default(self, n):
-        # ASSUMPTION (documented in the README): dropout's value output is its input, as in
-        # evaluation mode or when both programs draw the same mask; the mask is a free tensor
-        # related to nothing, so anything computed from it must be proven by other means.
-        return TupleTerms((Identity(n.args[0].name), None))
+        """Evaluation mode (train False, or p = 0): the value is the input, the mask all true.
+        Training mode draws a mask: under the ``same_rng`` assumption the k-th draw of each
+        program is the same elementwise function of position (``unary "dropout:p:k"``, mask
+        ``unary "dropmask:p:k"``), so it relates only to the same draw with the same p on related
+        inputs; without it both outputs are free tensors, equal to nothing."""
+        x = n.args[0]
+        p = self._arg(n, 1, "p")
+        train = self._arg(n, 2, "train")
+        if not isinstance(p, (int, float)) or isinstance(p, bool) or not isinstance(train, (bool, type(None))):
+            return Refused(n.target, "p", f"p={p!r}, train={train!r}")
+        if not train or p == 0:
+            return TupleTerms((Identity(x.name), self._opaque(n).items[1]))
+        if not self.same_rng:
+            return TupleTerms((None, None))
+        k = self.draws[n.name]
+        text = _scalar_text(float(p))
+        return TupleTerms((Term(f"(unary {str_lit(f'{DROPOUT}{text}:{k}')} {self.t(x)})"),
+                           Term(f"(unary {str_lit(f'{DROPMASK}{text}:{k}')} {self.t(x)})")))
+
+    def _h_native_dropout_backward_default(self, n):
+        grad, mask, scale = n.args[:3]
+        if not isinstance(scale, (int, float)) or isinstance(scale, bool):
+            return Refused(n.target, "scale", f"scale={scale!r}")
+        return Term(f"(scalar \"mul\" (binary \"mul\" {self.t(grad)} {self.t(mask)}) {_scalar(scale)})")
 
     def _h__softmax_default(self, n):
         x, dim = n.args[:2]
+        if self._dtype(x.name) != n.val.dtype:      # half_to_float, softmax(dtype=...): a cast we do not model
+            return Refused(n.target, "dtype", f"{self._dtype(x.name)} -> {n.val.dtype}")
         return Term(f"(softmax {self.t(x)} {self._dim(dim, self.ndim(x.name))})")
 
     _h_softmax_int = _h__softmax_default
@@ -734,6 +779,60 @@ class Lowerer:
         if kind == "broadcast":
             return Collective(kind, a[0].name, str(a[2]), params=(a[1],))
         return NoSemantics(n.target)
+
+
+# Overloads of the elementwise binary ops that take (tensor, tensor|scalar) and, for add/sub,
+# alpha; div's *_mode overloads take rounding_mode (see _rounded).  Others (out=, in place)
+# are not lowered as binary ops.
+BINARY_OVERLOADS = {"Tensor", "Scalar", "default", "Tensor_Tensor", "Tensor_Scalar", "Tensor_mode", "Scalar_mode"}
+
+# Ops that draw random numbers: the k-th draw of a program is numbered k (see native_dropout).
+RANDOM_OPS = {"aten.native_dropout.default", "aten.bernoulli.default", "aten.bernoulli.p", "aten.rand.default",
+              "aten.randn.default", "aten.rand_like.default", "aten.randn_like.default", "aten.randint.default",
+              "aten.randint.low", "aten.randperm.default", "aten.normal.Tensor_float", "aten.uniform.default"}
+
+
+def _rounded(op: str, n: Node) -> str:
+    """div with rounding_mode 'floor' / 'trunc' is another op (div_floor / div_trunc)."""
+    if op != "div":
+        return op
+    mode = n.kwargs.get("rounding_mode", n.args[2] if len(n.args) > 2 else None)
+    return {None: "div", "floor": "div_floor", "trunc": "div_trunc"}[mode]
+
+
+# Arguments the lowering does not read, per op: each must have a value that does not change the
+# result (its default, or one listed).  Everything else an accepted op takes is read by its
+# lowering (or is part of an opaque term's key); tests/test_opinfo_conformance.py checks both.
+UNREAD_ARGS: dict[str, dict[str, tuple]] = {
+    "aten.copy.default": {"non_blocking": (False, True)},
+    "aten.copy_.default": {"non_blocking": (False, True)},
+    "aten.expand.default": {"implicit": (False, True)},
+    "aten.clone.default": {"memory_format": "any"},
+    "aten.contiguous.default": {"memory_format": "any"},
+    "aten.embedding.default": {"padding_idx": "any", "scale_grad_by_freq": "any", "sparse": "any"},
+    "aten.layer_norm.default": {"cudnn_enable": "any"},
+}
+
+
+def _audit_arguments(n: Node):
+    """Refused when an argument the lowering ignores has a value that changes the result."""
+    if n.target.startswith("aten.") and n.target.rsplit(".", 1)[-1].startswith("out"):
+        return Refused(n.target, "out", "out= forms are not in the term language")
+    for arg, allowed in UNREAD_ARGS.get(n.target, {}).items():
+        if arg not in n.kwargs:
+            continue
+        v = n.kwargs[arg]
+        if allowed != "any" and v not in allowed:
+            return Refused(n.target, arg, f"{arg}={v!r}")
+    return None
+
+
+def _refs_in_order(v):
+    if isinstance(v, Ref):
+        yield v
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            yield from _refs_in_order(x)
 
 
 def dim_term(s) -> str:

@@ -284,7 +284,7 @@ class Spec:
     mesh: Mesh = field(default_factory=Mesh)
     path: str | None = None
     constants: dict = field(default_factory=dict)   # const port name -> int | float | bool
-    assume: tuple = ()                              # enabled assumption names (sorted)
+    assume: tuple = ("same_rng",)                   # enabled assumption names (sorted; see lemma.py)
 
     def to_toml(self) -> str:
         lines = []
@@ -306,9 +306,11 @@ class Spec:
             lines.append("[constants]")
             lines += [f'"{k}" = {_toml_number(v)}' for k, v in self.constants.items()]
             lines.append("")
-        if self.assume:
+        from .lemma import DEFAULT_ASSUMPTIONS
+        off = [a for a in DEFAULT_ASSUMPTIONS if a not in self.assume]
+        if self.assume or off:
             lines.append("[assume]")
-            lines += [f"{a} = true" for a in self.assume]
+            lines += [f"{a} = true" for a in self.assume] + [f"{a} = false" for a in off]
             lines.append("")
         return "\n".join(lines)
 
@@ -374,17 +376,17 @@ def _parse_constants(table, where) -> dict:
 
 
 def _parse_assume(table, where) -> tuple:
-    from .lemma import ASSUMPTIONS
+    from .lemma import ASSUMPTIONS, DEFAULT_ASSUMPTIONS
     if not isinstance(table, dict):
         raise SpecError(f"{where}: [assume] must be a table of name = true/false")
-    on = []
+    on = [a for a in DEFAULT_ASSUMPTIONS if table.get(a, True) is True]
     for name, v in table.items():
         if name not in ASSUMPTIONS:
             raise SpecError(f"{where}: [assume] {name!r} is not an assumption the checker knows "
                             f"({', '.join(sorted(ASSUMPTIONS))})")
         if not isinstance(v, bool):
             raise SpecError(f"{where}: [assume] {name} must be true or false")
-        if v:
+        if v and name not in on:
             on.append(name)
     return tuple(sorted(on))
 

@@ -100,7 +100,29 @@ class Constructor:
 
 
 def _unary(op: str, x):
-    return UNARY_OPS[op](x)
+    return unary_fn(op)(x)
+
+
+def unary_fn(op: str) -> Callable:
+    """The torch meaning of a unary op name.  A random draw under the same_rng assumption is the
+    unary op ``dropout:<p>:<k>`` (mask ``dropmask:<p>:<k>``): the k-th draw of a program, the
+    same elementwise function in both programs (so its mask moves with the data).  Its meaning
+    here is one such function: a pseudo-random hash of the value and k."""
+    for prefix in (DROPOUT, DROPMASK):
+        if op.startswith(prefix):
+            p, k = op[len(prefix):].rsplit(":", 1)
+            return lambda x, p=float(p), k=int(k), mask=prefix == DROPMASK: _dropout(x, p, k, mask)
+    return UNARY_OPS[op]
+
+
+DROPOUT, DROPMASK = "dropout:", "dropmask:"
+
+
+def _dropout(x, p: float, k: int, mask: bool):
+    keep = torch.frac(torch.sin(x.double() * 12.9898 + k * 78.233).abs() * 43758.5453) >= p
+    if mask:
+        return keep
+    return x * keep / (1 - p) if p < 1 else torch.zeros_like(x)
 
 
 def _scalar(op: str, x, c: str):
@@ -198,6 +220,8 @@ SCALAR_OPS: dict[str, Callable] = {
     "rsub": lambda x, c: c - x,
     "mul": lambda x, c: x * c,
     "div": lambda x, c: x / c,
+    "div_floor": lambda x, c: torch.div(x, c, rounding_mode="floor"),
+    "div_trunc": lambda x, c: torch.div(x, c, rounding_mode="trunc"),
     "pow": lambda x, c: x ** c,
     "eq": lambda x, c: x == c,
     "ne": lambda x, c: x != c,
@@ -212,12 +236,17 @@ BINARY_OPS: dict[str, Callable] = {
     "sub": torch.sub,
     "mul": torch.mul,
     "div": torch.div,
+    "div_floor": lambda a, b: torch.div(a, b, rounding_mode="floor"),
+    "div_trunc": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
     "maximum": torch.maximum,
     "minimum": torch.minimum,
     "pow": torch.pow,
     "eq": torch.eq,
     "lt": torch.lt,
     "gt": torch.gt,
+    "le": torch.le,
+    "ge": torch.ge,
+    "ne": torch.ne,
     "bitwise_or": torch.bitwise_or,
     "bitwise_and": torch.bitwise_and,
     "logical_or": torch.logical_or,

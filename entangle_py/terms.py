@@ -171,8 +171,17 @@ def _same_parts(parts):
         raise ValueError("ranks hold tensors of different shapes or dtypes")
 
 
+def _no_bool(*xs):
+    # torch has no bool matrix product, except (by accident) when the inner dim is empty
+    if any(x.dtype == torch.bool for x in xs):
+        raise ValueError("matrix product of bool tensors")
+    return xs
+
+
 def _stack_sum(parts):
     _same_parts(parts)
+    if parts[0].dtype == torch.bool:
+        raise ValueError("a sum over ranks of bool tensors (torch adds bools as a logical or)")
     out = parts[0]
     for p in parts[1:]:
         out = out + p
@@ -286,8 +295,8 @@ CONSTRUCTORS: list[Constructor] = [
     _c("unary", "String T", "T", BIG, False, _unary),
     _c("scalar", "String T String", "T", BIG, False, _scalar),
     _c("binary", "String T T", "T", BIG, False, _binary),
-    _c("mm", "T T", "T", BIG, False, torch.mm),
-    _c("bmm", "T T", "T", BIG, False, torch.bmm),
+    _c("mm", "T T", "T", BIG, False, lambda a, b: torch.mm(*_no_bool(a, b))),
+    _c("bmm", "T T", "T", BIG, False, lambda a, b: torch.bmm(*_no_bool(a, b))),
     _c("reduce", "String T IList i64", "T", BIG, False, _reduce),
     _c("softmax", "T i64", "T", BIG, False, lambda x, d: torch.softmax(x, d)),
     _c("opaque", "String TList", "T", BIG, False, None),   # an op with no lemmas: congruence only
@@ -338,7 +347,7 @@ CONSTRUCTORS += HELPERS
 # -- batched matmul and view/permute/slice helpers (attention with heads split across ranks) ----
 # matmul is torch.matmul on operands with the same batch dims (>= 3-D; 2-D is mm).
 ATTN_CONSTRUCTORS: list[Constructor] = [
-    _c("matmul", "T T", "T", BIG, False, torch.matmul),
+    _c("matmul", "T T", "T", BIG, False, lambda a, b: torch.matmul(*_no_bool(a, b))),
     _c("zip_matmul", "TList TList i64", "TList", BIG, False,
        lambda l1, l2, d: [torch.matmul(a, b) for a, b in _zip_aligned(l1, l2, d, d)]),
     # each part viewed to s with s[j] := the part's size on its dim d

@@ -175,9 +175,35 @@ def _reduce(op: str, x, dims, keepdim):
     raise KeyError(op)
 
 
-def _stack_sum(parts):
+def _concat(parts, d):
+    # torch.cat silently skips 1-D empty parts and promotes mixed dtypes; a concat (a gather of
+    # rank parts, a cat) has parts of one rank and one dtype
+    if not parts or any(p.dim() != parts[0].dim() or p.dtype != parts[0].dtype for p in parts):
+        raise ValueError("concat of parts of different ranks or dtypes")
+    if not 0 <= d < parts[0].dim():
+        raise ValueError(f"concat along dim {d} of {parts[0].dim()}-D parts")
+    return torch.cat(parts, d)
+
+
+def _same_parts(parts):
+    # a sum (max) over ranks: every rank holds a tensor of one shape and dtype (torch would broadcast)
     if not parts:
-        raise ValueError("sum over no ranks")
+        raise ValueError("reduction over no ranks")
+    if any(p.shape != parts[0].shape or p.dtype != parts[0].dtype for p in parts):
+        raise ValueError("ranks hold tensors of different shapes or dtypes")
+
+
+def _no_bool(*xs):
+    # torch has no bool matrix product, except (by accident) when the inner dim is empty
+    if any(x.dtype == torch.bool for x in xs):
+        raise ValueError("matrix product of bool tensors")
+    return xs
+
+
+def _stack_sum(parts):
+    _same_parts(parts)
+    if parts[0].dtype == torch.bool:
+        raise ValueError("a sum over ranks of bool tensors (torch adds bools as a logical or)")
     out = parts[0]
     for p in parts[1:]:
         out = out + p
@@ -185,6 +211,7 @@ def _stack_sum(parts):
 
 
 def _stack_max(parts):
+    _same_parts(parts)
     out = parts[0]
     for p in parts[1:]:
         out = torch.maximum(out, p)
@@ -285,7 +312,7 @@ CONSTRUCTORS: list[Constructor] = [
     _c("Gd", "String", "T", 1, True, None),           # a tensor of the distributed program
     _c("Gs", "String", "T", BIG * 10, False, None),   # a tensor of the sequential program
     # clean: data movement and reductions over ranks
-    _c("concat", "TList i64", "T", CLEAN_COST, True, lambda parts, d: torch.cat(parts, d)),
+    _c("concat", "TList i64", "T", CLEAN_COST, True, _concat),
     _c("rsum", "TList", "T", CLEAN_COST, True, _stack_sum),
     _c("rmax", "TList", "T", CLEAN_COST, True, _stack_max),
     _c("slice", "T i64 Dim Dim", "T", CLEAN_COST, True, _slice),
@@ -297,8 +324,8 @@ CONSTRUCTORS: list[Constructor] = [
     _c("unary", "String T", "T", BIG, False, _unary),
     _c("scalar", "String T String", "T", BIG, False, _scalar),
     _c("binary", "String T T", "T", BIG, False, _binary),
-    _c("mm", "T T", "T", BIG, False, torch.mm),
-    _c("bmm", "T T", "T", BIG, False, torch.bmm),
+    _c("mm", "T T", "T", BIG, False, lambda a, b: torch.mm(*_no_bool(a, b))),
+    _c("bmm", "T T", "T", BIG, False, lambda a, b: torch.bmm(*_no_bool(a, b))),
     _c("reduce", "String T IList i64", "T", BIG, False, _reduce),
     _c("softmax", "T i64", "T", BIG, False, lambda x, d: torch.softmax(x, d)),
     _c("opaque", "String TList", "T", BIG, False, None),   # an op with no lemmas: congruence only
@@ -349,18 +376,18 @@ CONSTRUCTORS += HELPERS
 # -- batched matmul and view/permute/slice helpers (attention with heads split across ranks) ----
 # matmul is torch.matmul on operands with the same batch dims (>= 3-D; 2-D is mm).
 ATTN_CONSTRUCTORS: list[Constructor] = [
-    _c("matmul", "T T", "T", BIG, False, torch.matmul),
+    _c("matmul", "T T", "T", BIG, False, lambda a, b: torch.matmul(*_no_bool(a, b))),
     _c("zip_matmul", "TList TList i64", "TList", BIG, False,
        lambda l1, l2, d: [torch.matmul(a, b) for a, b in _zip_aligned(l1, l2, d, d)]),
     # each part viewed to s with s[j] := the part's size on its dim d
     _c("map_view_at", "TList DList i64 i64", "TList", BIG, False,
-       lambda l, s, d, j: [x.reshape(tuple(s[:j]) + (x.shape[d],) + tuple(s[j + 1:])) for x in l]),
+       lambda l, s, d, j: [x.reshape(tuple(_dset(s, j, x.shape[d]))) for x in l]),
     # each part viewed to s with s[d] := part size on d divided by s[d+1] (dim d split in two)
     _c("map_view_split", "TList DList i64", "TList", BIG, False,
-       lambda l, s, d: [x.reshape(tuple(s[:d]) + (_exact_div(x.shape[d], s[d + 1]),) + tuple(s[d + 1:])) for x in l]),
+       lambda l, s, d: [x.reshape(tuple(_dset(s, d, _exact_div(x.shape[d], _dat(s, d + 1))))) for x in l]),
     # each part viewed to s with s[d] := part size on d times its size on d+1 (dims d, d+1 merged)
     _c("map_view_merge", "TList DList i64", "TList", BIG, False,
-       lambda l, s, d: [x.reshape(tuple(s[:d]) + (x.shape[d] * x.shape[d + 1],) + tuple(s[d + 1:])) for x in l]),
+       lambda l, s, d: [x.reshape(tuple(_dset(s, d, x.shape[d] * x.shape[d + 1]))) for x in l]),
     _c("map_slice", "TList i64 Dim Dim", "TList", BIG, False, lambda l, d, a, b: [_slice(x, d, a, b) for x in l]),
     _c("map_permute", "TList IList", "TList", BIG, False, lambda l, p: [x.permute(*p) for x in l]),
     _c("dset", "DList i64 Dim", "DList", BIG, False, lambda s, i, v: _dset(s, i, v)),
@@ -584,6 +611,8 @@ def evaluate(expr, env: dict):
     vals = [evaluate(a, env) for a in args]
     try:
         if name == "dim":
+            if not 0 <= vals[1] < vals[0].dim():
+                raise EvalError(f"dim {vals[1]} of a {vals[0].dim()}-D tensor")
             return int(vals[0].shape[vals[1]])
         if name == "ndim":
             return vals[0].dim()

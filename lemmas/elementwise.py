@@ -156,6 +156,16 @@ def _rsum_scalar(rng):
             "c": rng.choice(["0.5", "3", "-0.125"])}
 
 
+_FINITE = ('(!= c "inf")', '(!= c "-inf")', '(!= c "nan")')
+
+
+def _rsum_scalar_bad(*consts):
+    def gen(rng):
+        for c in consts:
+            yield {**next(iter(_rsum_scalar(rng))), "c": c}
+    return gen
+
+
 LEMMAS = [
     Lemma("unary-concat", "(unary op (concat l d))", "(concat (map_unary op l) d)", instances=_unary_concat),
     Lemma("map-unary-nil", "(map_unary op (Nil))", "(Nil)", instances=lambda rng: [{"op": "exp"}]),
@@ -166,7 +176,8 @@ LEMMAS = [
           instances=_map_scalar),
     # binary op of two concats along the same axis (aligned from the right, as broadcasting does)
     Lemma("binary-concat-concat", "(binary op (concat l1 d1) (concat l2 d2))", "(concat (zip_binary op l1 l2 d1 d2) d1)",
-          when=("(= (- (ndim (concat l1 d1)) d1) (- (ndim (concat l2 d2)) d2))",),
+          when=("(= (- (ndim (concat l1 d1)) d1) (- (ndim (concat l2 d2)) d2))",
+                "(>= (ndim (concat l1 d1)) (ndim (concat l2 d2)))"),
           instances=_binary_concat, rejects=_binary_concat_misaligned),
     Lemma("zip-binary-nil", "(zip_binary op (Nil) (Nil) d1 d2)", "(Nil)",
           instances=lambda rng: [{"op": "add", "d1": 0, "d2": 0}]),
@@ -178,15 +189,19 @@ LEMMAS = [
           when=("(= n (ndim (concat l d)))", "(= m (ndim y))", "(< m (- n d))"),
           instances=_bcast_absent, rejects=_bcast_full),
     Lemma("binary-concat-bcast-one", "(binary op (concat l d) y)", "(concat (map_binary_l op l y) d)",
-          when=("(= n (ndim (concat l d)))", "(= m (ndim y))", "(>= m (- n d))",
+          when=("(= n (ndim (concat l d)))", "(= m (ndim y))", "(>= m (- n d))", "(<= m n)",
                 "(= (dim y (- m (- n d))) (DLit 1))"),
           instances=_bcast_one, rejects=_bcast_full),
     Lemma("map-binary-l-nil", "(map_binary_l op (Nil) y)", "(Nil)", instances=lambda rng: [{"op": "add", "y": tensor(rng, 2)}]),
     Lemma("map-binary-l-cons", "(map_binary_l op (Cons x r) y)", "(Cons (binary op x y) (map_binary_l op r y))",
           instances=_map_binary),
     # linear scalar ops commute with a sum over ranks
-    Lemma("scalar-mul-rsum", "(scalar \"mul\" (rsum l) c)", "(rsum (map_scalar \"mul\" l c))", instances=_rsum_scalar),
-    Lemma("scalar-div-rsum", "(scalar \"div\" (rsum l) c)", "(rsum (map_scalar \"div\" l c))", instances=_rsum_scalar),
+    # (constants are written by repr(float): inf * (a + b) is not inf * a + inf * b, nor (a + b) / 0)
+    Lemma("scalar-mul-rsum", "(scalar \"mul\" (rsum l) c)", "(rsum (map_scalar \"mul\" l c))",
+          when=_FINITE, instances=_rsum_scalar, rejects=_rsum_scalar_bad("inf", "-inf", "nan")),
+    Lemma("scalar-div-rsum", "(scalar \"div\" (rsum l) c)", "(rsum (map_scalar \"div\" l c))",
+          when=_FINITE + ('(!= c "0.0")', '(!= c "-0.0")'), instances=_rsum_scalar,
+          rejects=_rsum_scalar_bad("inf", "0.0", "-0.0")),
 ]
 
 

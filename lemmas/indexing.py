@@ -172,11 +172,12 @@ LEMMAS = [
     Lemma("take-valid-masked", "(take W ids)", "(mtake W ids 0)", assumes=("valid_indices",),
           instances=_take_valid, rejects=_take_negative),
     # Megatron's vocab-parallel lookup: ids outside [lo, hi) read row 0, then their rows are zeroed.
-    # Exact for every id.  The zeroing mask is the range mask viewed with a trailing 1; with a 2-D
-    # table and the broadcast against [ids.shape, hidden] defined, that view is mask[..., None].
+    # Exact for every id.  The zeroing mask is the range mask viewed with a trailing 1 and its own
+    # leading dims (mask[..., None]; ids [1, 4] viewed to [4, 1, 1] would broadcast to [4, 4, h]).
     Lemma("mtake-intro", _MTAKE_LHS, "(mtake W ids lo)",
           when=("(= (ndim W) 2)", "(= (dim W 0) (DLit n))", "(= hi (+ lo n))",
-                "(= (dlen s) (+ (ndim ids) 1))", "(= (dlast s) (DLit 1))"),
+                "(= (dlen s) (+ (ndim ids) 1))", "(= (dlast s) (DLit 1))",
+                f"(vpfx {_mask_text('ids', 'lo', 'hi')} s (ndim ids))"),
           instances=_mtake_intro, rejects=_mtake_intro_bad),
     Lemma("mtake-concat", "(mtake (concat l d) ids lo)", "(rsum (map_mtake l ids lo))",
           when=("(= d 0)",), instances=_mtake_concat, rejects=_mtake_concat_bad),

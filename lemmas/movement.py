@@ -47,7 +47,7 @@ def _slice_rest(rng):
     total = sum(p.shape[d] for p in l)
     s = rng.randint(n, total - 1)
     e = rng.randint(s, total)
-    return {"x": l[0], "r": l[1:], "d": d, "s": s, "e": e, "n": n}
+    return {"x": l[0], "y": l[1], "r": l[2:], "d": d, "s": s, "e": e, "n": n}
 
 
 @repeat(4)
@@ -56,7 +56,7 @@ def _slice_straddling(rng):
     d = 0
     l = concat_parts(rng, 1, d, parts=3)
     n = l[0].shape[0]
-    return {"x": l[0], "r": l[1:], "d": d, "s": n - 1 if n > 0 else 0, "e": n + 1, "n": n}
+    return {"x": l[0], "y": l[1], "r": l[2:], "d": d, "s": n - 1 if n > 0 else 0, "e": n + 1, "n": n}
 
 
 @repeat(6)
@@ -106,8 +106,8 @@ LEMMAS = [
     # (sizes may be symbolic: `dle` is decided by egglog for literals and by Z3 otherwise)
     Lemma("slice-concat-first", "(slice (concat (Cons x r) d) d s e)", "(slice x d s e)",
           when=("(= n (dim x d))", "(dle e n)"), instances=_slice_first, rejects=_slice_straddling),
-    Lemma("slice-concat-rest", "(slice (concat (Cons x r) d) d s e)",
-          "(slice (concat r d) d (dsub s n) (dsub e n))",
+    Lemma("slice-concat-rest", "(slice (concat (Cons x (Cons y r)) d) d s e)",
+          "(slice (concat (Cons y r) d) d (dsub s n) (dsub e n))",
           when=("(= n (dim x d))", "(dle n s)"), instances=_slice_rest, rejects=_slice_straddling),
     Lemma("slice-full", "(slice x d (DLit 0) n)", "x",
           when=("(= n (dim x d))",), instances=_full_slice, rejects=_partial_slice),
@@ -361,7 +361,7 @@ def _view_split_instance(rng):
     full = list(base)
     full[d] = _total(l, d)
     s = full[:d] + [full[d] // b, b] + full[d + 1:]
-    return {"l": l, "d": d, "s": s, "n": nd}
+    return {"l": l, "d": d, "s": s, "n": nd, "t": full[d], "p": full[d] // b, "q": b}
 
 
 @repeat(6)
@@ -378,7 +378,7 @@ def _view_merge(rng):
     full = list(base)
     full[d] = _total(l, d)
     s = full[:d] + [full[d] * full[d + 1]] + full[d + 2:]
-    return {"l": l, "d": d, "s": s, "n": nd}
+    return {"l": l, "d": d, "s": s, "n": nd, "t": full[d], "q": full[d + 1], "p": full[d] * full[d + 1]}
 
 
 @repeat(4)
@@ -559,10 +559,14 @@ _permute_concat, _permute_concat_bad = map(_xr, (_permute_concat_raw, _permute_c
 _KEEP_PREFIX = ("(vpfx (concat (Cons x r) d) s (+ d 1))",)
 _KEEP_SUFFIX = ("(= n (ndim (concat (Cons x r) d)))", "(= m (dlen s))", "(vsfx (concat (Cons x r) d) s (- n d))",
                 "(= e (- (+ d m) n))")
+# the split (merged) entries of s must multiply to the axis (axis times the next dim): with a
+# size-0 dim elsewhere the view is defined whatever they are
 _SPLIT = ("(= n (ndim (concat (Cons x r) d)))", "(= (dlen s) (+ n 1))", "(vpfx (concat (Cons x r) d) s d)",
-          "(vsfx (concat (Cons x r) d) s (- n (+ d 1)))")
+          "(vsfx (concat (Cons x r) d) s (- n (+ d 1)))", "(= (dim (concat (Cons x r) d) d) (DLit t))",
+          "(= (dat s d) (DLit p))", "(= (dat s (+ d 1)) (DLit q))", "(= t (* p q))")
 _MERGE = ("(= n (ndim (concat (Cons x r) d)))", "(= (+ (dlen s) 1) n)", "(vpfx (concat (Cons x r) d) s d)",
-          "(vsfx (concat (Cons x r) d) s (- n (+ d 2)))")
+          "(vsfx (concat (Cons x r) d) s (- n (+ d 2)))", "(= (dim (concat (Cons x r) d) d) (DLit t))",
+          "(= (dim (concat (Cons x r) d) (+ d 1)) (DLit q))", "(= (dat s d) (DLit p))", "(= p (* t q))")
 
 LEMMAS += [
     # reshapes compose; a reshape to the tensor's own shape is the tensor
@@ -614,11 +618,12 @@ LEMMAS += [
           instances=_map_permute),
     # transpose after a view, when both swapped dims are dims the view kept (front or back)
     Lemma("transpose-view-front", "(transpose (view x s) a b)", "(view (transpose x a b) (dset (dset s a vb) b va))",
-          when=("(vpfx x s (+ b 1))", "(= va (dat s a))", "(= vb (dat s b))"),
+          when=("(vpfx x s (+ a 1))", "(vpfx x s (+ b 1))", "(= va (dat s a))", "(= vb (dat s b))"),
           instances=_transpose_view_prefix, rejects=_transpose_view_mixing),
     Lemma("transpose-view-back", "(transpose (view x s) a b)",
           "(view (transpose x (+ a (- n m)) (+ b (- n m))) (dset (dset s a vb) b va))",
-          when=("(= n (ndim x))", "(= m (dlen s))", "(vsfx x s (- m a))", "(= va (dat s a))", "(= vb (dat s b))"),
+          when=("(= n (ndim x))", "(= m (dlen s))", "(vsfx x s (- m a))", "(vsfx x s (- m b))", "(= va (dat s a))",
+                "(= vb (dat s b))"),
           instances=_transpose_view_suffix, rejects=_transpose_view_mixing),
     # transpose of a dim with its neighbour that the view merged from two dims of x
     Lemma("transpose-view-merged-right", "(transpose (view x s) a b)",

@@ -1,0 +1,594 @@
+"""Bindings for a lemma's pattern variables, drawn from their sorts (not from the lemma's intent).
+
+``variable_sorts(lemma)`` infers the sort of every variable from where it occurs (constructor
+signatures in ``terms``, the argument sorts of primitives and shape functions, and equalities).
+``draw(lemma, rng)`` yields bindings over a broad space: tensors of 0-4 dims with sizes 0-4
+(float64 mostly, int64 and bool sometimes), lists of 0-8 parts (often concat-compatible along a
+random dim with uneven sizes, or broadcast-shaped), ints from -2..5 (negative dims included), sizes
+0..6, shape lists (often the shape of a drawn tensor, a merge or split of it), int lists (often a
+permutation or sorted dims).  Draws are *structure-aware* (tensors of one binding share a base
+shape, concat dim and part sizes, so that conditions can accept them) but never consult the
+lemma's condition: the condition filters.
+
+``check(lemma, env)`` applies a binding the way egglog would: variables that only occur in the
+condition are bound by it (``(= v e)`` / ``(= e (DLit v))``), every other condition must hold (an
+undefined condition rejects), trigger terms must be defined, and an undefined left side discards
+the binding.  On an accepted binding the right side must be defined and equal the left side in
+value, shape and dtype.
+"""
+from __future__ import annotations
+
+import math
+import random
+import zlib
+
+import torch
+
+from entangle_py import terms
+from entangle_py.terms import EvalError, Var, evaluate, parse_sexpr
+
+# ----------------------------------------------------------------------------- sorts
+
+# argument sorts and result sort of functions / primitives used in conditions
+_FUNCS = {
+    "dim": (("T", "i64"), "Dim"), "ndim": (("T",), "i64"), "dlen": (("DList",), "i64"),
+    "dat": (("DList", "i64"), "Dim"), "dlast": (("DList",), "Dim"),
+    "ihas": (("IList", "i64"), "i64"), "ibelow": (("IList", "i64"), "i64"), "ilen": (("IList",), "i64"),
+    "vpfx": (("T", "DList", "i64"), "bool"), "vsfx": (("T", "DList", "i64"), "bool"),
+    "bsame": (("T", "T", "i64"), "bool"), "ipos": (("IList", "i64"), "i64"),
+    "dle": (("Dim", "Dim"), "bool"),
+}
+for _op in ("+", "-", "*", "/", "%"):
+    _FUNCS[_op] = (("i64", "i64"), "i64")
+for _op in ("<", "<=", ">", ">="):
+    _FUNCS[_op] = (("i64", "i64"), "bool")
+
+# domains of String arguments: (constructor, argument index) -> kind
+_STRING_KIND = {
+    ("unary", 0): "unary", ("map_unary", 0): "unary",
+    ("scalar", 0): "scalar", ("map_scalar", 0): "scalar", ("scalar", 2): "const", ("map_scalar", 2): "const",
+    ("binary", 0): "binary", ("map_binary_l", 0): "binary", ("map_binary_r", 0): "binary",
+    ("zip_binary", 0): "binary",
+    ("reduce", 0): "reduce", ("map_reduce", 0): "reduce",
+    ("layernorm", 4): "eps", ("map_layernorm", 4): "eps",
+    ("iscalar", 0): "iscalar", ("cst", 0): "const",
+}
+CONSTS = ("0.5", "-2.0", "3.0", "1e-05", "0.0", "-1.0", "2", "inf", "-inf")
+EPS = ("1e-05", "1e-06", "0.001")
+
+
+def string_domain(kind: str) -> list[str]:
+    if kind == "unary":
+        return sorted(terms.UNARY_OPS)
+    if kind == "scalar":
+        return sorted(terms.SCALAR_OPS)
+    if kind == "binary":
+        return sorted(terms.BINARY_OPS) + [terms.MASKED_FILL + "-10000.0", terms.MASKED_FILL + "0.0",
+                                           terms.THRESHOLD_BACKWARD + "0.0", terms.THRESHOLD_BACKWARD + "0.5"]
+    if kind == "reduce":
+        return ["sum", "mean", "amax"]
+    if kind == "iscalar":
+        return list(terms.INT_SCALAR_OPS)
+    if kind == "eps":
+        return list(EPS)
+    return list(CONSTS)
+
+
+def _texts(lemma) -> list[str]:
+    return [lemma.lhs, lemma.rhs, *lemma.when, *lemma.trigger]
+
+
+def variable_sorts(lemma) -> tuple[dict[str, str], dict[str, str]]:
+    """(sort of each variable, String kind of each String variable)."""
+    sorts: dict[str, str] = {}
+    kinds: dict[str, str] = {}
+
+    def walk(e, want, where=None):
+        if isinstance(e, Var):
+            if e.name in ("true", "false"):
+                return "bool"
+            if want is not None:
+                old = sorts.setdefault(e.name, want)
+                if old != want and {old, want} != {"i64", "Dim"}:
+                    raise TypeError(f"{lemma.name}: variable {e.name} is both {old} and {want}")
+            if where in _STRING_KIND:
+                kinds[e.name] = _STRING_KIND[where]
+            return sorts.get(e.name)
+        if isinstance(e, str):
+            return "String"
+        if isinstance(e, bool):
+            return "bool"
+        if isinstance(e, int):
+            return "i64"
+        if isinstance(e, float):
+            return "f64"
+        head = e[0].name
+        args = e[1:]
+        if head in ("=", "!="):
+            s = [walk(a, None) for a in args]
+            known = next((x for x in s if x is not None), None)
+            for a in args:
+                walk(a, known)
+            return "bool"
+        if head in _FUNCS:
+            argsorts, res = _FUNCS[head]
+            for a, s in zip(args, argsorts):
+                walk(a, s)
+            return res
+        c = terms.BY_NAME[head]
+        for i, (a, s) in enumerate(zip(args, c.signature.split())):
+            walk(a, s, (head, i))
+        return c.sort
+
+    parsed = [parse_sexpr(t) for t in _texts(lemma)]
+    for _ in range(3):          # equalities propagate sorts in any order
+        for p in parsed:
+            walk(p, None)
+    return sorts, kinds
+
+
+def pattern_vars(text) -> set[str]:
+    out = set()
+
+    def go(e):
+        if isinstance(e, Var) and e.name not in ("true", "false"):
+            out.add(e.name)
+        elif isinstance(e, tuple):
+            for a in e[1:]:
+                go(a)
+    go(parse_sexpr(text) if isinstance(text, str) else text)
+    return out
+
+
+# ----------------------------------------------------------------------------- drawing
+
+def _prod(xs):
+    return math.prod(xs) if xs else 1
+
+
+class _Ctx:
+    """What one binding's draws share: a base shape, a concat dim, uneven part sizes."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+        nd = rng.choice([0, 1, 1, 2, 2, 2, 3, 3, 4])
+        self.base = [rng.choice([0, 1, 1, 2, 2, 3, 3, 4]) if rng.random() < 0.9 else rng.randint(1, 4)
+                     for _ in range(nd)]
+        self.cd = rng.randrange(nd) if nd else 0
+        k = rng.choice([0, 1, 1, 2, 2, 3, 3, 4, 5, 8])
+        self.parts = [rng.choice([0, 1, 2, 2, 3, 4]) for _ in range(k)]
+        self.dtype = rng.choices([torch.float64, torch.int64, torch.bool], [0.85, 0.1, 0.05])[0]
+        self.ints: list[int] = list(range(-2, 6))
+        self.sizes: list[int] = list(range(0, 7))
+        self.shapes: list[list[int]] = []
+        self.lists: list[list] = []
+
+    def note(self, shape):
+        shape = list(shape)
+        self.shapes.append(shape)
+        self.sizes += shape
+        self.ints += shape + [len(shape)]
+
+
+def _value(rng, shape, dtype):
+    g = torch.Generator().manual_seed(rng.randrange(2**31))
+    if dtype == torch.bool:
+        return torch.rand(tuple(shape), generator=g) < 0.5
+    if dtype == torch.int64:
+        return torch.randint(-3, 7, tuple(shape), generator=g)
+    return torch.randn(tuple(shape), generator=g, dtype=torch.float64)
+
+
+def _broadcast_shape(rng, shape):
+    """A shape that broadcasts against ``shape``: a suffix, with some dims set to 1."""
+    k = rng.randint(0, len(shape))
+    s = list(shape[len(shape) - k:])
+    for i in range(len(s)):
+        if rng.random() < 0.3:
+            s[i] = 1
+    if rng.random() < 0.15:                     # more dims than shape: leading 1s or sizes
+        s = [rng.choice([1, 1, 2])] + s
+    return s
+
+
+def _partner(rng, s):
+    """A right operand of a matrix product with a left operand of shape s."""
+    if len(s) < 2:
+        return [rng.randint(0, 4) for _ in range(rng.randint(1, 3))]
+    return list(s[:-2]) + [s[-1], rng.randint(0, 4)]
+
+
+def _tensor_shape(ctx: _Ctx):
+    rng = ctx.rng
+    base = ctx.base
+    if ctx.shapes and rng.random() < 0.3:       # related to the previous tensor drawn
+        prev = ctx.shapes[-1]
+        r = rng.random()
+        if r < 0.4:
+            return list(prev)
+        if r < 0.7:
+            return _partner(rng, prev)
+        return list(prev[:rng.randint(0, len(prev))])          # a prefix (index shapes)
+    mode = rng.random()
+    if mode < 0.3:
+        return list(base)
+    if mode < 0.5 and base:                     # a part: the base with the concat dim resized
+        s = list(base)
+        s[ctx.cd] = rng.choice(ctx.parts) if ctx.parts else rng.randint(0, 4)
+        return s
+    if mode < 0.6 and base:                     # the whole of a concat of the parts
+        s = list(base)
+        s[ctx.cd] = sum(ctx.parts)
+        return s
+    if mode < 0.8:
+        return _broadcast_shape(rng, base)
+    if mode < 0.9 and ctx.shapes:
+        return list(rng.choice(ctx.shapes))
+    return [rng.randint(0, 4) for _ in range(rng.randint(0, 4))]
+
+
+def _dtype(ctx):
+    return ctx.dtype if ctx.rng.random() < 0.7 else ctx.rng.choices(
+        [torch.float64, torch.int64, torch.bool], [0.8, 0.15, 0.05])[0]
+
+
+def draw_tensor(ctx: _Ctx):
+    s = _tensor_shape(ctx)
+    ctx.note(s)
+    return _value(ctx.rng, s, _dtype(ctx))
+
+
+def draw_tlist(ctx: _Ctx):
+    rng = ctx.rng
+    dtype = _dtype(ctx)
+    mode = rng.random()
+    base = ctx.base
+    if mode < 0.55 and base:                    # concat-compatible along cd, uneven
+        sizes = list(ctx.parts) if rng.random() < 0.7 else [rng.randint(0, 4) for _ in range(rng.randint(0, 8))]
+        shapes = []
+        for n in sizes:
+            s = list(base)
+            s[ctx.cd] = n
+            shapes.append(s)
+        if rng.random() < 0.3 and shapes:       # aligned from the right, with fewer dims
+            k = rng.randint(len(base) - ctx.cd, len(base))
+            shapes = [s[len(s) - k:] for s in shapes]
+        if rng.random() < 0.15 and shapes:      # one part off in another dim
+            i = rng.randrange(len(shapes))
+            j = rng.randrange(len(shapes[i]))
+            shapes[i][j] = rng.randint(0, 4)
+    elif mode < 0.65 and ctx.lists:             # partners of the previous list's parts (mm, matmul)
+        shapes = [_partner(rng, list(p.shape)) for p in ctx.lists[-1]]
+    elif mode < 0.8:                            # copies of one shape (ranks of a sum)
+        s = _tensor_shape(ctx)
+        shapes = [list(s) for _ in range(rng.choice([0, 1, 2, 2, 3, 4, 8]))]
+    else:                                       # broadcast-ish shapes
+        shapes = [_broadcast_shape(rng, base) for _ in range(rng.randint(0, 4))]
+    for s in shapes:
+        ctx.note(s)
+    out = [_value(rng, s, dtype) for s in shapes]
+    ctx.lists.append(out)
+    return out
+
+
+def draw_int(ctx: _Ctx):
+    rng = ctx.rng
+    r = rng.random()
+    if r < 0.5:
+        return rng.randint(-2, 5)
+    if r < 0.65:
+        return ctx.cd
+    if r < 0.8:
+        return rng.choice(ctx.ints) + rng.choice(ctx.ints)
+    return rng.choice(ctx.ints)
+
+
+def draw_size(ctx: _Ctx):
+    rng = ctx.rng
+    r = rng.random()
+    if r < 0.4:
+        return rng.randint(0, 6)
+    if r < 0.55 and ctx.parts:
+        i = rng.randint(0, len(ctx.parts))
+        return sum(ctx.parts[:i])
+    return rng.choice(ctx.sizes)
+
+
+def draw_dlist(ctx: _Ctx):
+    rng = ctx.rng
+    src = list(rng.choice(ctx.shapes)) if ctx.shapes and rng.random() < 0.8 else list(ctx.base)
+    r = rng.random()
+    if r < 0.2:
+        s = src
+    elif r < 0.4 and len(src) >= 2:             # merge two adjacent dims
+        i = rng.randrange(len(src) - 1)
+        s = src[:i] + [src[i] * src[i + 1]] + src[i + 2:]
+    elif r < 0.55 and src:                      # split a dim (by a divisor), or insert a 1
+        i = rng.randrange(len(src))
+        divs = [b for b in range(1, 5) if src[i] % b == 0] or [1]
+        b = rng.choice(divs)
+        s = src[:i] + [src[i] // b, b] + src[i + 1:]
+    elif r < 0.7:                               # flatten a prefix / suffix
+        i = rng.randint(0, len(src))
+        s = ([_prod(src[:i])] + src[i:]) if rng.random() < 0.5 else (src[:i] + [_prod(src[i:])])
+    elif r < 0.8:                               # one entry replaced
+        s = list(src)
+        if s:
+            s[rng.randrange(len(s))] = draw_size(ctx)
+    else:
+        s = [rng.randint(0, 6) for _ in range(rng.randint(0, 4))]
+    return s
+
+
+def draw_ilist(ctx: _Ctx):
+    rng = ctx.rng
+    n = len(ctx.base) if rng.random() < 0.7 else rng.randint(0, 4)
+    r = rng.random()
+    if r < 0.35:
+        p = list(range(n))
+        rng.shuffle(p)
+        return p
+    if r < 0.75:
+        return sorted(rng.sample(range(n), rng.randint(0, n))) if n else []
+    return [rng.randint(-1, 4) for _ in range(rng.randint(0, 3))]
+
+
+_DRAW = {"T": draw_tensor, "TList": draw_tlist, "i64": draw_int, "Dim": draw_size,
+         "DList": draw_dlist, "IList": draw_ilist}
+_ORDER = {"T": 0, "TList": 0, "DList": 1, "IList": 1, "Dim": 2, "i64": 2, "String": 3}
+
+
+class Drawer:
+    """Draws bindings for one lemma and checks them."""
+
+    def __init__(self, lemma):
+        self.lemma = lemma
+        self.sorts, self.kinds = variable_sorts(lemma)
+        self.lhs = parse_sexpr(lemma.lhs)
+        self.rhs = parse_sexpr(lemma.rhs)
+        self.when = [parse_sexpr(c) for c in lemma.when]
+        self.trigger = [parse_sexpr(t) for t in lemma.trigger]
+        matched = pattern_vars(self.lhs)
+        for t in self.trigger:
+            matched |= pattern_vars(t)
+        self.matched = matched
+        allv = set()
+        for t in _texts(lemma):
+            allv |= pattern_vars(t)
+        missing = allv - set(self.sorts)
+        if missing:
+            raise TypeError(f"{lemma.name}: no sort inferred for {sorted(missing)}")
+        # variables that occur in the right side but nowhere egglog could bind them
+        unbound = pattern_vars(self.rhs) - matched
+        for c in lemma.when:
+            unbound -= pattern_vars(c)
+        if unbound:
+            raise TypeError(f"{lemma.name}: right-side variables {sorted(unbound)} are never bound")
+        self.order = sorted(allv, key=lambda v: (_ORDER[self.sorts[v]], v))
+
+    def draw(self, rng: random.Random) -> dict:
+        ctx = _Ctx(rng)
+        env = {}
+        for v in self.order:
+            s = self.sorts[v]
+            if s == "String":
+                env[v] = rng.choice(string_domain(self.kinds.get(v, "const")))
+            else:
+                env[v] = _DRAW[s](ctx)
+        return env
+
+    def accepts(self, env: dict) -> bool:
+        """The condition (egglog-style: unmatched variables are bound by equalities) and trigger."""
+        for t in self.trigger:
+            try:
+                evaluate(t, env)
+            except EvalError:
+                return False
+        return _holds(self.when, self.matched, env)
+
+
+def same(a, b, rtol=1e-6, atol=1e-8) -> str | None:
+    """None if a and b agree in value (NaN-aware), shape and dtype; else why not."""
+    if isinstance(a, list) or isinstance(b, list):
+        if not (isinstance(a, list) and isinstance(b, list)):
+            return f"list vs {type(b).__name__}"
+        if len(a) != len(b):
+            return f"lists of length {len(a)} vs {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            why = same(x, y, rtol, atol)
+            if why:
+                return f"[{i}]: {why}"
+        return None
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.shape != b.shape:
+            return f"shape {list(a.shape)} vs {list(b.shape)}"
+        if a.dtype != b.dtype:
+            return f"dtype {a.dtype} vs {b.dtype}"
+        if a.dtype == torch.bool or not (a.is_floating_point() or a.is_complex()):
+            return None if torch.equal(a, b) else "values differ"
+        ok = torch.allclose(a.double(), b.double(), rtol=rtol, atol=atol, equal_nan=True)
+        return None if ok else f"values differ (max |diff| {(a.double() - b.double()).abs().nan_to_num(0).max():.3g})"
+    if a != b and not (isinstance(a, float) and isinstance(b, float) and math.isclose(a, b, rel_tol=rtol)):
+        return f"{a!r} vs {b!r}"
+    return None
+
+
+def describe(env: dict) -> str:
+    out = []
+    for k, v in sorted(env.items()):
+        if isinstance(v, torch.Tensor):
+            out.append(f"{k}: {str(v.dtype).replace('torch.', '')}{list(v.shape)}")
+        elif isinstance(v, list) and v and isinstance(v[0], torch.Tensor):
+            out.append(f"{k}: [" + ", ".join(f"{str(t.dtype).replace('torch.', '')}{list(t.shape)}" for t in v) + "]")
+        else:
+            out.append(f"{k}={v!r}")
+    return "{" + ", ".join(out) + "}"
+
+
+# ----------------------------------------------------------------------------- walks
+
+class Stuck(Exception):
+    """A helper walk that no walk lemma advances: egglog leaves it unfinished (never clean)."""
+
+
+def _match(pat, val, env) -> bool:
+    if isinstance(pat, Var):
+        if pat.name in env:
+            return same(env[pat.name], val) is None
+        env[pat.name] = val
+        return True
+    if not isinstance(pat, tuple):
+        return isinstance(val, type(pat)) and val == pat
+    head = pat[0].name
+    if head in ("Cons", "DCons", "ICons"):
+        return isinstance(val, list) and len(val) > 0 and _match(pat[1], val[0], env) and _match(pat[2], val[1:], env)
+    if head in ("Nil", "DNil", "INil"):
+        return isinstance(val, list) and not val
+    if head == "DLit":
+        return isinstance(val, int) and _match(pat[1], val, env)
+    return False
+
+
+def _holds(conds, bound, env) -> bool:
+    """Conditions in egglog's way: an equality with one unmatched variable binds it."""
+    bound = set(bound)
+    for c in conds:
+        free = pattern_vars(c) - bound
+        if free:
+            if not _bind(c, free, env):
+                return False
+            bound |= free
+            continue
+        try:
+            if not bool(evaluate(c, env)):
+                return False
+        except EvalError:
+            return False
+    return True
+
+
+def _bind(c, free, env) -> bool:
+    if not (isinstance(c, tuple) and c[0] == Var("=") and len(free) == 1):
+        raise TypeError(f"cannot bind {sorted(free)} from {terms.to_sexpr(c)}")
+    v = next(iter(free))
+    for pat, other in ((c[1], c[2]), (c[2], c[1])):
+        if pattern_vars(other) & free:
+            continue
+        if pat == Var(v) or (isinstance(pat, tuple) and pat[0] == Var("DLit") and pat[1] == Var(v)):
+            try:
+                val = evaluate(other, env)
+            except EvalError:
+                return False
+            if isinstance(val, bool) or not isinstance(val, int):
+                return False
+            env[v] = val
+            return True
+    raise TypeError(f"cannot bind {v} from {terms.to_sexpr(c)}")
+
+
+class Walks:
+    """Helper terms (map_*, zip_*, dset, ...) computed the way egglog computes them: by the walk
+    lemmas of the library, not by the helpers' Python meanings.  A walk no lemma advances is Stuck."""
+
+    def __init__(self, lemmas):
+        self.by_head: dict[str, list] = {}
+        for lem in lemmas:
+            if lem.ruleset == "walks":
+                lhs = parse_sexpr(lem.lhs)
+                self.by_head.setdefault(lhs[0].name, []).append(
+                    (lhs, [parse_sexpr(c) for c in lem.when], parse_sexpr(lem.rhs), pattern_vars(lhs)))
+
+    def evaluate(self, expr, env):
+        if not isinstance(expr, tuple):
+            return evaluate(expr, env)
+        head = expr[0].name
+        vals = [self.evaluate(a, env) for a in expr[1:]]
+        if head not in self.by_head:
+            return evaluate((expr[0], *[_Quote(v) for v in vals]), {})
+        for lhs, when, rhs, bound in self.by_head[head]:
+            m = {}
+            if len(lhs) == len(expr) and all(_match(p, v, m) for p, v in zip(lhs[1:], vals)) and _holds(when, bound, m):
+                return self.evaluate(rhs, m)
+        raise Stuck(f"{head}: no walk lemma applies")
+
+
+class _Quote(Var):
+    """An already computed value inside a term handed to ``terms.evaluate``."""
+
+    def __init__(self, value):
+        object.__setattr__(self, "name", "__quoted__")
+        object.__setattr__(self, "value", value)
+
+
+_orig_evaluate = evaluate
+
+
+def evaluate(expr, env):        # noqa: F811  (terms.evaluate, with quoted values)
+    if isinstance(expr, _Quote):
+        return expr.value
+    if isinstance(expr, tuple) and any(isinstance(a, _Quote) for a in expr[1:]):
+        env = dict(env)
+        args = []
+        for i, a in enumerate(expr[1:]):
+            if isinstance(a, _Quote):
+                env[f"__q{i}"] = a.value
+                args.append(Var(f"__q{i}"))
+            else:
+                args.append(a)
+        return _orig_evaluate((expr[0], *args), env)
+    return _orig_evaluate(expr, env)
+
+
+def assumption_holds(lemma, env) -> bool:
+    """The assumptions a lemma rests on, on a binding (``valid_indices``: every table lookup in the
+    left side reads rows of its table)."""
+    if "valid_indices" not in lemma.assumes:
+        return True
+    ok = True
+
+    def go(e):
+        nonlocal ok
+        if isinstance(e, tuple):
+            if e[0] == Var("take"):
+                try:
+                    w, ids = evaluate(e[1], env), evaluate(e[2], env)
+                except EvalError:
+                    return
+                if ids.numel() and (w.dim() == 0 or bool(((ids < 0) | (ids >= w.shape[0])).any())):
+                    ok = False
+            for a in e[1:]:
+                go(a)
+    go(parse_sexpr(lemma.lhs))
+    return ok
+
+
+def run(lemma, walks: Walks, draws: int = 8000, enough: int = 100, seed: int | None = None):
+    """Draw bindings.  Returns (accepted, stuck, failures): bindings the condition accepts with the
+    left side defined; those whose right side is an unfinished walk; (env, reason) of failures."""
+    d = Drawer(lemma)
+    rng = random.Random(zlib.crc32(lemma.name.encode()) if seed is None else seed)
+    plain = lemma.ruleset == "walks"      # a walk lemma checks the helper's meaning, one step
+    accepted, stuck, failures = 0, 0, []
+    for _ in range(draws):
+        env = d.draw(rng)
+        if not d.accepts(env) or not assumption_holds(lemma, env):
+            continue
+        try:
+            lhs = evaluate(d.lhs, env)
+        except EvalError:
+            continue                     # lhs undefined: the rewrite never meets this term
+        accepted += 1
+        try:
+            rhs = evaluate(d.rhs, env) if plain else walks.evaluate(d.rhs, env)
+        except Stuck:
+            stuck += 1
+            continue
+        except EvalError as e:
+            failures.append((env, f"right side undefined: {e}"))
+        else:
+            why = same(lhs, rhs)
+            if why:
+                failures.append((env, why))
+        if failures or accepted - stuck >= enough:
+            break
+    return accepted, stuck, failures

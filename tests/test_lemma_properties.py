@@ -1,0 +1,133 @@
+"""Lemmas checked on bindings drawn from their variables' sorts (lemmas/_draw.py), not on the
+instances their authors wrote: the condition filters a broad space of shapes (0-4 dims, sizes 0-4,
+broadcasting, negative dims, int and bool tensors) and every accepted binding must give both sides
+the same value, shape and dtype.  Shape rules are checked the same way in a real e-graph."""
+import random
+import warnings
+import zlib
+
+import pytest
+import torch
+
+from entangle_py import terms
+from entangle_py.engine import Engine
+from entangle_py.lemma import Lemma, load_library
+from lemmas import _draw
+
+LIB = load_library()
+WALKS = _draw.Walks(LIB.lemmas)
+MIN_ACCEPTED = 20
+
+# Lemmas the draws prove wrong whose exact condition needs a fact the egglog side does not have.
+# strict: the test fails once the lemma is fixed, so the entry must go.
+NEEDS_FACT = {
+    "reduce-amax-concat": "an empty part along the reduced concat axis: amax of it is undefined "
+                          "(needs a 'every part is non-empty' fact)",
+    "mtake-concat": "a bool table: the sum over ranks of bool lookups is undefined (needs a dtype fact)",
+}
+
+
+# TODO: the draws accept fewer than MIN_ACCEPTED bindings of these (no failure seen on those
+# accepted): their sorts need better structure-aware drawing (batched matmul partners, layer norm
+# weights of the normalised shape, index tensors of a table's leading shape, merged view dims).
+WEAK_DRAWS = {"transpose-view-merged-right", "transpose-view-merged-left", "bmm-view-matmul",
+              "matmul-concat-batch", "layernorm-concat", "mtake-intro", "mpick-intro"}
+
+
+def _cases():
+    for lem in LIB.lemmas:
+        marks = [pytest.mark.xfail(reason=NEEDS_FACT[lem.name], strict=True)] if lem.name in NEEDS_FACT else []
+        if lem.name in WEAK_DRAWS:
+            marks = [pytest.mark.xfail(reason="too few accepted draws (see WEAK_DRAWS)", strict=False)]
+        yield pytest.param(lem, id=lem.name, marks=marks)
+
+
+@pytest.mark.parametrize("lemma", list(_cases()))
+def test_lemma_on_drawn_bindings(lemma):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        accepted, stuck, failures = _draw.run(lemma, WALKS)
+    if failures:
+        env, why = failures[0]
+        pytest.fail(f"{lemma.name}: {why} on {_draw.describe(env)}")
+    assert accepted - stuck >= MIN_ACCEPTED, (
+        f"{lemma.name}: only {accepted - stuck} drawn bindings accepted with both sides defined "
+        f"({stuck} more leave a walk unfinished): draw this sort better")
+
+
+def test_sorts_inferred():
+    sorts, kinds = _draw.variable_sorts(LIB.lemmas[[l.name for l in LIB.lemmas].index("binary-concat-bcast-one")])
+    assert sorts == {"op": "String", "l": "TList", "d": "i64", "y": "T", "n": "i64", "m": "i64"}
+    assert kinds == {"op": "binary"}
+
+
+@pytest.mark.parametrize("name,drop", [("binary-concat-bcast-one", 3), ("softmax-concat", 0),
+                                       ("transpose-view-front", 0)])
+def test_a_wrong_lemma_is_caught(name, drop):
+    """The check can fail: a library lemma with one condition removed is caught."""
+    lem = next(l for l in LIB.lemmas if l.name == name)
+    when = tuple(c for i, c in enumerate(lem.when) if i != drop)
+    wrong = Lemma(lem.name + "-wrong", lem.lhs, lem.rhs, when=when)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, _, failures = _draw.run(wrong, WALKS, draws=20000)
+    assert failures, f"{name} without {lem.when[drop]} passes the drawn bindings"
+
+
+# ----------------------------------------------------------------------------- shape rules
+
+def _shape_terms(rng):
+    """(term, env) for shapes derived by rules without checks of their own, broadcasting included."""
+    def t(*shape):
+        return torch.randn(shape, dtype=torch.float64)
+    for _ in range(4):
+        nd = rng.randint(0, 3)
+        s = [rng.randint(1, 4) for _ in range(nd)]
+        b = [1 if rng.random() < 0.4 else v for v in s]
+        yield '(binary "add" x y)', {"x": t(*s), "y": t(*b)}                    # size-1 dims
+        yield '(binary "mul" x y)', {"x": t(*b), "y": t(*s[rng.randint(0, nd):])}  # fewer dims
+        yield '(binary "sub" x y)', {"x": t(*s), "y": t(*s)}
+        yield '(scalar "mul" x "0.5")', {"x": t(*s)}
+        if nd:
+            yield f"(softmax x {rng.randrange(nd)})", {"x": t(*s)}
+        yield "(rsum (Cons x (Cons y (Nil))))", {"x": t(*s), "y": t(*s)}
+        yield "(rmax (Cons x (Nil)))", {"x": t(*s)}
+
+
+def _insert(eng, name, value):
+    eng.add(f'(let ${name} (Gd "{name}"))', f"(set (ndim ${name}) {value.dim()})",
+            *[f"(set (dim ${name} {i}) (DLit {s}))" for i, s in enumerate(value.shape)])
+
+
+def test_shape_rules_on_broadcasting_terms():
+    """Every derived ndim / dim fact equals torch's (a broadcast may leave a dim underived, never wrong)."""
+    rng = random.Random(zlib.crc32(b"shape-rules"))
+    eng = Engine(LIB)
+    for text, env in _shape_terms(rng):
+        eng.reset()
+        for name, value in env.items():
+            _insert(eng, name, value)
+        expr = text
+        for name in env:
+            expr = expr.replace(f" {name})", f" ${name})").replace(f" {name} ", f" ${name} ")
+        eng.add(f"(let $t {expr})")
+        eng.settle()
+        expected = terms.evaluate(terms.parse_sexpr(text), env)
+        got = {}
+        same_shape = all(list(v.shape) == list(expected.shape) for v in env.values())
+        try:
+            nd = eng.run1("(extract (ndim $t))")[0]
+        except Exception:
+            assert not same_shape, f"{text}: ndim not derived"
+        else:
+            assert nd.termdag.to_string(nd.term) == str(expected.dim()), text
+        for i in range(expected.dim() + 2):
+            try:
+                out = eng.run1(f"(extract (dim $t {i}))")[0]
+            except Exception:
+                continue
+            got[i] = out.termdag.to_string(out.term)
+            assert i < expected.dim() and got[i] == f"(DLit {expected.shape[i]})", (
+                f"{text} on {[list(v.shape) for v in env.values()]}: dim {i} derived as {got[i]}")
+        if same_shape:
+            assert len(got) == expected.dim(), f"{text}: dims not derived ({got})"

@@ -1,6 +1,8 @@
 """CORRECT: two process groups with the same members [0, 1]; both ranks all-reduce x on g1 and y on
 g2, but rank 1 issues the y collective first.  Collectives pair by communicator, not by issue order
-across communicators, so this computes the same as c5_same_members_same_order_correct."""
+across communicators, so this computes the same as c5_same_members_same_order_correct.
+(Both ranks read x before y first, so the captured input ports are in the same order on both ranks:
+capture rejects ranks whose ports differ in order.)"""
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
@@ -21,6 +23,7 @@ class M(nn.Module):
     def forward(self, x, y):
         if self.ws == 1:
             return x * 2, y - 1
+        x, y = x * 1, y * 1     # first use in the same order on every rank (see the docstring)
         if self.rank == 0:
             ax = funcol.all_reduce(x, "sum", self.g1)
             ay = funcol.all_reduce(y, "sum", self.g2)

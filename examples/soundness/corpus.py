@@ -7,7 +7,8 @@ correct program, ``(1,)`` for a wrong one, ``(1, 2)`` where refusing the program
 the checker cannot express) is also an acceptable answer.
 
 Classes:
-  1 certificate names tensors the distributed program does not return
+  1 certificate names tensors the distributed program does not return (``*_noexpect_*``: the
+    same programs under a spec without ``[expect]``, where only the certificate decides)
   2 negative dims
   3 lowering drops arguments (rounding_mode, dropout's training, alpha, gelu's approximate)
   4 lemmas wrong on broadcasting shapes
@@ -36,11 +37,20 @@ class Entry:
         return 2
 
 
-def _e(name, cls, exits=None, mode="forward"):
+def _e(name, cls, exits=None, mode="forward", script=None):
+    """``script`` (default ``name``): the capture script's stem, when a program is checked under
+    another spec (``*_noexpect_*``: the same program, spec without ``[expect]``)."""
     label = "wrong" if name.endswith("_wrong") else "correct"
     if exits is None:
         exits = (1,) if label == "wrong" else (0,)
-    return Entry(name, str(HERE / f"{name}.py"), str(HERE / f"{name}.toml"), label, cls, mode, tuple(exits))
+    return Entry(name, str(HERE / f"{script or name}.py"), str(HERE / f"{name}.toml"), label, cls, mode,
+                 tuple(exits))
+
+
+def _noexpect(stem, label, cls):
+    """``stem_label`` checked with no ``[expect]``: nothing but the relation the checker finds
+    decides, so a certificate naming a tensor the program does not return must not pass."""
+    return _e(f"{stem}_noexpect_{label}", cls, script=f"{stem}_{label}")
 
 
 CORPUS = [
@@ -51,6 +61,12 @@ CORPUS = [
     _e("c1_sum_of_means_correct", 1),
     _e("c1_empty_wrong", 1),
     _e("c1_empty_correct", 1),
+    _noexpect("c1_scaled_allreduce", "wrong", 1),
+    _noexpect("c1_scaled_allreduce", "correct", 1),
+    _noexpect("c1_sum_of_means", "wrong", 1),
+    _noexpect("c1_sum_of_means", "correct", 1),
+    _noexpect("c1_empty", "wrong", 1),
+    _noexpect("c1_empty", "correct", 1),
     # 2. negative dims
     _e("c2_softmax_sharded_last_wrong", 2),
     _e("c2_softmax_unsharded_dim_correct", 2),
@@ -73,6 +89,8 @@ CORPUS = [
     _e("c4_colpar_gather_dim0_view_wrong", 4),
     _e("c4_colpar_gather_feature_correct", 4),
     _e("c4_colpar_gather_transposed_correct", 4),
+    _noexpect("c4_colpar_gather_dim0", "wrong", 4),
+    _noexpect("c4_colpar_gather_dim0_view", "wrong", 4),
     _e("c4_bias_rows_sum_wrong", 4),
     _e("c4_bias_rows_sum_correct", 4),
     _e("c4_bias_cols_wrong", 4),
@@ -85,6 +103,8 @@ CORPUS = [
     _e("c5_same_members_issue_order_correct", 5),
     _e("c5_bcast_src_wrong", 5),
     _e("c5_bcast_src_correct", 5),
+    _noexpect("c5_bcast_src", "wrong", 5),
+    _noexpect("c5_bcast_src", "correct", 5),
     _e("c5_bcast_reordered_group_wrong", 5),
     _e("c5_bcast_reordered_group_correct", 5),
 ]

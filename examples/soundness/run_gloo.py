@@ -5,9 +5,10 @@ For each program: the sequential model (``build(0, 1)``) gets random float64 par
 through the spec's ``[inputs]`` relation (``shard(d)``: split along d in rank order, ``replicate``:
 the same tensor, ``partial``: a random split whose rank-order sum is the tensor); every rank runs
 ``build(rank, 2)`` with them on its gloo process.  Each checked output (``[outputs] check``) is
-compared with seq's through its ``[expect]`` relation (default ``replicate``): replicate -> every
-rank's equals seq's, shard(d) -> their concat along d does, partial -> their sum does (float64,
-rtol = atol = 1e-9).  Verdict: "correct" iff every checked output matches; an exception is "wrong".
+compared with seq's through its ``[expect]`` relation: replicate -> every rank's equals seq's,
+shard(d) -> their concat along d does, partial -> their sum does (float64, rtol = atol = 1e-9).
+An output without ``[expect]`` matches if ANY of these relations holds (replicate, shard(d) for
+every d, partial): the checker may then certify whichever relation it finds.  Verdict: "correct" iff every checked output matches; an exception is "wrong".
 
 Uninitialised memory is deterministic here: ``torch.use_deterministic_algorithms`` makes
 ``empty``/``empty_like`` fill floats with NaN, so a returned uninitialised buffer never matches by
@@ -33,6 +34,7 @@ import torch
 
 WORLD = 2
 TOL = 1e-9
+ANY = ("any", None)    # no [expect] for the output: some relation must hold (see _match_any)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -65,7 +67,7 @@ def read_spec(path):
     inputs = {k: parse_relation(v) for k, v in data.get("inputs", {}).items()}
     expect = {k: parse_relation(v) for k, v in data.get("expect", {}).items()}
     check = list(data.get("outputs", {}).get("check", [])) or list(expect) or ["out"]
-    return inputs, check, {k: expect.get(k, ("replicate", None)) for k in check}
+    return inputs, check, {k: expect.get(k, ANY) for k in check}
 
 
 def named_outputs(result) -> dict:
@@ -175,7 +177,18 @@ def _free_port():
     return port
 
 
+def _match_any(seq, outs):
+    cands = [("replicate", None), ("partial", None)] + [("shard", d) for d in range(seq.dim())]
+    for kind, d in cands:
+        ok, _ = _match(seq, outs, kind, d)
+        if ok:
+            return True, f"matches as {kind}" + (f"({d})" if d is not None else "")
+    return False, "no relation (replicate, shard(d), partial) matches"
+
+
 def _match(seq, outs, kind, d):
+    if kind == "any":
+        return _match_any(seq, outs)
     if any(not isinstance(o, torch.Tensor) for o in outs):
         return False, "no tensor"
     if kind == "replicate":

@@ -220,9 +220,13 @@ def run(entries=None, seed=0, verbose=True) -> dict:
         if e.mode != "forward":
             raise NotImplementedError(f"{e.name}: run_gloo only runs forward programs")
     seq, inputs, checks = {}, {}, {}
-    for e in entries:
-        out, per_rank, check, expect = seq_case(e, seed)
-        seq[e.name], inputs[e.name], checks[e.name] = out, per_rank, (check, expect)
+    prev = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
+    try:
+        for e in entries:
+            out, per_rank, check, expect = seq_case(e, seed)
+            seq[e.name], inputs[e.name], checks[e.name] = out, per_rank, (check, expect)
+    finally:   # the caller's process (pytest) keeps its own setting
+        torch.use_deterministic_algorithms(prev[0], warn_only=prev[1])
     with tempfile.TemporaryDirectory() as tmp:
         payload = os.path.join(tmp, "payload.pt")
         torch.save((entries, inputs), payload)

@@ -476,6 +476,9 @@ class _Runner:
             return _Request(r, node, "all_to_all", members, [A[0]],
                             {"output_split_sizes": A[1], "input_split_sizes": A[2]}), None
         if op in ("broadcast", "broadcast_"):
+            # src is a GROUP rank (torch passes it to the process group as its root rank): on the
+            # group [1, 0], src=0 sends global rank 1's tensor (tests/test_interp_gloo.py, on gloo).
+            # dist.broadcast's src is global, but Dynamo does not remap it to this op.
             members = grp(2, 3)
             return _Request(r, node, "broadcast", members, [A[0]], {"src": int(A[1])}), None
         if op == "shard_dim_alltoall":

@@ -1,0 +1,21 @@
+"""CORRECT twin of c3_dropout_wrong: the distributed dropout has training=False (identity)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+B, N = 6, 10     # a, b [B, N] sharded along B
+
+
+class M(nn.Module):
+    def __init__(self, world_size):
+        super().__init__()
+        self.ws = world_size
+
+    def forward(self, a, b):
+        if self.ws == 1:
+            return a + b
+        return F.dropout(a, p=0.5, training=False) + b
+
+
+def build(rank, world_size):
+    return M(world_size), {"a": torch.randn(B // world_size, N), "b": torch.randn(B // world_size, N)}

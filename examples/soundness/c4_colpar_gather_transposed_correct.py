@@ -1,0 +1,26 @@
+"""CORRECT: column-parallel linear with bias; the transposed [F/2, B] blocks are all-gathered along
+dim 0 and transposed back to [B, F]."""
+import torch
+import torch.distributed as dist
+import torch.distributed._functional_collectives as funcol
+import torch.nn as nn
+
+B, K, F = 6, 10, 8     # x [B, K] replicated; weight [F, K] and bias [F] sharded along F
+
+
+class ColumnParallel(nn.Module):
+    def __init__(self, world_size):
+        super().__init__()
+        self.ws = world_size
+        self.weight = nn.Parameter(torch.empty(F // world_size, K))
+        self.bias = nn.Parameter(torch.empty(F // world_size))
+
+    def forward(self, x):
+        y = x @ self.weight.t() + self.bias          # [B, F / world_size]
+        if self.ws == 1:
+            return y
+        return funcol.all_gather_tensor(y.t().contiguous(), 0, dist.group.WORLD).t()
+
+
+def build(rank, world_size):
+    return ColumnParallel(world_size), {"x": torch.randn(B, K)}

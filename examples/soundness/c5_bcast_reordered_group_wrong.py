@@ -1,0 +1,26 @@
+"""WRONG: the group lists global ranks [1, 0] (sort_ranks=False), so group rank 0 is global rank 1.
+funcol.broadcast's src is a GROUP rank (gloo: src=0 sends global rank 1's tensor), so src=0 sends
+the second row block; seq returns the first."""
+import torch
+import torch.distributed as dist
+import torch.distributed._functional_collectives as funcol
+import torch.nn as nn
+
+B, N = 6, 10     # x [B, N] sharded along B; seq returns the first block of rows
+
+
+class M(nn.Module):
+    def __init__(self, world_size):
+        super().__init__()
+        self.ws = world_size
+        if world_size > 1:
+            self.g = dist.new_group([1, 0], sort_ranks=False)
+
+    def forward(self, x):
+        if self.ws == 1:
+            return x[: x.shape[0] // 2]
+        return funcol.broadcast(x, 0, self.g)     # BUG: the group rank of global rank 0 is 1
+
+
+def build(rank, world_size):
+    return M(world_size), {"x": torch.randn(B // world_size, N)}

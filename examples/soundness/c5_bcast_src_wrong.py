@@ -1,0 +1,25 @@
+"""WRONG: broadcast of the rank's row block from src=1 on a [0, 1] group; seq returns the FIRST block
+(rank 0's)."""
+import torch
+import torch.distributed as dist
+import torch.distributed._functional_collectives as funcol
+import torch.nn as nn
+
+B, N = 6, 10     # x [B, N] sharded along B; seq returns the first block of rows
+
+
+class M(nn.Module):
+    def __init__(self, world_size):
+        super().__init__()
+        self.ws = world_size
+        if world_size > 1:
+            self.g = dist.new_group([0, 1])
+
+    def forward(self, x):
+        if self.ws == 1:
+            return x[: x.shape[0] // 2]
+        return funcol.broadcast(x, 1, self.g)     # BUG: src 0
+
+
+def build(rank, world_size):
+    return M(world_size), {"x": torch.randn(B // world_size, N)}

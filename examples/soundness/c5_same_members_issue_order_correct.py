@@ -1,0 +1,37 @@
+"""CORRECT: two process groups with the same members [0, 1]; both ranks all-reduce x on g1 and y on
+g2, but rank 1 issues the y collective first.  Collectives pair by communicator, not by issue order
+across communicators, so this computes the same as c5_same_members_same_order_correct.
+(Both ranks read x before y first, so the captured input ports are in the same order on both ranks:
+capture rejects ranks whose ports differ in order.)"""
+import torch
+import torch.distributed as dist
+import torch.distributed._functional_collectives as funcol
+import torch.nn as nn
+
+B, N = 6, 10     # x, y [B, N]: partial sums over the ranks (seq = r0 + r1)
+
+
+class M(nn.Module):
+    def __init__(self, world_size, rank):
+        super().__init__()
+        self.ws = world_size
+        self.rank = rank
+        if world_size > 1:     # two communicators with the same members
+            self.g1 = dist.new_group([0, 1])
+            self.g2 = dist.new_group([0, 1])
+
+    def forward(self, x, y):
+        if self.ws == 1:
+            return x * 2, y - 1
+        x, y = x * 1, y * 1     # first use in the same order on every rank (see the docstring)
+        if self.rank == 0:
+            ax = funcol.all_reduce(x, "sum", self.g1)
+            ay = funcol.all_reduce(y, "sum", self.g2)
+        else:
+            ay = funcol.all_reduce(y, "sum", self.g2)
+            ax = funcol.all_reduce(x, "sum", self.g1)
+        return ax * 2, ay - 1
+
+
+def build(rank, world_size):
+    return M(world_size, rank), {"x": torch.randn(B, N), "y": torch.randn(B, N)}

@@ -293,6 +293,8 @@ class Lowerer:
             return Term(f"(binary {str_lit(op)} {self.t(x)} {yt})")
         if isinstance(x, Ref) and isinstance(y, (int, float, bool)):
             c = y * alpha if alpha != 1 else y
+            if op in ("mul", "div") and c == 1 and not isinstance(c, bool) and self._dtype(x.name) == n.val.dtype:
+                return Identity(x.name)      # x * 1 is x, exactly (same dtype)
             if op in INT_SCALAR_OPS and type(c) is int and self._dtype(x.name) in INT_DTYPES:
                 # integer tensor op integer constant: the constant is an i64 lemmas compute with
                 return Term(f"(iscalar {str_lit(op)} {self.t(x)} {c})")

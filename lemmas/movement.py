@@ -80,6 +80,13 @@ def _single(rng):
 
 
 @repeat(4)
+def _transpose_twice(rng):
+    nd = rng.randint(2, 4)
+    a, b = sorted(rng.sample(range(nd), 2))
+    return {"x": tensor(rng, *[rng.randint(1, 4) for _ in range(nd)]), "a": a, "b": b}
+
+
+@repeat(4)
 def _map_transpose(rng):
     nd = rng.randint(2, 3)
     a, b = sorted(rng.sample(range(nd), 2))
@@ -112,6 +119,8 @@ LEMMAS = [
     Lemma("slice-full", "(slice x d (DLit 0) n)", "x",
           when=("(= n (dim x d))",), instances=_full_slice, rejects=_partial_slice),
     Lemma("concat-single", "(concat (Cons x (Nil)) d)", "x", instances=_single),
+    # a transpose undone (a block transposed before a gather and back after it)
+    Lemma("transpose-transpose", "(transpose (transpose x a b) a b)", "x", instances=_transpose_twice),
 ]
 
 

@@ -27,18 +27,17 @@ NEEDS_FACT = {
 }
 
 
-# TODO: the draws accept fewer than MIN_ACCEPTED bindings of these (no failure seen on those
-# accepted): their sorts need better structure-aware drawing (batched matmul partners, layer norm
-# weights of the normalised shape, index tensors of a table's leading shape, merged view dims).
-WEAK_DRAWS = {"transpose-view-merged-right", "transpose-view-merged-left", "bmm-view-matmul",
-              "matmul-concat-batch", "layernorm-concat", "mtake-intro", "mpick-intro"}
+# The draws accept fewer than MIN_ACCEPTED bindings of these: their sorts need better
+# structure-aware drawing (batched matmul partners, layer norm weights of the normalised shape,
+# index tensors of a table's leading shape, merged view dims).  Every binding they do accept must
+# still agree (the test fails otherwise), and tests/test_lemmas.py checks their own instances.
+WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1, "bmm-view-matmul": 1,
+              "matmul-concat-batch": 1, "layernorm-concat": 0, "mtake-intro": 1, "mpick-intro": 1}
 
 
 def _cases():
     for lem in LIB.lemmas:
         marks = [pytest.mark.xfail(reason=NEEDS_FACT[lem.name], strict=True)] if lem.name in NEEDS_FACT else []
-        if lem.name in WEAK_DRAWS:
-            marks = [pytest.mark.xfail(reason="too few accepted draws (see WEAK_DRAWS)", strict=False)]
         yield pytest.param(lem, id=lem.name, marks=marks)
 
 
@@ -50,7 +49,7 @@ def test_lemma_on_drawn_bindings(lemma):
     if failures:
         env, why = failures[0]
         pytest.fail(f"{lemma.name}: {why} on {_draw.describe(env)}")
-    assert accepted - stuck >= MIN_ACCEPTED, (
+    assert accepted - stuck >= WEAK_DRAWS.get(lemma.name, MIN_ACCEPTED), (
         f"{lemma.name}: only {accepted - stuck} drawn bindings accepted with both sides defined "
         f"({stuck} more leave a walk unfinished): draw this sort better")
 

@@ -125,10 +125,13 @@ def trace_sample(op, sample) -> tuple[G.RankGraph, dict[str, torch.Tensor], dict
 
     try:
         with torch.no_grad():
-            try:
-                gm = make_fx(torch.func.functionalize(call), tracing_mode="real")(*[t.clone() for t in tensors])
-            except Exception:   # noqa: BLE001 - some ops do not functionalize; the plain trace may still do
-                gm = make_fx(call, tracing_mode="real")(*[t.clone() for t in tensors])
+            # make_fx decomposes CompositeImplicitAutograd ops (rms_norm -> ..., add_) below any
+            # functionalization around it: trace, then functionalize the ATen graph and trace again,
+            # so that the graph is functional like a captured one
+            gm = make_fx(call, tracing_mode="real")(*[t.clone() for t in tensors])
+            if any(isinstance(n.target, torch._ops.OpOverload) and n.target._schema.is_mutable
+                   for n in gm.graph.nodes):
+                gm = make_fx(torch.func.functionalize(gm), tracing_mode="real")(*[t.clone() for t in tensors])
             eager = call(*[t.clone() for t in tensors])
     except Exception as e:      # noqa: BLE001 - any torch error is a trace failure
         raise TraceError(f"trace failed: {type(e).__name__}: {_first_line(e)}") from None
@@ -155,6 +158,12 @@ def trace_sample(op, sample) -> tuple[G.RankGraph, dict[str, torch.Tensor], dict
                 inputs[port] = t.detach().clone()
             elif n.op == "call_function":
                 target = G.check_target(_target_name(n))
+                if (target == "aten.copy_.default" and n.args[0].op == "placeholder" and not n.users
+                        and isinstance(n.args[1], torch.fx.Node)):
+                    # functionalization's epilogue for an input the op mutates (embedding with
+                    # max_norm): like a captured graph, the new value is an output, not a mutation
+                    outs.append(G.Port(f"mutated:{n.args[0].name}", n.args[1].name))
+                    continue
                 nodes.append(G.Node(n.name, target, tuple(conv.arg(a) for a in n.args),
                                     {k: conv.arg(v) for k, v in n.kwargs.items()}, conv.val(n.meta.get("val"))))
             elif n.op == "output":
@@ -168,7 +177,8 @@ def trace_sample(op, sample) -> tuple[G.RankGraph, dict[str, torch.Tensor], dict
         raise TraceError(f"conversion failed: {_first_line(e)}") from None
     g = G.RankGraph(rank=0, nodes=nodes, inputs=ins, outputs=outs)
     eager_flat = [x for x in pytree.tree_leaves(eager) if isinstance(x, torch.Tensor)]
-    outputs = {p.name: v for p, v in zip(outs, eager_flat)} if len(eager_flat) == len(outs) else {}
+    plain = [p for p in outs if p.name.startswith("out")]
+    outputs = {p.name: v for p, v in zip(plain, eager_flat)} if len(eager_flat) == len(plain) else {}
     return g, inputs, outputs
 
 
@@ -365,7 +375,10 @@ def _describe(v) -> str:
 
 
 def _nondeterministic(g: G.RankGraph) -> bool:
+    """Random ops and uninitialised allocations: a second run gives other values."""
     for n in g.nodes:
+        if n.target in L.ALLOCATIONS or "empty" in n.op:
+            return True
         if n.namespace == "aten":
             try:
                 if torch.Tag.nondeterministic_seeded in interp.resolve_op(n.target).tags:
@@ -373,6 +386,15 @@ def _nondeterministic(g: G.RankGraph) -> bool:
             except Exception:   # noqa: BLE001
                 pass
     return False
+
+
+def _mutates(n: G.Node) -> bool:
+    if n.namespace != "aten":
+        return False
+    try:
+        return interp.resolve_op(n.target)._schema.is_mutable
+    except Exception:   # noqa: BLE001
+        return False
 
 
 def run_graph(graph: G.RankGraph, inputs: dict) -> dict:
@@ -387,6 +409,9 @@ def check_graph(graph: G.RankGraph, inputs: dict, outputs: dict | None = None,
     ``inputs`` maps input ports to tensors; ``outputs`` (optional) are the real results of the
     eager program: the graph run by ``interp`` must give them (else the trace is not faithful and
     the sample is an ``error``; random ops excepted)."""
+    mutating = [n.target for n in graph.nodes if _mutates(n)]
+    if mutating:     # interp's values would be stale: a later op changed them in place
+        return SampleVerdict("error", why=f"graph is not functional: {', '.join(sorted(set(mutating)))}")
     try:
         values = run_graph(graph, inputs)
     except Exception as e:      # noqa: BLE001

@@ -469,13 +469,75 @@ class OpResult:
         return any(v.accepted for _, v in self.samples)
 
 
+def _features(sample) -> set:
+    """What can make samples of one op different for the lowering: which keyword arguments are
+    given ("key"), their and the positional constants' values ("value"), 0-D and empty tensors
+    and lists of tensors ("tensor")."""
+    out = set()
+
+    def walk(x, where):
+        if isinstance(x, torch.Tensor):
+            if x.dim() == 0:
+                out.add(("tensor", where, "0-D"))
+            elif x.numel() == 0:
+                out.add(("tensor", where, "empty"))
+        elif isinstance(x, (list, tuple)) and any(isinstance(y, torch.Tensor) for y in x):
+            out.add(("tensor", where, f"list of {len(x)}"))
+        else:
+            out.add(("value", where, repr(x)))
+    walk(sample.input, "input")
+    for i, a in enumerate(sample.args):
+        walk(a, i)
+    for k, v in sample.kwargs.items():
+        out.add(("key", k))
+        walk(v, k)
+    return out
+
+
+def _novelty(f: set, seen: set) -> tuple:
+    new = f - seen
+    return tuple(sum(1 for x in new if x[0] == kind) for kind in ("key", "tensor", "value"))
+
+
+def pick_samples(samples, n: int, scan: int = 16) -> list:
+    """At most ``n`` of the first ``scan`` samples, most novel first: each pick brings the most
+    keyword arguments no earlier pick had, then 0-D / empty tensor inputs, then argument values
+    (``_features``); ties go to the earlier sample."""
+    pool = []
+    for i, s in enumerate(samples):
+        if i >= scan:
+            break
+        pool.append((s, _features(s)))
+    seen, out = set(), []
+    while pool and len(out) < n:
+        best = max(range(len(pool)), key=lambda i: (_novelty(pool[i][1], seen), -i))
+        s, f = pool.pop(best)
+        seen |= f
+        out.append(s)
+    return out
+
+
+def accepts_any(op, probe: int = 1, lowerer_cls=None) -> bool:
+    """The lowering gives a meaning to a node of one of the first ``probe`` float64 samples'
+    graphs (a quick filter: ops it refuses entirely are not worth their samples)."""
+    try:
+        for i, s in enumerate(op.sample_inputs("cpu", torch.float64)):
+            if i >= probe:
+                break
+            if check_sample(op, s, lowerer_cls).accepted:
+                return True
+    except Exception:   # noqa: BLE001 - a sample generator that fails on this torch
+        pass
+    return False
+
+
 EXTRA_DTYPES = (torch.int64, torch.bool)
 
 
-def run_opinfo(op, max_samples: int | None = None, dtypes=(torch.float64,) + EXTRA_DTYPES,
+def run_opinfo(op, max_samples: int | dict | None = None, dtypes=(torch.float64,) + EXTRA_DTYPES,
                lowerer_cls=None) -> OpResult:
-    """Check the samples of one OpInfo in each supported dtype of ``dtypes`` (at most
-    ``max_samples`` per dtype)."""
+    """Check the samples of one OpInfo in each supported dtype of ``dtypes``: at most
+    ``max_samples`` per dtype (an int, or a dict dtype -> int), picked by ``pick_samples``."""
     res = OpResult(opinfo_name(op))
     try:
         supported = op.supported_dtypes("cpu")
@@ -486,9 +548,10 @@ def run_opinfo(op, max_samples: int | None = None, dtypes=(torch.float64,) + EXT
             continue
         try:
             samples = op.sample_inputs("cpu", dt)
-            for i, s in enumerate(samples):
-                if max_samples is not None and i >= max_samples:
-                    break
+            cap = max_samples.get(dt) if isinstance(max_samples, dict) else max_samples
+            if cap is not None:
+                samples = pick_samples(samples, cap)
+            for s in samples:
                 res.samples.append((describe_sample(s), check_sample(op, s, lowerer_cls)))
         except Exception as e:  # noqa: BLE001 - a sample generator that fails on this torch
             res.samples.append((f"<{dt}>", SampleVerdict("error", why=f"sample_inputs: {_first_line(e)}")))

@@ -287,18 +287,34 @@ class Lowerer:
         x, y = n.args[0], n.args[1]
         alpha = n.kwargs.get("alpha", n.args[2] if len(n.args) > 2 and n.op.endswith(("add", "sub")) else 1)
         if isinstance(x, Ref) and isinstance(y, Ref):
-            yt = self.t(y)
-            if alpha != 1:
-                yt = f"(scalar \"mul\" {yt} {_scalar(alpha)})"
+            yt = self._scaled(self.t(y), y.name, alpha)
+            if yt is None:
+                return Refused(n.target, "alpha", f"alpha={alpha!r} on a {self._dtype(y.name)} tensor")
             return Term(f"(binary {str_lit(op)} {self.t(x)} {yt})")
         if isinstance(x, Ref) and isinstance(y, (int, float, bool)):
             c = y * alpha if alpha != 1 else y
-            if op in ("mul", "div") and c == 1 and not isinstance(c, bool) and self._dtype(x.name) == n.val.dtype:
+            xd = self._dtype(x.name)
+            if op in ("mul", "div") and c == 1 and not isinstance(c, bool) and xd == n.val.dtype:
                 return Identity(x.name)      # x * 1 is x, exactly (same dtype)
-            if op in INT_SCALAR_OPS and type(c) is int and self._dtype(x.name) in INT_DTYPES:
+            if type(c) is int and xd in INT_DTYPES:
+                if op not in INT_SCALAR_OPS:
+                    return Refused(n.target, "other", f"{op} of a {xd} tensor and the integer {c}")
                 # integer tensor op integer constant: the constant is an i64 lemmas compute with
                 return Term(f"(iscalar {str_lit(op)} {self.t(x)} {c})")
+            if xd == "bool" and op not in _COMPARISONS:
+                return Refused(n.target, "other", f"{op} of a bool tensor and a number")
             return Term(f"(scalar {str_lit(op)} {self.t(x)} {_scalar(c)})")
+        return None
+
+    def _scaled(self, text: str, name: str, c) -> str | None:
+        """``text * c`` with the constant in the tensor's own arithmetic (None: not expressible)."""
+        if c == 1 and not isinstance(c, bool):
+            return text
+        d = self._dtype(name)
+        if d in FLOAT_DTYPES and isinstance(c, (int, float)) and not isinstance(c, bool):
+            return f"(scalar \"mul\" {text} {_scalar(c)})"
+        if d in INT_DTYPES and type(c) is int:
+            return f"(iscalar \"mul\" {text} {c})"
         return None
 
     # -- movement --------------------------------------------------------------------------
@@ -414,12 +430,12 @@ class Lowerer:
         """beta * input + alpha * (a op b); with beta = 0 the input's contents never matter."""
         inp, a, b = n.args[:3]
         beta, alpha = n.kwargs.get("beta", 1), n.kwargs.get("alpha", 1)
-        prod = f"({op} {self.t(a)} {self.t(b)})"
-        if alpha != 1:
-            prod = f"(scalar \"mul\" {prod} {_scalar(alpha)})"
-        if beta == 0:
+        prod = self._scaled(f"({op} {self.t(a)} {self.t(b)})", a.name, alpha)
+        it = self._scaled(self.t(inp), inp.name, beta)
+        if prod is None or it is None:
+            return Refused(n.target, "alpha", f"alpha={alpha!r}, beta={beta!r} on {self._dtype(a.name)} tensors")
+        if beta == 0 and not isinstance(beta, bool):
             return Term(prod)
-        it = self.t(inp) if beta == 1 else f"(scalar \"mul\" {self.t(inp)} {_scalar(beta)})"
         return Term(f"(binary \"add\" {prod} {it})")
 
     def _h_masked_fill_Scalar(self, n):
@@ -669,6 +685,8 @@ class Lowerer:
         if not isinstance(out, TensorMeta) or out.dtype != src.dtype:   # also covers a dtype= argument
             return None
         nd = len(src.shape)
+        if nd == 0:
+            return Identity(x.name)     # a reduction of a 0-D tensor is the tensor (same dtype)
         if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
             dims = list(range(nd))
         elif isinstance(dims, int) and not isinstance(dims, bool):
@@ -686,23 +704,25 @@ class Lowerer:
     def _arg(self, n, i, name, default=None):
         return n.args[i] if len(n.args) > i else n.kwargs.get(name, default)
 
+    def _reduction(self, *args):
+        t = self._reduce_term(*args)
+        return t if t is None or isinstance(t, Identity) else Term(t)
+
     def _h_sum_dim_IntList(self, n):
-        t = self._reduce_term(n, "sum", n.args[0], self._arg(n, 1, "dim"), self._arg(n, 2, "keepdim", False),
-                              n.kwargs.get("dtype"))
-        return Term(t) if t else None
+        return self._reduction(n, "sum", n.args[0], self._arg(n, 1, "dim"), self._arg(n, 2, "keepdim", False),
+                               n.kwargs.get("dtype"))
 
     def _h_sum_default(self, n):
-        t = self._reduce_term(n, "sum", n.args[0], None, False, self._arg(n, 1, "dtype"))
-        return Term(t) if t else None
+        return self._reduction(n, "sum", n.args[0], None, False, self._arg(n, 1, "dtype"))
 
     def _h_mean_dim(self, n):
         t = self._reduce_term(n, "mean", n.args[0], self._arg(n, 1, "dim"), self._arg(n, 2, "keepdim", False),
                               n.kwargs.get("dtype"))
-        return self._mean_as_sum(n, t, self._arg(n, 1, "dim")) if t else None
+        return self._mean_as_sum(n, t, self._arg(n, 1, "dim")) if isinstance(t, str) else t
 
     def _h_mean_default(self, n):
         t = self._reduce_term(n, "mean", n.args[0], None, False, self._arg(n, 1, "dtype"))
-        return self._mean_as_sum(n, t, None) if t else None
+        return self._mean_as_sum(n, t, None) if isinstance(t, str) else t
 
     def _mean_as_sum(self, n, mean_term, dims):
         """mean = sum / count, with the sum a tensor of its own (``<node>:sum``), as torch's own
@@ -720,19 +740,18 @@ class Lowerer:
         return Decomposed("sum", Term(sum_term), f"(scalar \"div\" {{inner}} {_scalar(count)})")
 
     def _h_amax_default(self, n):
-        t = self._reduce_term(n, "amax", n.args[0], self._arg(n, 1, "dim", []), self._arg(n, 2, "keepdim", False))
-        return Term(t) if t else None
+        return self._reduction(n, "amax", n.args[0], self._arg(n, 1, "dim", []), self._arg(n, 2, "keepdim", False))
 
     def _h_max_dim(self, n):
         """values = amax over the dim; the indices stay opaque (congruence only)."""
         dim = self._arg(n, 1, "dim")
         if not isinstance(dim, int) or isinstance(dim, bool):
             return None
-        t = self._reduce_term(n, "amax", n.args[0], [dim], self._arg(n, 2, "keepdim", False))
+        t = self._reduction(n, "amax", n.args[0], [dim], self._arg(n, 2, "keepdim", False))
         if t is None or not isinstance(n.val, tuple):
             return None
         opaque = self._opaque(n)
-        return TupleTerms((Term(t),) + tuple(opaque.items[1:]))
+        return TupleTerms((t,) + tuple(opaque.items[1:]))
 
     def _layer_norm(self, n, x, normalized_shape, w, b, eps):
         """y = layer norm of x over its last len(normalized_shape) dims (affine only)."""
@@ -786,6 +805,7 @@ class Lowerer:
 # Overloads of the elementwise binary ops that take (tensor, tensor|scalar) and, for add/sub,
 # alpha; div's *_mode overloads take rounding_mode (see _rounded).  Others (out=, in place)
 # are not lowered as binary ops.
+_COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
 BINARY_OVERLOADS = {"Tensor", "Scalar", "default", "Tensor_Tensor", "Tensor_Scalar", "Tensor_mode", "Scalar_mode"}
 
 # Ops that draw random numbers: the k-th draw of a program is numbered k (see native_dropout).

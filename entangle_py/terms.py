@@ -427,7 +427,7 @@ def _zip_exact(l1, l2):
 # target logit ``L[arange, t]``), their masked vocab-parallel forms, integer scalar ops and
 # constants.  Offsets are i64 so lemmas can add part widths.
 
-INT_SCALAR_OPS = ("add", "sub", "mul", "eq", "ne", "lt", "le", "gt", "ge")
+INT_SCALAR_OPS = ("add", "sub", "mul", "pow", "eq", "ne", "lt", "le", "gt", "ge")
 
 
 def _iscalar(op: str, x, c: int):

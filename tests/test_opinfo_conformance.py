@@ -6,8 +6,8 @@ where supported): each lowered term, evaluated on the real values of the node's 
 the node's real value (shape, dtype, value).  A disagreement is a lowering the checker would
 prove false refinements with.
 
-KNOWN lists today's disagreements (strict xfail: fixing one makes its test XPASS and fail, so the
-entry must go).  The full list with examples: ``python benchmarks/opinfo_conformance.py``.
+KNOWN would list known disagreements as strict xfails; it is empty: there are none.  The full
+table with every sample: ``python benchmarks/opinfo_conformance.py``.
 """
 from __future__ import annotations
 
@@ -25,32 +25,7 @@ op_db = pytest.importorskip("torch.testing._internal.common_methods_invocations"
 CAP = {torch.float64: 2, torch.int64: 1, torch.bool: 1}
 OPS = {C.opinfo_name(o): o for o in op_db}
 
-_REDUCE_0D = "reduce of a 0-D tensor lowered to (reduce op x (INil) 0), which the term language leaves undefined"
-_INT_SCALAR = ("an integer tensor times an integer constant lowered through the float `scalar` op: "
-               "the term is float32, the op int64")
-_NO_MEANING = "terms.BINARY_OPS has no meaning for `{}` (the lowering emits (binary \"{}\" a b))"
-KNOWN = {
-    "div.floor_rounding": "rounding_mode dropped: lowered as true division (also float32 for int64 inputs)",
-    "div.trunc_rounding": "rounding_mode dropped: lowered as true division (also float32 for int64 inputs)",
-    "rsub": "alpha dropped: rsub.Tensor(x, y, alpha) lowered as y - x",
-    "add": "alpha on integer/bool tensors: " + _INT_SCALAR,
-    "sub": "alpha on integer tensors: " + _INT_SCALAR,
-    "addmm": "alpha/beta on integer tensors: " + _INT_SCALAR,
-    "square": "pow.Tensor_Scalar(int64 x, 2) lowered to (scalar \"pow\" x \"2.0\"): float32, op int64",
-    "ge": _NO_MEANING.format("ge", "ge"),
-    "le": _NO_MEANING.format("le", "le"),
-    "ne": _NO_MEANING.format("ne", "ne"),
-    "isclose": _NO_MEANING.format("le", "le"),
-    "combinations": _NO_MEANING.format("le", "le"),
-    "nanmean": _NO_MEANING.format("ne", "ne"),
-    "sum_to_size": _REDUCE_0D,
-    "nn.functional.l1_loss": _REDUCE_0D,
-    "nn.functional.margin_ranking_loss": _REDUCE_0D,
-    "nn.functional.multilabel_soft_margin_loss": _REDUCE_0D,
-    "nn.functional.hinge_embedding_loss": _REDUCE_0D,
-    "mean": "mean.dim(0-D x, dim=0, keepdim=True): the lowering raises IndexError",
-    "linalg.matrix_power": "copy.default(dst, src) lowered as src, but copy broadcasts src to dst's shape",
-}
+KNOWN: dict[str, str] = {}
 
 
 def _params():

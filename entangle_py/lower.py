@@ -408,6 +408,10 @@ class Lowerer:
         parts = n.args[0]
         dim = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim", 0)
         d = self._dim(dim, len(n.val.shape))
+        if len(n.val.shape) != 1:      # torch skips 1-D empty parts of a cat of other ranks
+            parts = [p for p in parts if tuple(self.shape(p.name)) != (0,)]
+        if not parts or any(self._dtype(p.name) != n.val.dtype for p in parts):
+            return Refused(n.target, "tensors", "a cat that promotes dtypes or has no part")
         lst = "(Nil)"
         for p in reversed(parts):
             lst = f"(Cons {self.t(p)} {lst})"

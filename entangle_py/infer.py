@@ -54,6 +54,10 @@ class Result:
     ops_checked: int = 0
     collectives: list = field(default_factory=list)
     assumptions: list = field(default_factory=list)   # (name, description) of assumptions in force
+    # s-expressions over G_d leaves (Gd "r<rank>.<node>"), for numeric re-checks: each checked
+    # output's certificate, and a clean term found for each G_s operator on the way
+    certificates: dict = field(default_factory=dict)
+    op_relations: dict = field(default_factory=dict)
     retired: int = 0             # times proven facts were retired for a fresh e-graph
     rechecked: bool = False      # a failure found after retiring was decided again keeping all facts
 
@@ -560,6 +564,7 @@ class Checker:
 
     def _run(self) -> Result:
         res = Result("refines")
+        self.op_relations = res.op_relations
         from .lemma import ASSUMPTIONS
         res.assumptions = [(a, ASSUMPTIONS[a]) for a in self.spec.assume if a != "same_rng"]
         self.no_semantics: dict[str, list] = {}
@@ -737,7 +742,11 @@ class Checker:
         if outcome.status == "clean":
             self._proved = n.name
             if not self.window.complete:   # where exploration goes on from
-                self.sleaves[v] = leaves_in(" ".join(self._clean_terms(v)))
+                found = self._clean_terms(v)
+                self.sleaves[v] = leaves_in(" ".join(found))
+                self.op_relations[n.name] = found[0]
+            else:
+                self.op_relations[n.name] = to_sexpr(self.engine.extract(v)[1])
             return None
         cost, best = self.engine.extract(v)
         inputs = {}
@@ -836,6 +845,7 @@ class Checker:
                                         reason=f"internal soundness error: the certificate {mismatch}")
                 break
             res.relations[p.name] = self.show_term(term)
+            res.certificates[p.name] = to_sexpr(term)
         for name, key, rel, ok in checked:
             res.expectations.append((name, rel, res.relations.get(key, "?"), ok))
             if not ok and res.status == "refines":

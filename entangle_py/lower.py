@@ -87,6 +87,8 @@ OPAQUE_PURE = {
     "aten._log_softmax_backward_data.default", "aten.bitwise_not.default", "aten.clamp.default",
     "aten.tril.default", "aten.triu.default", "aten.squeeze.dims", "aten.sum.dim_IntList",
     "apex.fused_layer_norm_affine_fwd.default", "apex.fused_layer_norm_affine_bwd.default",
+    "aten.constant_pad_nd.default", "aten.eye.default", "aten.eye.m", "aten.slice_backward.default",
+    "aten.select_backward.default", "aten.nonzero.default",
 }
 
 # Uninitialised allocations: their contents are arbitrary, so each is a free tensor equal to
@@ -420,6 +422,24 @@ class Lowerer:
     # -- linear algebra --------------------------------------------------------------------
     def _h_mm_default(self, n):
         return Term(f"(mm {self.t(n.args[0])} {self.t(n.args[1])})")
+
+    def _h_mv_default(self, n):
+        """mv(A, v) = mm(A, v viewed as a column), viewed back to a vector."""
+        a, v = n.args[:2]
+        col = f"(view {self.t(v)} {self._shape_list(tuple(self.shape(v.name)) + (1,))})"
+        return Term(f"(view (mm {self.t(a)} {col}) {self._shape_list(n.val.shape)})")
+
+    def _h_stack_default(self, n):
+        """stack(ts, d) = concat of each t viewed with a size-1 dim inserted at d."""
+        parts = n.args[0]
+        d = self._dim(self._arg(n, 1, "dim", 0), len(n.val.shape))
+        if not parts or any(self._dtype(p.name) != n.val.dtype for p in parts):
+            return Refused(n.target, "tensors", "a stack that promotes dtypes or has no part")
+        lst = "(Nil)"
+        for p in reversed(parts):
+            shape = list(self.shape(p.name))
+            lst = f"(Cons (view {self.t(p)} {self._shape_list(shape[:d] + [1] + shape[d:])}) {lst})"
+        return Term(f"(concat {lst} {d})")
 
     def _h_bmm_default(self, n):
         return Term(f"(bmm {self.t(n.args[0])} {self.t(n.args[1])})")

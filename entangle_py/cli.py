@@ -40,7 +40,8 @@ def _add_show(sub):
 
 
 def _add_check(sub):
-    p = sub.add_parser("check", help="prove that DIST refines SEQ")
+    p = sub.add_parser("check", help="prove that DIST refines SEQ", epilog=EXIT_CODES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("seq", help="sequential bundle (1 rank), or its FX text dump (.py)")
     p.add_argument("dist", help="distributed bundle (every rank), or a directory of per-rank FX text dumps")
     p.add_argument("--spec", help="spec file (TOML): input relation, outputs to check, expectations")
@@ -49,7 +50,7 @@ def _add_check(sub):
     p.add_argument("-v", "--verbose", action="store_true", help="phase timings and details")
     p.add_argument("--lemmas", action="append", default=[], metavar="FILE.py",
                    help="extra lemma file (custom ops); may repeat")
-    from .engine import Limits
+    from .config import Limits
     d = Limits()
     p.add_argument("--max-iterations", type=int, default=d.iterations,
                    help=f"lemma iterations per operator before giving up (exit 3; default {d.iterations})")
@@ -76,8 +77,21 @@ def _add_import_fx(sub):
     p.set_defaults(run=run)
 
 
+EXIT_CODES = """exit codes:
+  0  refines: every checked output has a certificate over the distributed program's outputs
+  1  refinement fails (the first operator without a clean mapping), or an expectation does not hold
+  2  bad input, or an op / argument the checker cannot express (one line on stderr)
+  3  unknown: a limit was hit (the operator and the limit are named)
+  4  internal soundness error: a proof step is wrong (a lemma or a lowering); please report it"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="entangle", description=__doc__.splitlines()[0])
+    from . import __version__
+    parser = argparse.ArgumentParser(
+        prog="entangle", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Prove that a distributed PyTorch program refines its single-device specification.",
+        epilog=EXIT_CODES)
+    parser.add_argument("--version", action="version", version=f"entangle-py {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (_add_capture, _add_show, _add_check, _add_import_fx):
         add(sub)

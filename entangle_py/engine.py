@@ -14,6 +14,7 @@ from egglog import bindings
 
 from . import terms
 from .dims import DimSolver
+from .config import Limits  # noqa: F401  (re-exported: Engine users pass limits)
 from .lemma import Library
 
 # One lemma step: every lemma once, then list walks and shape facts to a fixpoint, then cleanliness.
@@ -24,16 +25,6 @@ CERTIFY = "(run-schedule (saturate (run shapes)) (saturate (run certify)))"
 _UNREACHABLE = 10 ** 15   # extraction cost of a term a certificate may not contain
 
 CHUNK = 24   # commands per parse: parsing cost grows faster than linearly with program size
-
-
-@dataclass
-class Limits:
-    iterations: int = 40        # lemma iterations per G_s operator
-    nodes: int = 400_000        # e-graph size
-    seconds: float = 60.0       # wall time per G_s operator
-    deferred: int = 8           # G_s ops without a clean term awaiting a clean consumer
-    window_depth: int = 4       # G_d operators explored past an operator's related inputs
-    window_nodes: int = 4_000   # e-graph size above which proven tensors' facts are retired
 
 
 @dataclass

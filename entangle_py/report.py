@@ -87,7 +87,8 @@ def print_result(res: Result, console: Console, verbose: bool = False):
 
 
 def run_check_cli(args) -> int:
-    console = Console(stderr=False, highlight=False)
+    # piped (CI logs, files): never wrap, so paths and terms stay whole on one line
+    console = Console(stderr=False, highlight=False, soft_wrap=not sys.stdout.isatty())
     err = Console(stderr=True)
     t0 = time.perf_counter()
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -114,5 +115,5 @@ def run_check_cli(args) -> int:
         with open(args.json, "w") as fh:
             json.dump(to_json(res, args.seq, args.dist), fh, indent=1)
     if args.verbose:
-        print(f"report {res.timings['report']:.3f} s, total {res.timings['total']:.3f} s", file=sys.stderr)
+        console.print(f"report {res.timings['report']:.3f} s, total {res.timings['total']:.3f} s")
     return res.exit_code

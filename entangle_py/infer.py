@@ -20,7 +20,7 @@ from . import spec as S
 from .engine import CERTIFY, STEP, Engine, Limits, _term_from_dag
 from .errors import InputError
 from .lemma import load_library
-from .terms import BIG, EvalError, Var, clean_meta, is_clean, str_lit, to_sexpr
+from .terms import BIG, EvalError, Var, clean_meta, is_clean, parse_sexpr, str_lit, to_sexpr
 from .window import DistFacts, Window, leaves_in
 
 SVAR = re.compile(r"\$v\d+")     # a G_s tensor's egglog global
@@ -263,7 +263,7 @@ class Checker:
         pending_coll = []   # (rank, node, Collective)
         for r, g in enumerate(self.dist.ranks):
             low = L.Lowerer(g, lambda name, r=r: self.dvar[r][name], constants=self.spec.constants,
-                             same_rng=self.same_rng)
+                             same_rng=self.same_rng, canon=lambda size, r=r: self._canonical_size(size, r))
             for n in g.nodes:
                 if n.is_placeholder:
                     if isinstance(n.val, G.TensorMeta):
@@ -283,17 +283,17 @@ class Checker:
         self.dfacts.declare(leaves_in(v).pop(), self._shape_facts(v, val, r))
         port = self.dist_names[r].display.get(name)
         if port is not None and self.dist.ranks[r].node(name).is_placeholder:
-            value = self._declared_constant(port, val)
+            value = self._declared_constant(port, val, r)
             if value:
                 self._define(v, value)
         return v
 
-    def _declared_constant(self, port, val) -> str | None:
+    def _declared_constant(self, port, val, graph) -> str | None:
         """The value of a tensor constant the spec declares ([constants])."""
         if port in self.spec.constants and isinstance(val, G.TensorMeta):
             text = L._fill_text(self.spec.constants[port], val.dtype)
             if text is not None:
-                return f"(cst {str_lit(text)} {L.Lowerer._shape_list(None, val.shape)})"
+                return f"(cst {str_lit(text)} {L.shape_list(val.shape, lambda s: self._canonical_size(s, graph))})"
         return None
 
     def _bind_dist(self, r, n, res, pending_coll):
@@ -536,7 +536,7 @@ class Checker:
             node = self.seq_names.node(pname)
             val = self.seq.node(node).val
             v = self._new_svar(f"(Gs {str_lit(pname)})", val)
-            value = self._declared_constant(pname, val)
+            value = self._declared_constant(pname, val, "seq")
             if value:
                 self._add_sfact(v, value)
             self.svar[node] = v
@@ -586,7 +586,7 @@ class Checker:
         res.timings["insert"] = time.perf_counter() - t0
         t1 = time.perf_counter()
         low = L.Lowerer(self.seq, lambda name: self.svar[name], constants=self.spec.constants,
-                        same_rng=self.same_rng)
+                        same_rng=self.same_rng, canon=lambda size: self._canonical_size(size, "seq"))
         ops = [n for n in self.seq.nodes if not n.is_placeholder]
         needed = self._needed_nodes()
         outputs = {p.node for p in self.checked_outputs}
@@ -614,7 +614,8 @@ class Checker:
                 if deferred:
                     out, later = deferred[0], [d.node for d in deferred[1:]] + [out.node]
                     out.later = later
-                res.status = "fails" if out.reason == "no clean term" else "unknown"
+                res.status = ("fails" if out.reason == "no clean term" else
+                              "internal-error" if out.reason.startswith("internal") else "unknown")
                 res.failure = out
                 break
             if deferred and self._proved == n.name:
@@ -747,6 +748,11 @@ class Checker:
                 self.op_relations[n.name] = found[0]
             else:
                 self.op_relations[n.name] = to_sexpr(self.engine.extract(v)[1])
+            mismatch = self._shape_mismatch(parse_sexpr(self.op_relations[n.name]), n.val)
+            if mismatch:     # a wrong lemma or lowering, caught at the operator where it acts
+                return OpFailure(node=n.name, target=n.target, source=_src(n), inputs={},
+                                 best=self.show_term(parse_sexpr(self.op_relations[n.name])), considered=[],
+                                 reason=f"internal soundness error: the relation {mismatch}")
             return None
         cost, best = self.engine.extract(v)
         inputs = {}
@@ -914,6 +920,7 @@ class Checker:
             r, node = key.split(".", 1)
             r = int(r[1:])
             base, _, i = node.partition("#")
+            base = base.split(":")[0]       # a lowering's helper (mean's <node>:sum) has its node's shape
             meta = self.dist.ranks[r].node(base).val
             meta = meta[int(i)] if i else meta
             return tuple(self._canonical_size(s, r) for s in meta.shape), meta.dtype

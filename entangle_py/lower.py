@@ -169,9 +169,12 @@ _RESHAPES = {"aten.view.default", "aten.reshape.default", "aten._unsafe_view.def
 class Lowerer:
     """Lower the nodes of one rank graph.  ``var(name)`` gives the egglog expression of a node."""
 
-    def __init__(self, graph, var, constants=None, same_rng=True):
+    def __init__(self, graph, var, constants=None, same_rng=True, canon=None):
         self.g = graph
         self.var = var
+        # symbolic sizes in terms under the checker's names (a rank's x_size0 is not the
+        # sequential program's x_size0 unless the checker identified them)
+        self.canon = canon or (lambda size: size)
         self.constants = constants or {}     # const port name -> declared value (spec [constants])
         self.same_rng = same_rng             # the same_rng assumption is in force
         # random draws in program order: the k-th draw of one program meets the k-th of another
@@ -265,10 +268,7 @@ class Lowerer:
         return d + nd if d < 0 else d
 
     def _shape_list(self, shape) -> str:
-        out = "(DNil)"
-        for s in reversed(shape):
-            out = f"(DCons {dim_term(s)} {out})"
-        return out
+        return shape_list(shape, self.canon)
 
     def _opaque(self, n: Node):
         """Congruence only: the op, every constant argument (in the key) and every tensor
@@ -879,6 +879,14 @@ def _refs_in_order(v):
     elif isinstance(v, (list, tuple)):
         for x in v:
             yield from _refs_in_order(x)
+
+
+def shape_list(shape, canon=lambda size: size) -> str:
+    """A shape as a DList term."""
+    out = "(DNil)"
+    for s in reversed(shape):
+        out = f"(DCons {dim_term(canon(s))} {out})"
+    return out
 
 
 def dim_term(s) -> str:

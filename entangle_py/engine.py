@@ -29,7 +29,7 @@ CHUNK = 24   # commands per parse: parsing cost grows faster than linearly with 
 
 @dataclass
 class Outcome:
-    status: str                 # 'clean' | 'saturated' | 'limit'
+    status: str                 # 'clean' / 'reached' | 'saturated' | 'limit'
     iterations: int
     seconds: float
     limit: str | None = None    # which limit was hit
@@ -155,10 +155,17 @@ class Engine:
                 break
 
     def prove_clean(self, var: str, limits: Limits) -> Outcome:
+        out = self.saturate(lambda: self.is_clean(var), limits)
+        return Outcome("clean", out.iterations, out.seconds) if out.status == "reached" else out
+
+    def saturate(self, goal, limits: Limits) -> Outcome:
+        """Lemma steps until ``goal()`` holds ('reached'), nothing changes ('saturated') or a limit
+        is hit ('limit', naming it).  The e-graph's size is checked after every step: one step
+        can grow it a lot, and a check must end at its limit, not by running out of memory."""
         start = time.perf_counter()
         self.settle()
-        if self.is_clean(var):
-            return Outcome("clean", 0, time.perf_counter() - start)
+        if goal():
+            return Outcome("reached", 0, time.perf_counter() - start)
         for it in range(1, limits.iterations + 1):
             out = self.run1(STEP)
             self.total_runs += 1
@@ -166,14 +173,14 @@ class Engine:
             if self.dims.step(self):
                 self.settle()
                 updated = True
-            if self.is_clean(var):
-                return Outcome("clean", it, time.perf_counter() - start)
+            if goal():
+                return Outcome("reached", it, time.perf_counter() - start)
             if not updated:
                 return Outcome("saturated", it, time.perf_counter() - start)
             elapsed = time.perf_counter() - start
             if elapsed > limits.seconds:
                 return Outcome("limit", it, elapsed, f"{limits.seconds:g} s per operator")
-            if it % 4 == 0 and self.size() > limits.nodes:
+            if self.size() > limits.nodes:
                 return Outcome("limit", it, elapsed, f"{limits.nodes} e-nodes")
         return Outcome("limit", limits.iterations, time.perf_counter() - start,
                        f"{limits.iterations} iterations per operator")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from . import graph as G
 from . import lower as L
 from . import spec as S
-from .engine import CERTIFY, STEP, Engine, Limits, _term_from_dag
+from .engine import CERTIFY, STEP, Engine, Limits, Outcome, _term_from_dag
 from .errors import InputError
 from .lemma import load_library
 from .terms import BIG, EvalError, Var, clean_meta, is_clean, parse_sexpr, str_lit, to_sexpr
@@ -838,8 +838,10 @@ class Checker:
                                       f"{p.node} is not a tensor the checker understands)")
             self._bring(v)
             found = self._certify(v, allowed)
-            if found is None:
+            if found is None or isinstance(found, Outcome):
                 res.status, res.failure = "fails", self._not_returned(p, v, allowed)
+                if found is not None:
+                    res.status, res.failure.reason = "unknown", f"limit: {found.limit} (output {p.name})"
                 break
             term, _ = found
             mismatch = self._shape_mismatch(term, self.seq.node(p.node).val)
@@ -878,22 +880,17 @@ class Checker:
 
     def _certify(self, v: str, allowed: set[str]):
         """(term, cost) of a clean term of ``v`` over ``allowed`` leaves, running the lemmas (and
-        widening to all of G_d) until one is found or nothing changes; None if there is none."""
-        for widen in (False, True):
-            if widen and not self._widen():
-                break
-            self.engine.settle()
-            for _ in range(self.limits.iterations):
-                self.engine.run1(CERTIFY)
-                if self.engine.holds(f"(cert {v})"):
-                    return self.engine.certificate(v, allowed)
-                out = self.engine.run1(STEP)
-                grew = self.engine.dims.step(self.engine)
-                if grew:
-                    self.engine.settle()
-                if out and not out[0].report.updated and not grew:
-                    break
-        return None
+        widening to all of G_d) until one is found: None if there is none, an Outcome when a
+        limit was hit first."""
+        def goal():
+            self.engine.run1(CERTIFY)
+            return self.engine.holds(f"(cert {v})")
+        out = self.engine.saturate(goal, self.limits)
+        if out.status != "reached" and self._widen():
+            out = self.engine.saturate(goal, self.limits)
+        if out.status == "reached":
+            return self.engine.certificate(v, allowed)
+        return out if out.status == "limit" else None
 
     def _not_returned(self, p: G.Port, v: str, allowed: set[str]) -> OpFailure:
         """The failure for an output whose value the distributed program does not return."""
@@ -950,14 +947,7 @@ class Checker:
         return self._saturate_equal(a, b) or (self._widen() and self._saturate_equal(a, b))
 
     def _saturate_equal(self, a: str, b: str) -> bool:
-        self.engine.settle()
-        for _ in range(self.limits.iterations):
-            if self.engine.equal(a, b):
-                return True
-            out = self.engine.run1(STEP)
-            if out and not out[0].report.updated:
-                break
-        return self.engine.equal(a, b)
+        return self.engine.saturate(lambda: self.engine.equal(a, b), self.limits).status == "reached"
 
     # -- display ---------------------------------------------------------------------------
     def show_leaf(self, key: str) -> str:

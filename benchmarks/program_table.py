@@ -1,0 +1,83 @@
+"""Capture and check every program of examples/programs/ and print a markdown table: program,
+label, mode, verdict / exit code, failing operator and source line, seconds.
+
+    python benchmarks/program_table.py [ID...]
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "examples" / "programs"))
+
+from corpus import BY_ID, CORPUS, bug_line  # noqa: E402
+
+VERDICT = {0: "refines", 1: "fails", 2: "refused", 3: "limit", 4: "internal error"}
+
+
+def check_entry(entry, tmp):
+    """Capture seq and dist and run ``entangle check``; returns a dict (exit, verdict, where, message, seconds)."""
+    from entangle_py import graph as G
+    from entangle_py.capture import capture
+    from entangle_py.cli import main
+    t0 = time.perf_counter()
+    joint = entry.mode == "joint"
+    seq, dist, rep = (Path(tmp) / f"{entry.name}.{entry.mode}.{k}" for k in ("seq.pt", "dist.pt", "json"))
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            G.save(capture(entry.script, 1, joint=joint), seq)
+            G.save(capture(entry.script, entry.world_size, joint=joint), dist)
+    except Exception as ex:   # noqa: BLE001 - a capture error is a row of the table
+        msg = str(ex).splitlines()[0] if str(ex) else type(ex).__name__
+        return {"exit": 2, "verdict": "capture error", "where": "", "message": msg[:300],
+                "seconds": time.perf_counter() - t0, "text": msg}
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(["check", str(seq), str(dist), "--spec", entry.spec, "--json", str(rep)])
+    where, message = "", ""
+    text = out.getvalue() + err.getvalue()
+    if rep.exists():
+        data = json.loads(rep.read_text())
+        f = data.get("failure") or {}
+        if f:
+            src = (f.get("source") or "").replace("examples/programs/", "")
+            where = f"`{f.get('node')}` ({f.get('target')}) at {src}"
+    if rc != 0 and not where:
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        message = lines[-1][:300] if lines else ""
+    return {"exit": rc, "verdict": VERDICT.get(rc, str(rc)), "where": where, "message": message,
+            "seconds": time.perf_counter() - t0, "text": text}
+
+
+def table(entries=None):
+    entries = list(entries or CORPUS)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for e in entries:
+            r = check_entry(e, tmp)
+            rows.append((e, r))
+            print(f"  {e.id}: exit {r['exit']} ({r['seconds']:.1f} s)", file=sys.stderr)
+    lines = ["| program | label | mode | verdict (exit) | expected | failing operator and source line | bug line | s |",
+             "|---|---|---|---|---|---|---|---|"]
+    for e, r in rows:
+        want = 0 if e.label == "correct" else 1
+        flag = "ok" if r["exit"] == want else ("**REFINES (soundness bug)**" if e.label == "buggy" and r["exit"] == 0 else "no")
+        where = r["where"] or r["message"]
+        where = where.replace("|", "\\|")
+        lines.append(f"| {e.name} | {e.label} | {e.mode} | {r['verdict']} ({r['exit']}) | {flag} | {where} | "
+                     f"{bug_line(e) or ''} | {r['seconds']:.1f} |")
+    return "\n".join(lines), rows
+
+
+if __name__ == "__main__":
+    picked = [BY_ID[n] for n in sys.argv[1:]] if len(sys.argv) > 1 else CORPUS
+    text, rows = table(picked)
+    print(text)
+    ok = sum(1 for e, r in rows if r["exit"] == (0 if e.label == "correct" else 1))
+    print(f"\n{ok}/{len(rows)} as expected; {sum(r['seconds'] for _, r in rows):.0f} s total")

@@ -1,0 +1,34 @@
+"""Sequence-parallel dropout: x [S, B, H] sharded along the sequence, dropout (training) then a
+replicated elementwise scale.  Under ``same_rng`` each rank's mask is its rows of the sequential
+mask.  Bug ``wrong_p``: the distributed program passes the attention-dropout rate where the hidden
+dropout rate is configured (a config mix-up; e.g. Megatron ``hidden_dropout`` vs
+``attention_dropout``).
+
+On gloo (run_gloo.py) dropout is replaced by its expectation-preserving deterministic part (mask of
+ones, scale 1/(1-p)) so that the label can be confirmed: a different ``p`` changes the scale."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from _common import copy_to
+
+HIDDEN_DROPOUT, ATTENTION_DROPOUT = 0.1, 0.25
+
+
+class SPDropout(nn.Module):
+    def __init__(self, ws, hidden, bug):
+        super().__init__()
+        self.ws, self.bug = ws, bug
+        self.scale = nn.Parameter(torch.empty(hidden))
+
+    def forward(self, x):
+        p = HIDDEN_DROPOUT
+        if self.bug == "wrong_p" and self.ws > 1:
+            p = ATTENTION_DROPOUT  # BUG: the attention dropout rate is used for the hidden dropout
+        return F.dropout(x, p, training=True) * copy_to(self.scale, self.ws)
+
+
+def make_build(bug=None):
+    def build(rank, world_size):
+        return SPDropout(world_size, 7, bug), {"x": torch.randn(6 // world_size, 5, 7, requires_grad=True)}
+    return build

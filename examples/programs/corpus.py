@@ -1,0 +1,114 @@
+"""The program corpus: small distributed programs users write, correct/buggy twins, every label
+confirmed on real gloo ranks (``run_gloo.py``).
+
+``Entry(name, script, spec, label, mode, world_size, bug)``: ``label`` "correct" / "buggy";
+``mode`` "forward" / "joint"; ``bug`` (buggy entries) = (family module, text of the ``# BUG``
+line), resolved to ``file:line`` by :func:`bug_line`.  ``entangle check`` SHOULD give exit 0 for a
+correct program and exit 1 for a buggy one.  Specs are per family (``<family>.toml`` forward,
+``<family>_joint.toml`` joint); twin scripts are two lines over a shared ``_<family>.py``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    script: str
+    spec: str
+    label: str
+    mode: str = "forward"
+    world_size: int = 2
+    bug: tuple | None = None     # (module file, text on the # BUG line)
+
+    @property
+    def id(self) -> str:
+        return f"{self.name}[{self.mode}]"
+
+
+def bug_line(entry) -> str | None:
+    """``file:line`` of the entry's ``# BUG`` line."""
+    if entry.bug is None:
+        return None
+    module, text = entry.bug
+    for i, line in enumerate((HERE / module).read_text().splitlines(), 1):
+        if "# BUG" in line and text in line:
+            return f"{module}:{i}"
+    raise LookupError(f"{entry.name}: no '# BUG' line containing {text!r} in {module}")
+
+
+def _e(script, family, mode="forward", bug=None, ws=2):
+    spec = f"{family}_joint.toml" if mode == "joint" else f"{family}.toml"
+    return Entry(script, str(HERE / f"{script}.py"), str(HERE / spec), "buggy" if bug else "correct",
+                 mode, ws, bug)
+
+
+CORPUS = [
+    # TP column/row linear (nn.Linear), 2-D and 3-D inputs
+    _e("tp_mlp2d_correct", "tp_mlp"),
+    _e("tp_mlp2d_correct", "tp_mlp", "joint"),
+    _e("tp_mlp2d_missing_allreduce", "tp_mlp", bug=("_tp_mlp.py", "never all-reduced")),
+    _e("tp_mlp2d_missing_allreduce", "tp_mlp", "joint", bug=("_tp_mlp.py", "never all-reduced")),
+    _e("tp_mlp3d_correct", "tp_mlp"),
+    _e("tp_mlp3d_correct", "tp_mlp", "joint"),
+    _e("tp_mlp3d_bias_before_reduce", "tp_mlp", bug=("_tp_mlp.py", "then summed")),
+    _e("tp_mlp3d_bias_before_reduce", "tp_mlp", "joint", bug=("_tp_mlp.py", "then summed")),
+    # SP: layer norm, RMSNorm + SP MLP, dropout
+    _e("sp_layernorm_correct", "sp_layernorm"),
+    _e("sp_layernorm_correct", "sp_layernorm", "joint"),
+    _e("sp_layernorm_grad_not_reduced", "sp_layernorm", "joint", bug=("_sp_norm.py", "LN weight gradient")),
+    _e("sp_rmsnorm_mlp_correct", "sp_rmsnorm_mlp"),
+    _e("sp_rmsnorm_mlp_correct", "sp_rmsnorm_mlp", "joint"),
+    _e("sp_rmsnorm_mlp_slice_not_reduce_scatter", "sp_rmsnorm_mlp", bug=("_sp_norm.py", "never summed")),
+    _e("sp_dropout_correct", "sp_dropout"),
+    _e("sp_dropout_wrong_p", "sp_dropout", bug=("_sp_dropout.py", "attention dropout rate")),
+    # vocab parallel embedding and cross-entropy
+    _e("vocab_embedding_correct", "vocab_embedding"),
+    _e("vocab_embedding_correct", "vocab_embedding", "joint"),
+    _e("vocab_embedding_wrong_offset", "vocab_embedding", bug=("_vocab.py", "last id")),
+    _e("vocab_cross_entropy_correct", "vocab_cross_entropy"),
+    _e("vocab_cross_entropy_local_sumexp", "vocab_cross_entropy", bug=("_vocab.py", "sum of exponentials")),
+    # attention: GQA / MQA with a causal mask; RoPE under CP; CP attention
+    _e("gqa_causal_correct", "gqa_causal"),
+    _e("gqa_causal_repeat", "gqa_causal", bug=("_attn.py", "j % kvh")),
+    _e("mqa_causal_correct", "mqa_causal"),
+    _e("mqa_causal_correct", "mqa_causal", "joint"),
+    _e("mqa_causal_kv_grad_not_reduced", "mqa_causal", "joint", bug=("_attn.py", "KV projection")),
+    _e("rope_cp_correct", "rope_cp"),
+    _e("rope_cp_local_positions", "rope_cp", bug=("_rope.py", "restart at 0")),
+    _e("cp_attention_correct", "cp_attention"),
+    _e("cp_attention_local_mask", "cp_attention", bug=("_cp_attn.py", "local query positions")),
+    # SwiGLU unfused (sliced replicated weights) and fused (interleaved layout)
+    _e("swiglu_unfused_correct", "swiglu_unfused"),
+    _e("swiglu_unfused_correct", "swiglu_unfused", "joint"),
+    _e("swiglu_unfused_swapped_shard", "swiglu_unfused", bug=("_swiglu.py", "other rank's rows")),
+    _e("swiglu_fused_correct", "swiglu_fused"),
+    _e("swiglu_fused_swapped_halves", "swiglu_fused", bug=("_swiglu.py", "[up; gate]")),
+    # uneven shards (pad, gather, cut)
+    _e("uneven_gather_correct", "uneven_gather"),
+    _e("uneven_gather_local_size", "uneven_gather", bug=("_uneven.py", "local size")),
+    # DP: loss averaging, gradient averaging; gradient accumulation; FSDP
+    _e("dp_avg_correct", "dp"),
+    _e("dp_avg_correct", "dp", "joint"),
+    _e("dp_loss_sum", "dp", bug=("_dp.py", "not divided by W")),
+    _e("dp_grad_sum", "dp", "joint", bug=("_dp.py", "summed, not averaged")),
+    _e("grad_accum_correct", "grad_accum"),
+    _e("grad_accum_correct", "grad_accum", "joint"),
+    _e("grad_accum_per_microbatch_mean", "grad_accum", bug=("_grad_accum.py", "per micro-batch")),
+    _e("fsdp_correct", "fsdp"),
+    _e("fsdp_correct", "fsdp", "joint"),
+    _e("fsdp_no_reduce_scatter", "fsdp", "joint", bug=("_fsdp.py", "never reduced")),
+    # EP, PP, 2-D mesh
+    _e("moe_ep_correct", "moe_ep"),
+    _e("moe_ep_wrong_block", "moe_ep", bug=("_moe.py", "wrong expert")),
+    _e("pp_two_stage_correct", "pp_two_stage"),
+    _e("pp_two_stage_wrong_peer", "pp_two_stage", bug=("_pp.py", "comes from rank 1")),
+    _e("mesh_dp_tp_correct", "mesh_dp_tp", ws=4),
+    _e("mesh_dp_tp_wrong_group", "mesh_dp_tp", ws=4, bug=("_mesh.py", "wrong mesh dimension")),
+]
+
+BY_ID = {e.id: e for e in CORPUS}

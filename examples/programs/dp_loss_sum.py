@@ -1,0 +1,4 @@
+"""See _dp.py."""
+from _dp import make_build
+
+build = make_build(bug='loss_sum')

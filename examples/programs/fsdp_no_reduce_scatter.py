@@ -1,0 +1,4 @@
+"""See _fsdp.py."""
+from _fsdp import make_build
+
+build = make_build(bug='no_reduce_scatter')

@@ -1,0 +1,4 @@
+"""See _mesh.py."""
+from _mesh import make_build
+
+build = make_build()

@@ -1,0 +1,4 @@
+"""See _sp_norm.py."""
+from _sp_norm import make_build
+
+build = make_build('rmsnorm')

@@ -1,0 +1,4 @@
+"""See _vocab.py."""
+from _vocab import make_build
+
+build = make_build('ce')

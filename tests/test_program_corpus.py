@@ -1,0 +1,102 @@
+"""The program corpus (examples/programs): small distributed programs users write, correct/buggy
+twins over every parallelism, labels confirmed on real gloo (one spawn per world size: 2 and 4).
+
+`entangle check` SHOULD say: correct -> exit 0, buggy -> exit 1.  Correct programs the checker
+cannot prove today are strict xfails naming what stops them (issue 13); buggy programs stopped by
+something other than a refutation (exit 2: an op without semantics / capture) are strict xfails
+too.  A buggy program that refines (exit 0) is a soundness bug: never xfail it.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+for p in (ROOT / "examples" / "programs", ROOT / "benchmarks"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+from corpus import CORPUS  # noqa: E402
+
+_LN = "lemma gap: native_layer_norm over sequence-sharded rows (its mean/rstd outputs, getitem_1) in the backward"
+_MQA = "capture: torch.ones(s, s) created in forward without a device is CPU while inputs are meta (Tensor device mismatch)"
+_FUSED = "spec: 'slice' is not supported in input relations (interleaved [gate_r; up_r] fused weight)"
+_MOE = "no semantics for aten.topk / aten.all (top-k routing, one_hot)"
+_PP = "capture: ranks of a pipeline take different parameters (rank 0 only fc1, rank 1 only fc2); ports must be equal"
+_MEAN = "lemma gap: mean over a batch-sharded dim = sum over ranks of local means / W (division by the world size as a clean relation)"
+
+XFAIL = {
+    "tp_mlp3d_correct[forward]": "lemma gap: nn.Linear on 3-D input: view->addmm->view in G_s vs mm->all_reduce->add bias in G_d (addmm_1)",
+    "tp_mlp3d_correct[joint]": "lemma gap: nn.Linear on 3-D input: view->addmm->view in G_s vs mm->all_reduce->add bias in G_d (addmm_1)",
+    "sp_layernorm_correct[joint]": _LN,
+    "sp_layernorm_grad_not_reduced[joint]": None,
+    "sp_rmsnorm_mlp_correct[joint]": "lemma gap: mean backward (div.Scalar of expand) over sequence-sharded rows",
+    "vocab_embedding_correct[joint]": "lemma gap: embedding_dense_backward of the masked vocab-parallel lookup",
+    "vocab_cross_entropy_correct[forward]": "lemma gap: _log_softmax over the vocab-sharded dim with max and sum of exp all-reduced",
+    "gqa_causal_correct[forward]": "lemma gap: bmm of head-sharded q with repeat_interleave'd (expand) K heads",
+    "gqa_causal_repeat[forward]": "no semantics for aten.repeat (exit 2, not a refutation)",
+    "mqa_causal_correct[forward]": _MQA,
+    "mqa_causal_correct[joint]": _MQA,
+    "mqa_causal_kv_grad_not_reduced[joint]": _MQA,
+    "rope_cp_correct[forward]": "lemma gap: concat over ranks (dim 1) of concat (dim 3) parts: concat interchange for the rotate-half cat",
+    "cp_attention_correct[forward]": "lemma gap: rank-dependent positions (arange + rank offset) for the causal mask of all-gathered K/V",
+    "swiglu_unfused_correct[joint]": "lemma gap: add of two partial sums (grad of x through gate and up) = partial of the adds",
+    "swiglu_fused_correct[forward]": _FUSED,
+    "swiglu_fused_swapped_halves[forward]": _FUSED,
+    "uneven_gather_correct[forward]": "lemma gap: pad -> all_gather -> per-rank slice -> cat back to the uneven concat",
+    "dp_avg_correct[forward]": _MEAN,
+    "dp_avg_correct[joint]": _MEAN,
+    "grad_accum_correct[forward]": "lemma gap: sum of micro-batch sums divided by an all-reduced token count",
+    "grad_accum_correct[joint]": "lemma gap: sum of micro-batch sums divided by an all-reduced token count",
+    "fsdp_correct[forward]": _MEAN,
+    "fsdp_correct[joint]": _MEAN,
+    "moe_ep_correct[forward]": _MOE,
+    "moe_ep_wrong_block[forward]": _MOE,
+    "pp_two_stage_correct[forward]": _PP,
+    "pp_two_stage_wrong_peer[forward]": _PP,
+    "mesh_dp_tp_correct[forward]": "lemma gap: mm of a dp-sharded input with a tp-sharded weight on a 2-D mesh (map_mm_r over mixed groups)",
+}
+XFAIL = {k: v for k, v in XFAIL.items() if v}
+
+
+def _params():
+    out = []
+    for e in CORPUS:
+        marks = [pytest.mark.xfail(strict=True, reason=XFAIL[e.id])] if e.id in XFAIL else []
+        out.append(pytest.param(e, id=e.id, marks=marks))
+    return out
+
+
+@pytest.fixture(scope="module")
+def gloo_report():
+    import run_gloo
+    return run_gloo.run(CORPUS, verbose=False)
+
+
+def test_corpus_labels_confirmed_on_gloo(gloo_report):
+    assert set(gloo_report) == {e.id for e in CORPUS}
+    wrong = {n: r for n, r in gloo_report.items() if r["gloo"] != r["label"]}
+    assert not wrong, wrong
+
+
+def test_corpus_shape():
+    from corpus import bug_line
+    scripts = {e.script for e in CORPUS}
+    assert len(scripts) >= 30
+    for e in CORPUS:
+        assert Path(e.script).is_file() and Path(e.spec).is_file(), e.id
+        assert (e.label == "buggy") == (bug_line(e) is not None), e.id
+    assert set(XFAIL) <= {e.id for e in CORPUS}
+
+
+@pytest.mark.parametrize("entry", _params())
+def test_checker_verdict(entry, tmp_path):
+    from program_table import check_entry
+    r = check_entry(entry, tmp_path)
+    if entry.label == "buggy":
+        assert r["exit"] != 0, f"SOUNDNESS: {entry.id} is buggy (confirmed on gloo) but refines:\n{r['text']}"
+    want = 0 if entry.label == "correct" else 1
+    assert r["exit"] == want, (f"{entry.id} is {entry.label} (confirmed on gloo) but `entangle check` exits "
+                               f"{r['exit']}, expected {want}:\n{r['text']}")

@@ -48,6 +48,7 @@ class Engine:
         self.assume = tuple(sorted(assume))     # assumptions whose lemmas are active
         self._run_commands(list(_split_commands(terms.declarations())))
         self._run_commands(list(_split_commands(library.egglog(self.assume))))
+        self._asked_cmul, self._folded = None, set()
         self.run1("(push)")      # the empty e-graph with its rules compiled: reset() comes back here
         self.total_runs = 0
 
@@ -57,6 +58,7 @@ class Engine:
         self.run1("(pop)")
         self.run1("(push)")
         self.dims = self.dims.fresh()
+        self._asked_cmul, self._folded = None, set()
 
     # -- commands ------------------------------------------------------------------------
     def _run_commands(self, commands: list[str]):
@@ -151,8 +153,27 @@ class Engine:
         """Shape facts and the clean relation to a fixpoint (no lemma)."""
         for _ in range(8):   # symbolic sizes: Z3's answers can enable more shape facts
             self.run1("(run-schedule (saturate (run shapes)) (saturate (run cleanliness)))")
-            if not self.dims.step(self):
+            if not (self.dims.step(self) | self._fold_constants()):
                 break
+
+    def _fold_constants(self) -> bool:
+        """Answer (ask_cmul a b) with (cmul a b) where the product is exact (terms.const_product)."""
+        if self.sizes(("ask_cmul",)) == self._asked_cmul:
+            return False
+        self._asked_cmul = self.sizes(("ask_cmul",))
+        added = []
+        for row in self.table("ask_cmul"):
+            a, b = row[1], row[2]
+            if (a, b) in self._folded:
+                continue
+            self._folded.add((a, b))
+            try:
+                added.append(f"(set (cmul {terms.str_lit(a)} {terms.str_lit(b)}) "
+                             f"{terms.str_lit(terms.const_product(a, b))})")
+            except ValueError:
+                pass
+        self.add(*added)
+        return bool(added)
 
     def prove_clean(self, var: str, limits: Limits) -> Outcome:
         out = self.saturate(lambda: self.is_clean(var), limits)
@@ -170,7 +191,7 @@ class Engine:
             out = self.run1(STEP)
             self.total_runs += 1
             updated = out[0].report.updated if out else True
-            if self.dims.step(self):
+            if self.dims.step(self) | self._fold_constants():
                 self.settle()
                 updated = True
             if goal():

@@ -19,7 +19,7 @@ from typing import Callable, Iterable
 from . import terms
 from .errors import InputError
 
-LEMMA_FAMILIES = ("movement", "elementwise", "linalg", "reduction", "collective", "shapes", "indexing")
+LEMMA_FAMILIES = ("movement", "elementwise", "linalg", "reduction", "collective", "shapes", "indexing", "arith")
 
 # Assumptions a lemma may rest on: facts about the programs' inputs that the checker cannot prove.
 # A lemma naming one is only active when the spec enables it (``[assume] name = true``), and the

@@ -280,6 +280,19 @@ BINARY_OPS: dict[str, Callable] = {
     "logical_and": torch.logical_and,
 }
 
+def const_product(a: str, b: str) -> str:
+    """The text of a * b for two float constant texts, only when the product of the two floats is
+    itself a float exactly (so (x / a) / b = x / (a * b) in exact arithmetic); else undefined."""
+    from fractions import Fraction
+    fa, fb = float(a), float(b)
+    if not (math.isfinite(fa) and math.isfinite(fb)) or fa == 0 or fb == 0:
+        raise ValueError(f"{a} * {b}: not folded")
+    p = fa * fb
+    if Fraction(fa) * Fraction(fb) != Fraction(p):
+        raise ValueError(f"{a} * {b} is not a float exactly")
+    return repr(p)
+
+
 # masked_fill(x, mask, c) is the binary op "masked_fill:<c>" over (x, mask): it is elementwise with
 # broadcasting like any binary op, so the binary lemmas (concat, broadcast) cover it.
 MASKED_FILL = "masked_fill:"
@@ -345,6 +358,7 @@ PRIMITIVES: dict[str, Callable] = {
     ">": lambda a, b: a > b,
     ">=": lambda a, b: a >= b,
     "dle": lambda a, b: a <= b,     # a relation on sizes, proven by egglog (literals) or Z3
+    "cmul": lambda a, b: const_product(a, b),   # product of two constant texts (see const_product)
     "%": lambda a, b: a % b,
     "/": lambda a, b: a // b,
 }
@@ -522,6 +536,8 @@ FUNCTIONS_TEXT = """
 (relation vsfx (T DList i64))
 (relation bsame (T T i64))
 (function ipos (IList i64) i64 :merge old)
+(relation ask_cmul (String String))
+(function cmul (String String) String :merge old)
 """
 
 

@@ -37,6 +37,7 @@ _FUNCS = {
     "vpfx": (("T", "DList", "i64"), "bool"), "vsfx": (("T", "DList", "i64"), "bool"),
     "bsame": (("T", "T", "i64"), "bool"), "ipos": (("IList", "i64"), "i64"),
     "dle": (("Dim", "Dim"), "bool"),
+    "cmul": (("String", "String"), "String"),
 }
 for _op in ("+", "-", "*", "/", "%"):
     _FUNCS[_op] = (("i64", "i64"), "i64")
@@ -479,7 +480,7 @@ def _bind(c, free, env) -> bool:
                 val = evaluate(other, env)
             except EvalError:
                 return False
-            if isinstance(val, bool) or not isinstance(val, int):
+            if isinstance(val, bool) or not isinstance(val, (int, str)):   # i64 / Dim, or a String
                 return False
             env[v] = val
             return True

@@ -25,7 +25,7 @@ _MQA = "capture: torch.ones(s, s) created in forward without a device is CPU whi
 _FUSED = "spec: 'slice' is not supported in input relations (interleaved [gate_r; up_r] fused weight)"
 _MOE = "no semantics for aten.topk / aten.all (top-k routing, one_hot)"
 _PP = "capture: ranks of a pipeline take different parameters (rank 0 only fc1, rank 1 only fc2); ports must be equal"
-_MEAN = "lemma gap: mean over a batch-sharded dim = sum over ranks of local means / W (division by the world size as a clean relation)"
+_MEAN = "lemma gap (joint): the backward of a mean over a batch-sharded dim, with the loss averaged over ranks"
 
 XFAIL = {
     "tp_mlp3d_correct[forward]": "lemma gap: nn.Linear on 3-D input: view->addmm->view in G_s vs mm->all_reduce->add bias in G_d (addmm_1)",
@@ -46,11 +46,9 @@ XFAIL = {
     "swiglu_fused_correct[forward]": _FUSED,
     "swiglu_fused_swapped_halves[forward]": _FUSED,
     "uneven_gather_correct[forward]": "lemma gap: pad -> all_gather -> per-rank slice -> cat back to the uneven concat",
-    "dp_avg_correct[forward]": _MEAN,
     "dp_avg_correct[joint]": _MEAN,
     "grad_accum_correct[forward]": "lemma gap: sum of micro-batch sums divided by an all-reduced token count",
     "grad_accum_correct[joint]": "lemma gap: sum of micro-batch sums divided by an all-reduced token count",
-    "fsdp_correct[forward]": _MEAN,
     "fsdp_correct[joint]": _MEAN,
     "moe_ep_correct[forward]": _MOE,
     "moe_ep_wrong_block[forward]": _MOE,

@@ -1,14 +1,9 @@
 """Sums and maxima over ranks (the meaning of all-reduce / reduce-scatter)."""
 from entangle_py.lemma import Lemma
-from lemmas._instances import repeat, tensor
-
-
-@repeat(4)
-def _single(rng):
-    return {"x": tensor(rng, rng.randint(1, 4), rng.randint(1, 4))}
-
+from lemmas._instances.collective import single
 
 LEMMAS = [
-    Lemma("rsum-single", "(rsum (Cons x (Nil)))", "x", instances=_single),
-    Lemma("rmax-single", "(rmax (Cons x (Nil)))", "x", instances=_single),
+    # one rank: the sum (max) over ranks is its own value
+    Lemma("rsum-single", "(rsum (Cons x (Nil)))", "x", instances=single),
+    Lemma("rmax-single", "(rmax (Cons x (Nil)))", "x", instances=single),
 ]

@@ -1,223 +1,51 @@
 """Elementwise unary, scalar and binary ops versus concat and sums over ranks."""
 from entangle_py.lemma import Lemma
-from entangle_py.terms import MASKED_FILL, SCALAR_OPS, UNARY_OPS
-from lemmas._instances import concat_parts, repeat, tensor
+from lemmas._instances import fixed
+from lemmas._instances.elementwise import (
+    add_rsum, bcast_absent, bcast_full, bcast_one, binary_concat, binary_concat_misaligned, map_binary,
+    map_binary_l_nil, map_scalar, map_unary, rsum_scalar, rsum_scalar_with, scalar_concat, unary_concat, zip_binary,
+    zip_binary_mismatch)
 
-_POSITIVE = {"log", "sqrt", "rsqrt", "reciprocal"}
-_MASKED_FILL = MASKED_FILL + "-10000.0"   # masked_fill(x, mask, c) is the binary op masked_fill:<c>
-
-
-@repeat(8)
-def _unary_concat(rng):
-    op = rng.choice(sorted(set(UNARY_OPS) - {"logical_not"}))
-    nd = rng.randint(1, 3)
-    d = rng.randrange(nd)
-    return {"op": op, "l": concat_parts(rng, nd, d, positive=op in _POSITIVE), "d": d}
-
-
-@repeat(8)
-def _scalar_concat(rng):
-    op = rng.choice(["add", "sub", "rsub", "mul", "div"])
-    nd = rng.randint(1, 3)
-    d = rng.randrange(nd)
-    return {"op": op, "l": concat_parts(rng, nd, d), "d": d, "c": rng.choice(["0.5", "-2.0", "3", "1e-05"])}
-
-
-@repeat(6)
-def _map_unary(rng):
-    op = rng.choice(["gelu", "exp", "neg", "tanh"])
-    l = concat_parts(rng, 2, 0)
-    return {"op": op, "x": l[0], "r": l[1:]}
-
-
-@repeat(6)
-def _map_scalar(rng):
-    l = concat_parts(rng, 2, 1)
-    return {"op": rng.choice(["mul", "add"]), "x": l[0], "r": l[1:], "c": "0.25"}
-
-
-def _aligned_pair(rng, equal=True, op=None):
-    """Two concats along the same axis (counted from the right), possibly of different ranks."""
-    nd1 = rng.randint(1, 3)
-    nd2 = rng.randint(1, nd1)
-    k = rng.randint(1, nd2)            # axis position from the right
-    d1, d2 = nd1 - k, nd2 - k
-    parts = rng.randint(1, 6)
-    sizes = [rng.randint(1, 4) for _ in range(parts)]
-    other = [rng.randint(1, 4) for _ in range(nd1)]
-    l1, l2 = [], []
-    for n in sizes:
-        s1 = list(other)
-        s1[d1] = n
-        s2 = s1[nd1 - nd2:]
-        l1.append(tensor(rng, *s1))
-        l2.append(tensor(rng, *s2))
-    op = op or rng.choice(["add", "sub", "mul", "maximum"])
-    if op.startswith(MASKED_FILL):      # the second operand is a bool mask
-        l2 = [t > 0 for t in l2]
-    return {"op": op, "l1": l1, "l2": l2, "d1": d1, "d2": d2, "n1": nd1, "n2": nd2}
-
-
-@repeat(8)
-def _binary_concat(rng):
-    return _aligned_pair(rng)
-
-
-@repeat(4)
-def _binary_concat_misaligned(rng):
-    inst = _aligned_pair(rng)
-    if inst["n1"] < 2:
-        return None
-    inst["d1"] = (inst["d1"] + 1) % inst["n1"]
-    return inst
-
-
-@repeat(6)
-def _zip_binary(rng):
-    inst = _aligned_pair(rng)
-    return {"op": inst["op"], "a": inst["l1"][0], "r1": inst["l1"][1:], "b": inst["l2"][0], "r2": inst["l2"][1:],
-            "d1": inst["d1"], "d2": inst["d2"]}
-
-
-def _zip_binary_masked(rng):
-    inst = _aligned_pair(rng, op=_MASKED_FILL)
-    return {"op": inst["op"], "a": inst["l1"][0], "r1": inst["l1"][1:], "b": inst["l2"][0], "r2": inst["l2"][1:],
-            "d1": inst["d1"], "d2": inst["d2"]}
-
-
-@repeat(3)
-def _zip_binary_mismatch(rng):
-    a, b = tensor(rng, 2, 3), tensor(rng, 3, 3)
-    return {"op": "add", "a": a, "r1": [], "b": b, "r2": [], "d1": 0, "d2": 0}
-
-
-def _broadcast(rng, covered: bool, size_one: bool, op=None):
-    """concat along d of parts, and a y that broadcasts over that axis (absent or of size 1)."""
-    nd = rng.randint(1, 3)
-    d = rng.randrange(nd)
-    l = concat_parts(rng, nd, d)
-    k = nd - d                      # axis position from the right
-    shape = list(l[0].shape)
-    if covered:
-        ny = rng.randint(k, nd)
-        ys = shape[nd - ny:]
-        ys[ny - k] = 1 if size_one else sum(p.shape[d] for p in l)
-    else:
-        ny = rng.randint(0, k - 1)
-        ys = shape[nd - ny:] if ny else []
-    op = op or rng.choice(["add", "mul", "sub", "div"])
-    y = tensor(rng, *ys)
-    return {"op": op, "l": l, "d": d, "y": y > 0 if op.startswith(MASKED_FILL) else y, "n": nd, "m": len(ys)}
-
-
-@repeat(6)
-def _bcast_absent(rng):
-    return _broadcast(rng, covered=False, size_one=False)
-
-
-@repeat(6)
-def _bcast_one(rng):
-    return _broadcast(rng, covered=True, size_one=True)
-
-
-@repeat(4)
-def _bcast_full(rng):
-    inst = _broadcast(rng, covered=True, size_one=False)
-    return inst if inst["l"][0].shape[inst["d"]] != 1 or len(inst["l"]) > 1 else None
-
-
-def _plus_masked_fill(gen, make, k=3):
-    """Instances of ``gen`` followed by ``k`` with the op masked_fill (a bool mask operand)."""
-    def out(rng):
-        yield from gen(rng)
-        for _ in range(k):
-            inst = make(rng)
-            if inst is not None:
-                yield inst
-    return out
-
-
-_binary_concat = _plus_masked_fill(_binary_concat, lambda rng: _aligned_pair(rng, op=_MASKED_FILL))
-_bcast_absent = _plus_masked_fill(_bcast_absent, lambda rng: _broadcast(rng, False, False, op=_MASKED_FILL))
-_bcast_one = _plus_masked_fill(_bcast_one, lambda rng: _broadcast(rng, True, True, op=_MASKED_FILL))
-_zip_binary = _plus_masked_fill(_zip_binary, _zip_binary_masked)
-
-
-@repeat(6)
-def _map_binary(rng):
-    l = concat_parts(rng, 2, 0)
-    return {"op": "add", "x": l[0], "r": l[1:], "y": tensor(rng, l[0].shape[1])}
-
-
-@repeat(6)
-def _rsum_scalar(rng):
-    shape = [rng.randint(1, 4), rng.randint(1, 4)]
-    return {"op": rng.choice(["mul", "div"]), "l": [tensor(rng, *shape) for _ in range(rng.randint(1, 8))],
-            "c": rng.choice(["0.5", "3", "-0.125"])}
-
-
+# constants are written by repr(float): inf * (a + b) is not inf * a + inf * b, nor (a + b) / 0
 _FINITE = ('(!= c "inf")', '(!= c "-inf")', '(!= c "nan")')
 
-
-def _rsum_scalar_bad(*consts):
-    def gen(rng):
-        for c in consts:
-            yield {**next(iter(_rsum_scalar(rng))), "c": c}
-    return gen
-
-
 LEMMAS = [
-    Lemma("unary-concat", "(unary op (concat l d))", "(concat (map_unary op l) d)", instances=_unary_concat),
-    Lemma("map-unary-nil", "(map_unary op (Nil))", "(Nil)", instances=lambda rng: [{"op": "exp"}]),
-    Lemma("map-unary-cons", "(map_unary op (Cons x r))", "(Cons (unary op x) (map_unary op r))", instances=_map_unary),
-    Lemma("scalar-concat", "(scalar op (concat l d) c)", "(concat (map_scalar op l c) d)", instances=_scalar_concat),
-    Lemma("map-scalar-nil", "(map_scalar op (Nil) c)", "(Nil)", instances=lambda rng: [{"op": "mul", "c": "2"}]),
+    Lemma("unary-concat", "(unary op (concat l d))", "(concat (map_unary op l) d)", instances=unary_concat),
+    Lemma("map-unary-nil", "(map_unary op (Nil))", "(Nil)", instances=fixed({"op": "exp"})),
+    Lemma("map-unary-cons", "(map_unary op (Cons x r))", "(Cons (unary op x) (map_unary op r))", instances=map_unary),
+    Lemma("scalar-concat", "(scalar op (concat l d) c)", "(concat (map_scalar op l c) d)", instances=scalar_concat),
+    Lemma("map-scalar-nil", "(map_scalar op (Nil) c)", "(Nil)", instances=fixed({"op": "mul", "c": "2"})),
     Lemma("map-scalar-cons", "(map_scalar op (Cons x r) c)", "(Cons (scalar op x c) (map_scalar op r c))",
-          instances=_map_scalar),
+          instances=map_scalar),
     # binary op of two concats along the same axis (aligned from the right, as broadcasting does)
     Lemma("binary-concat-concat", "(binary op (concat l1 d1) (concat l2 d2))", "(concat (zip_binary op l1 l2 d1 d2) d1)",
           when=("(= (- (ndim (concat l1 d1)) d1) (- (ndim (concat l2 d2)) d2))",
                 "(>= (ndim (concat l1 d1)) (ndim (concat l2 d2)))"),
-          instances=_binary_concat, rejects=_binary_concat_misaligned),
+          instances=binary_concat, rejects=binary_concat_misaligned),
     Lemma("zip-binary-nil", "(zip_binary op (Nil) (Nil) d1 d2)", "(Nil)",
-          instances=lambda rng: [{"op": "add", "d1": 0, "d2": 0}]),
+          instances=fixed({"op": "add", "d1": 0, "d2": 0})),
     Lemma("zip-binary-cons", "(zip_binary op (Cons a r1) (Cons b r2) d1 d2)",
           "(Cons (binary op a b) (zip_binary op r1 r2 d1 d2))",
-          when=("(= (dim a d1) (dim b d2))",), instances=_zip_binary, rejects=_zip_binary_mismatch),
+          when=("(= (dim a d1) (dim b d2))",), instances=zip_binary, rejects=zip_binary_mismatch),
     # binary op of a concat and a tensor that does not vary along the concat axis
     Lemma("binary-concat-bcast-absent", "(binary op (concat l d) y)", "(concat (map_binary_l op l y) d)",
           when=("(= n (ndim (concat l d)))", "(= m (ndim y))", "(< m (- n d))"),
-          instances=_bcast_absent, rejects=_bcast_full),
+          instances=bcast_absent, rejects=bcast_full),
     Lemma("binary-concat-bcast-one", "(binary op (concat l d) y)", "(concat (map_binary_l op l y) d)",
           when=("(= n (ndim (concat l d)))", "(= m (ndim y))", "(>= m (- n d))", "(<= m n)",
                 "(= (dim y (- m (- n d))) (DLit 1))"),
-          instances=_bcast_one, rejects=_bcast_full),
-    Lemma("map-binary-l-nil", "(map_binary_l op (Nil) y)", "(Nil)", instances=lambda rng: [{"op": "add", "y": tensor(rng, 2)}]),
+          instances=bcast_one, rejects=bcast_full),
+    Lemma("map-binary-l-nil", "(map_binary_l op (Nil) y)", "(Nil)", instances=map_binary_l_nil),
     Lemma("map-binary-l-cons", "(map_binary_l op (Cons x r) y)", "(Cons (binary op x y) (map_binary_l op r y))",
-          instances=_map_binary),
+          instances=map_binary),
     # linear scalar ops commute with a sum over ranks
-    # (constants are written by repr(float): inf * (a + b) is not inf * a + inf * b, nor (a + b) / 0)
     Lemma("scalar-mul-rsum", "(scalar \"mul\" (rsum l) c)", "(rsum (map_scalar \"mul\" l c))",
-          when=_FINITE, instances=_rsum_scalar, rejects=_rsum_scalar_bad("inf", "-inf", "nan")),
+          when=_FINITE, instances=rsum_scalar, rejects=rsum_scalar_with("inf", "-inf", "nan")),
     Lemma("scalar-div-rsum", "(scalar \"div\" (rsum l) c)", "(rsum (map_scalar \"div\" l c))",
-          when=_FINITE + ('(!= c "0.0")', '(!= c "-0.0")'), instances=_rsum_scalar,
-          rejects=_rsum_scalar_bad("inf", "0.0", "-0.0")),
-]
-
-
-# ----------------------------------------------------------------------------- accumulation
-# x + (a + b + ...) = (x + a) + (b + ...): an accumulator that adds the ranks' (or micro-batches')
-# terms one at a time (tr_loss += loss) equals adding their sum.
-
-@repeat(6)
-def _add_rsum(rng):
-    shape = [rng.randint(1, 3) for _ in range(rng.randint(0, 2))]
-    k = rng.randint(2, 8)
-    return {"x": tensor(rng, *shape), "a": tensor(rng, *shape), "b": tensor(rng, *shape),
-            "r": [tensor(rng, *shape) for _ in range(k - 2)]}
-
-
-LEMMAS += [
+          when=_FINITE + ('(!= c "0.0")', '(!= c "-0.0")'), instances=rsum_scalar,
+          rejects=rsum_scalar_with("inf", "0.0", "-0.0")),
+    # accumulation: x + (a + b + ...) = (x + a) + (b + ...): an accumulator that adds the ranks' (or
+    # micro-batches') terms one at a time (tr_loss += loss) equals adding their sum.
     Lemma("add-rsum-accumulate", '(binary "add" x (rsum (Cons a (Cons b r))))',
-          '(binary "add" (binary "add" x a) (rsum (Cons b r)))', instances=_add_rsum),
+          '(binary "add" (binary "add" x a) (rsum (Cons b r)))', instances=add_rsum),
 ]

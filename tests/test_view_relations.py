@@ -2,6 +2,7 @@
 (dims a view keeps at the front / back), (bsame x y i) (batch dims of a bmm over views), and
 (ipos p d) (where a permutation puts dim d)."""
 import random
+import zlib
 
 import pytest
 
@@ -40,7 +41,7 @@ CASES = [((2, 3, 4), s) for s in ([6, 4], [2, 12], [2, 3, 4], [24], [2, 3, 2, 2]
 
 @pytest.mark.parametrize("shape,s", CASES)
 def test_view_kept_dims_match_torch(shape, s):
-    x = tensor(random.Random(0), *shape)
+    x = tensor(random.Random(zlib.crc32(f"view {shape} {s}".encode())), *shape)
     eng = Engine(LIB)
     _leaf(eng, "x", x)
     eng.add(f"(let $v (view $x {_dlist(s)}))")
@@ -53,7 +54,7 @@ def test_view_kept_dims_match_torch(shape, s):
 @pytest.mark.parametrize("xs,ys", [((2, 3, 4, 5), (2, 3, 5, 4)), ((2, 3, 4, 5), (3, 2, 5, 4)),
                                    ((6, 4, 5), (6, 5, 2)), ((2, 3, 4, 5), (2, 4, 5, 4))])
 def test_bmm_batch_dims_match_torch(xs, ys):
-    rng = random.Random(1)
+    rng = random.Random(zlib.crc32(f"bmm {xs} {ys}".encode()))
     x, y = tensor(rng, *xs), tensor(rng, *ys)
     bh = 1
     for v in xs[:-2]:

@@ -1,4 +1,13 @@
-"""Random instances for lemma checks: shapes, shard counts 1-8, uneven splits."""
+"""Instances for lemma and rule checks: shared helpers (random tensors, shard counts 1-8, uneven
+splits), with one sibling module per lemma family holding that family's generators.
+
+A lemma's ``instances(rng)`` / ``rejects(rng)`` yield variable bindings (see entangle_py/lemma.py).
+A rule's ``check_terms(rng)`` yields ``(term, env)``: the term is inserted over leaves of env's
+tensors and every shape fact derived for it must be there and match torch; or
+``(term, env, facts)``: every derived shape fact must match torch, and each egglog fact in
+``facts`` (over env's names and ``t``, the term) must hold in the e-graph exactly when it is true
+of the torch values (``terms.evaluate``: VIEW_RELATIONS / PRIMITIVES; an undefined fact is false).
+"""
 from __future__ import annotations
 
 import random
@@ -52,3 +61,26 @@ def repeat(n: int):
         gen.__name__ = fn.__name__
         return gen
     return wrap
+
+
+def fixed(*envs: dict):
+    """An instance generator yielding the given bindings (no randomness)."""
+    def gen(rng):
+        return [dict(e) for e in envs]
+    return gen
+
+
+def dlist(s) -> str:
+    """A shape list as a DList term."""
+    out = "(DNil)"
+    for v in reversed(s):
+        out = f"(DCons (DLit {v}) {out})"
+    return out
+
+
+def ilist(s) -> str:
+    """An int list as an IList term."""
+    out = "(INil)"
+    for v in reversed(s):
+        out = f"(ICons {v} {out})"
+    return out

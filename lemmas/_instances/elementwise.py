@@ -1,0 +1,180 @@
+"""Instances of the elementwise lemmas (lemmas/elementwise.py): unary, scalar and binary ops versus
+concat and sums over ranks."""
+from __future__ import annotations
+
+from entangle_py.terms import MASKED_FILL, UNARY_OPS
+from lemmas._instances import concat_parts, repeat, tensor
+
+_POSITIVE = {"log", "sqrt", "rsqrt", "reciprocal"}
+
+
+_MASKED_FILL = MASKED_FILL + "-10000.0"   # masked_fill(x, mask, c) is the binary op masked_fill:<c>
+
+
+@repeat(8)
+def unary_concat(rng):
+    op = rng.choice(sorted(set(UNARY_OPS) - {"logical_not"}))
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    return {"op": op, "l": concat_parts(rng, nd, d, positive=op in _POSITIVE), "d": d}
+
+
+@repeat(8)
+def scalar_concat(rng):
+    op = rng.choice(["add", "sub", "rsub", "mul", "div"])
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    return {"op": op, "l": concat_parts(rng, nd, d), "d": d, "c": rng.choice(["0.5", "-2.0", "3", "1e-05"])}
+
+
+@repeat(6)
+def map_unary(rng):
+    op = rng.choice(["gelu", "exp", "neg", "tanh"])
+    l = concat_parts(rng, 2, 0)
+    return {"op": op, "x": l[0], "r": l[1:]}
+
+
+@repeat(6)
+def map_scalar(rng):
+    l = concat_parts(rng, 2, 1)
+    return {"op": rng.choice(["mul", "add"]), "x": l[0], "r": l[1:], "c": "0.25"}
+
+
+def _aligned_pair(rng, equal=True, op=None):
+    """Two concats along the same axis (counted from the right), possibly of different ranks."""
+    nd1 = rng.randint(1, 3)
+    nd2 = rng.randint(1, nd1)
+    k = rng.randint(1, nd2)            # axis position from the right
+    d1, d2 = nd1 - k, nd2 - k
+    parts = rng.randint(1, 6)
+    sizes = [rng.randint(1, 4) for _ in range(parts)]
+    other = [rng.randint(1, 4) for _ in range(nd1)]
+    l1, l2 = [], []
+    for n in sizes:
+        s1 = list(other)
+        s1[d1] = n
+        s2 = s1[nd1 - nd2:]
+        l1.append(tensor(rng, *s1))
+        l2.append(tensor(rng, *s2))
+    op = op or rng.choice(["add", "sub", "mul", "maximum"])
+    if op.startswith(MASKED_FILL):      # the second operand is a bool mask
+        l2 = [t > 0 for t in l2]
+    return {"op": op, "l1": l1, "l2": l2, "d1": d1, "d2": d2, "n1": nd1, "n2": nd2}
+
+
+@repeat(8)
+def _binary_concat(rng):
+    return _aligned_pair(rng)
+
+
+@repeat(4)
+def binary_concat_misaligned(rng):
+    inst = _aligned_pair(rng)
+    if inst["n1"] < 2:
+        return None
+    inst["d1"] = (inst["d1"] + 1) % inst["n1"]
+    return inst
+
+
+@repeat(6)
+def _zip_binary(rng):
+    inst = _aligned_pair(rng)
+    return {"op": inst["op"], "a": inst["l1"][0], "r1": inst["l1"][1:], "b": inst["l2"][0], "r2": inst["l2"][1:],
+            "d1": inst["d1"], "d2": inst["d2"]}
+
+
+def _zip_binary_masked(rng):
+    inst = _aligned_pair(rng, op=_MASKED_FILL)
+    return {"op": inst["op"], "a": inst["l1"][0], "r1": inst["l1"][1:], "b": inst["l2"][0], "r2": inst["l2"][1:],
+            "d1": inst["d1"], "d2": inst["d2"]}
+
+
+@repeat(3)
+def zip_binary_mismatch(rng):
+    a, b = tensor(rng, 2, 3), tensor(rng, 3, 3)
+    return {"op": "add", "a": a, "r1": [], "b": b, "r2": [], "d1": 0, "d2": 0}
+
+
+def _broadcast(rng, covered: bool, size_one: bool, op=None):
+    """concat along d of parts, and a y that broadcasts over that axis (absent or of size 1)."""
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    l = concat_parts(rng, nd, d)
+    k = nd - d                      # axis position from the right
+    shape = list(l[0].shape)
+    if covered:
+        ny = rng.randint(k, nd)
+        ys = shape[nd - ny:]
+        ys[ny - k] = 1 if size_one else sum(p.shape[d] for p in l)
+    else:
+        ny = rng.randint(0, k - 1)
+        ys = shape[nd - ny:] if ny else []
+    op = op or rng.choice(["add", "mul", "sub", "div"])
+    y = tensor(rng, *ys)
+    return {"op": op, "l": l, "d": d, "y": y > 0 if op.startswith(MASKED_FILL) else y, "n": nd, "m": len(ys)}
+
+
+@repeat(6)
+def _bcast_absent(rng):
+    return _broadcast(rng, covered=False, size_one=False)
+
+
+@repeat(6)
+def _bcast_one(rng):
+    return _broadcast(rng, covered=True, size_one=True)
+
+
+@repeat(4)
+def bcast_full(rng):
+    inst = _broadcast(rng, covered=True, size_one=False)
+    return inst if inst["l"][0].shape[inst["d"]] != 1 or len(inst["l"]) > 1 else None
+
+
+def _plus_masked_fill(gen, make, k=3):
+    """Instances of ``gen`` followed by ``k`` with the op masked_fill (a bool mask operand)."""
+    def out(rng):
+        yield from gen(rng)
+        for _ in range(k):
+            inst = make(rng)
+            if inst is not None:
+                yield inst
+    return out
+
+
+binary_concat = _plus_masked_fill(_binary_concat, lambda rng: _aligned_pair(rng, op=_MASKED_FILL))
+bcast_absent = _plus_masked_fill(_bcast_absent, lambda rng: _broadcast(rng, False, False, op=_MASKED_FILL))
+bcast_one = _plus_masked_fill(_bcast_one, lambda rng: _broadcast(rng, True, True, op=_MASKED_FILL))
+zip_binary = _plus_masked_fill(_zip_binary, _zip_binary_masked)
+
+
+@repeat(6)
+def map_binary(rng):
+    l = concat_parts(rng, 2, 0)
+    return {"op": "add", "x": l[0], "r": l[1:], "y": tensor(rng, l[0].shape[1])}
+
+
+@repeat(6)
+def rsum_scalar(rng):
+    shape = [rng.randint(1, 4), rng.randint(1, 4)]
+    return {"op": rng.choice(["mul", "div"]), "l": [tensor(rng, *shape) for _ in range(rng.randint(1, 8))],
+            "c": rng.choice(["0.5", "3", "-0.125"])}
+
+
+def rsum_scalar_with(*consts):
+    def gen(rng):
+        for c in consts:
+            yield {**next(iter(rsum_scalar(rng))), "c": c}
+    return gen
+
+
+@repeat(6)
+def add_rsum(rng):
+    shape = [rng.randint(1, 3) for _ in range(rng.randint(0, 2))]
+    k = rng.randint(2, 8)
+    return {"x": tensor(rng, *shape), "a": tensor(rng, *shape), "b": tensor(rng, *shape),
+            "r": [tensor(rng, *shape) for _ in range(k - 2)]}
+
+
+
+def map_binary_l_nil(rng):
+    return [{"op": "add", "y": tensor(rng, 2)}]

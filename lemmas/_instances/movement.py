@@ -1,0 +1,538 @@
+"""Instances of the movement lemmas (lemmas/movement.py): slice / concat / transpose / view algebra."""
+from __future__ import annotations
+
+from lemmas._instances import concat_parts, dlist, ilist, repeat, tensor
+
+
+@repeat(6)
+def _transpose_concat(rng):
+    nd = rng.randint(2, 4)
+    d = rng.randrange(nd)
+    a, b = rng.sample(range(nd), 2)
+    return {"l": concat_parts(rng, nd, d), "d": d, "a": min(a, b), "b": max(a, b)}
+
+
+def _with(cond):
+    """Instances of _transpose_concat filtered to those satisfying ``cond``."""
+    def gen(rng):
+        n = 0
+        while n < 6:
+            inst = next(_transpose_concat(rng))
+            if cond(inst):
+                n += 1
+                yield inst
+    return gen
+
+
+def _without(cond):
+    return _with(lambda i: not cond(i))
+
+
+@repeat(6)
+def slice_first(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    l = concat_parts(rng, nd, d, parts=rng.randint(1, 6))
+    n = l[0].shape[d]
+    s = rng.randint(0, n - 1)
+    e = rng.randint(s, n)
+    return {"x": l[0], "r": l[1:], "d": d, "s": s, "e": e, "n": n}
+
+
+@repeat(6)
+def slice_rest(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    l = concat_parts(rng, nd, d, parts=rng.randint(2, 6))
+    n = l[0].shape[d]
+    total = sum(p.shape[d] for p in l)
+    s = rng.randint(n, total - 1)
+    e = rng.randint(s, total)
+    return {"x": l[0], "y": l[1], "r": l[2:], "d": d, "s": s, "e": e, "n": n}
+
+
+@repeat(4)
+def slice_straddling(rng):
+    """A slice that crosses the first part's end: neither slice lemma may fire."""
+    d = 0
+    l = concat_parts(rng, 1, d, parts=3)
+    n = l[0].shape[0]
+    return {"x": l[0], "y": l[1], "r": l[2:], "d": d, "s": n - 1 if n > 0 else 0, "e": n + 1, "n": n}
+
+
+@repeat(6)
+def full_slice(rng):
+    nd = rng.randint(1, 3)
+    x = tensor(rng, *[rng.randint(1, 5) for _ in range(nd)])
+    d = rng.randrange(nd)
+    return {"x": x, "d": d, "n": x.shape[d]}
+
+
+@repeat(4)
+def partial_slice(rng):
+    x = tensor(rng, rng.randint(2, 5), 3)
+    return {"x": x, "d": 0, "n": x.shape[0] - 1}
+
+
+@repeat(4)
+def single(rng):
+    nd = rng.randint(1, 3)
+    return {"x": tensor(rng, *[rng.randint(1, 4) for _ in range(nd)]), "d": rng.randrange(nd)}
+
+
+@repeat(4)
+def transpose_twice(rng):
+    nd = rng.randint(2, 4)
+    a, b = sorted(rng.sample(range(nd), 2))
+    return {"x": tensor(rng, *[rng.randint(1, 4) for _ in range(nd)]), "a": a, "b": b}
+
+
+@repeat(4)
+def map_transpose(rng):
+    nd = rng.randint(2, 3)
+    a, b = sorted(rng.sample(range(nd), 2))
+    l = concat_parts(rng, nd, 0)
+    return {"x": l[0], "r": l[1:], "a": a, "b": b}
+
+
+def _view_last_instance(rng, ok=True):
+    """A concat along the last dim, viewed so that only the leading dims change."""
+    lead = [rng.randint(1, 3) for _ in range(rng.randint(1, 3))]
+    total = 1
+    for x in lead:
+        total *= x
+    l = [tensor(rng, *lead, n) for n in [rng.randint(1, 4) for _ in range(rng.randint(1, 6))]]
+    n = sum(p.shape[-1] for p in l)
+    new_lead = [total] if len(lead) > 1 else [1, total]
+    s = new_lead + [n if ok else n + 1]
+    return {"l": l, "d": len(lead), "s": s, "k": len(s)}
+
+
+@repeat(6)
+def view_last(rng):
+    return _view_last_instance(rng)
+
+
+@repeat(3)
+def view_last_bad(rng):
+    inst = _view_last_instance(rng)
+    inst["d"] = 0   # concat along a leading dim: the condition must reject it
+    return inst
+
+
+@repeat(4)
+def map_view_last(rng):
+    l = [tensor(rng, 2, 3, n) for n in (2, 4)]
+    return {"x": l[0], "r": l[1:], "s": [6, 99], "n": 3, "v": 2}
+
+
+@repeat(4)
+def view_rsum(rng):
+    shape = [rng.randint(1, 3) for _ in range(3)]
+    l = [tensor(rng, *shape) for _ in range(rng.randint(1, 8))]
+    return {"l": l, "s": [shape[0] * shape[1], shape[2]]}
+
+
+@repeat(3)
+def map_view(rng):
+    l = [tensor(rng, 2, 3) for _ in range(3)]
+    return {"x": l[0], "r": l[1:], "s": [3, 2]}
+
+
+@repeat(3)
+def dset_last_lists(rng):
+    s = [rng.randint(1, 9) for _ in range(rng.randint(2, 4))]
+    return {"x": s[0], "y": s[1], "r": s[2:], "v": 7}
+
+
+def _cover_case(rng, ok=True):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    shape = [rng.randint(1, 4) for _ in range(nd)]
+    shape[d] = rng.randint(3, 9)
+    x = tensor(rng, *shape)
+    a, b, c = sorted(rng.sample(range(shape[d] + 1), 3))
+    if not ok:   # an empty piece: the condition must refuse it (it would only make churn)
+        b = a
+    return {"x": x, "d": d, "a": a, "b": b, "c": c}
+
+
+@repeat(8)
+def cover(rng):
+    return _cover_case(rng)
+
+
+@repeat(4)
+def cover_empty(rng):
+    return _cover_case(rng, ok=False)
+
+
+@repeat(6)
+def flatten(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    l = concat_parts(rng, nd, d, parts=rng.randint(2, 8))
+    j = rng.randint(1, len(l) - 1)
+    return {"l1": l[:j], "r": l[j:], "d": d}
+
+
+@repeat(4)
+def lappend(rng):
+    l = [tensor(rng, 2) for _ in range(rng.randint(1, 6))]
+    return {"x": l[0], "l": l[1:], "r": [tensor(rng, 3)]}
+
+
+@repeat(4)
+def transpose_rsum(rng):
+    shape = [rng.randint(1, 4) for _ in range(3)]
+    a, b = sorted(rng.sample(range(3), 2))
+    return {"l": [tensor(rng, *shape) for _ in range(rng.randint(1, 8))], "a": a, "b": b}
+
+
+def _parts_on(rng, shape, d, parts=None):
+    """Concat parts of a tensor of ``shape`` along d (uneven)."""
+    out = []
+    for n in sizes_on(rng, parts or rng.randint(1, 6)):
+        s = list(shape)
+        s[d] = n
+        out.append(tensor(rng, *s))
+    return out
+
+
+def sizes_on(rng, k, lo=1, hi=4):
+    return [rng.randint(lo, hi) for _ in range(k)]
+
+
+def _total(l, d):
+    return sum(p.shape[d] for p in l)
+
+
+@repeat(6)
+def view_view(rng):
+    x = tensor(rng, 2, 3, 4)
+    s1 = rng.choice([[6, 4], [24], [2, 12], [4, 3, 2]])
+    s2 = rng.choice([[3, 8], [2, 3, 4], [24, 1]])
+    return {"x": x, "s1": s1, "s2": s2}
+
+
+@repeat(6)
+def view_self(rng):
+    nd = rng.randint(1, 4)
+    x = tensor(rng, *[rng.randint(1, 4) for _ in range(nd)])
+    return {"x": x, "s": list(x.shape), "n": nd}
+
+
+@repeat(4)
+def view_not_self(rng):
+    x = tensor(rng, 2, 3, rng.randint(2, 4))
+    return {"x": x, "s": [3, 2, x.shape[2]], "n": 3}
+
+
+def _view_keep(rng, where):
+    """A concat along d viewed so that dims [0..d] (prefix) or [d..] (suffix) are kept."""
+    nd = rng.randint(2, 4)
+    d = rng.randrange(nd)
+    base = [rng.randint(1, 3) for _ in range(nd)]
+    l = _parts_on(rng, base, d)
+    full = list(base)
+    full[d] = _total(l, d)
+    if where == "prefix":
+        rest = full[d + 1:]
+        prod = 1
+        for v in rest:
+            prod *= v
+        s = full[:d + 1] + (rng.choice([[prod], [1, prod], rest]) if rest else [])
+    else:
+        lead = full[:d]
+        prod = 1
+        for v in lead:
+            prod *= v
+        s = (rng.choice([[prod], [prod, 1], lead]) if lead else []) + full[d:]
+    return {"l": l, "d": d, "s": s, "n": nd, "m": len(s), "e": d + len(s) - nd}
+
+
+@repeat(6)
+def _view_keep_prefix(rng):
+    return _view_keep(rng, "prefix")
+
+
+@repeat(6)
+def _view_keep_suffix(rng):
+    return _view_keep(rng, "suffix")
+
+
+@repeat(4)
+def _view_merge_into_axis(rng):
+    """The concat axis merged with the dim before it: no keep/split/merge lemma may fire."""
+    a, b, c = rng.randint(2, 3), rng.randint(2, 3), rng.randint(1, 3)
+    l = _parts_on(rng, [a, 1, c], 1, parts=2)
+    n = _total(l, 1)
+    return {"l": l, "d": 1, "s": [a * n, c], "n": 3, "m": 2, "e": 0}
+
+
+def _view_split_instance(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    b = rng.randint(1, 3)
+    base = [rng.randint(1, 3) for _ in range(nd)]
+    l = []
+    for k in sizes_on(rng, rng.randint(1, 6)):
+        s = list(base)
+        s[d] = k * b
+        l.append(tensor(rng, *s))
+    full = list(base)
+    full[d] = _total(l, d)
+    s = full[:d] + [full[d] // b, b] + full[d + 1:]
+    return {"l": l, "d": d, "s": s, "n": nd, "t": full[d], "p": full[d] // b, "q": b}
+
+
+@repeat(6)
+def _view_split(rng):
+    return _view_split_instance(rng)
+
+
+@repeat(6)
+def _view_merge(rng):
+    nd = rng.randint(2, 4)
+    d = rng.randrange(nd - 1)
+    base = [rng.randint(1, 3) for _ in range(nd)]
+    l = _parts_on(rng, base, d)
+    full = list(base)
+    full[d] = _total(l, d)
+    s = full[:d] + [full[d] * full[d + 1]] + full[d + 2:]
+    return {"l": l, "d": d, "s": s, "n": nd, "t": full[d], "q": full[d + 1], "p": full[d] * full[d + 1]}
+
+
+@repeat(4)
+def map_view_split(rng):
+    inst = _view_split_instance(rng)
+    l = inst["l"]
+    return {"x": l[0], "r": l[1:], "s": inst["s"], "d": inst["d"], "m": l[0].shape[inst["d"]],
+            "b": inst["s"][inst["d"] + 1]}
+
+
+@repeat(3)
+def map_view_split_bad(rng):
+    x = tensor(rng, 2, 3)
+    return {"x": x, "r": [], "s": [2, 1, 2], "d": 1, "m": 3, "b": 2}
+
+
+@repeat(4)
+def map_view_merge(rng):
+    x = tensor(rng, 2, rng.randint(1, 3), 3, 2)
+    return {"x": x, "r": [tensor(rng, 2, 2, 3, 2)], "s": [2, 99, 2], "d": 1, "m": x.shape[1], "q": 3}
+
+
+@repeat(4)
+def map_view_at(rng):
+    x = tensor(rng, 2, rng.randint(1, 3), 3)
+    return {"x": x, "r": [tensor(rng, 2, 2, 3)], "s": [2, 99, 3], "d": 1, "j": 1, "v": x.shape[1]}
+
+
+@repeat(4)
+def dset(rng):
+    s = [rng.randint(1, 9) for _ in range(rng.randint(2, 4))]
+    i = rng.randrange(1, len(s))
+    return {"a": s[0], "r": s[1:], "i": i, "v": 7}
+
+
+@repeat(6)
+def _slice_other(rng):
+    nd = rng.randint(2, 3)
+    d, k = rng.sample(range(nd), 2)
+    base = [rng.randint(2, 5) for _ in range(nd)]
+    l = _parts_on(rng, base, d)
+    a = rng.randint(0, base[k] - 1)
+    b = rng.randint(a, base[k])
+    return {"l": l, "d": d, "k": k, "a": a, "b": b}
+
+
+@repeat(3)
+def _slice_same(rng):
+    l = _parts_on(rng, [4, 3], 0, parts=2)
+    return {"l": l, "d": 0, "k": 0, "a": 0, "b": 1}
+
+
+@repeat(4)
+def map_slice(rng):
+    l = _parts_on(rng, [3, 4], 0)
+    return {"x": l[0], "r": l[1:], "k": 1, "a": 1, "b": 3}
+
+
+@repeat(6)
+def _permute_concat_raw(rng):
+    nd = rng.randint(2, 4)
+    d = rng.randrange(nd)
+    p = list(range(nd))
+    rng.shuffle(p)
+    return {"l": _parts_on(rng, [rng.randint(1, 3) for _ in range(nd)], d), "d": d, "p": p, "j": p.index(d)}
+
+
+@repeat(3)
+def _permute_concat_bad(rng):
+    inst = next(_permute_concat_raw(rng))
+    inst["j"] = (inst["j"] + 1) % len(inst["p"]) if len(inst["p"]) > 1 else 5
+    return inst
+
+
+@repeat(4)
+def map_permute(rng):
+    l = _parts_on(rng, [2, 3, 4], 1)
+    return {"x": l[0], "r": l[1:], "p": [2, 0, 1]}
+
+
+def _transpose_view(rng, where):
+    if where == "prefix":      # a < b both kept at the front; the tail is reshaped
+        n = rng.randint(3, 4)
+        x = tensor(rng, *[rng.randint(1, 3) for _ in range(n)])
+        a, b = sorted(rng.sample(range(n - 1), 2))
+        tail = list(x.shape[b + 1:])
+        prod = 1
+        for v in tail:
+            prod *= v
+        s = list(x.shape[:b + 1]) + rng.choice([[prod], tail, [1, prod]])
+    else:                      # a < b both in the kept tail; the front is reshaped
+        n = rng.randint(3, 4)
+        x = tensor(rng, *[rng.randint(1, 3) for _ in range(n)])
+        k = rng.randint(2, n - 1)            # kept tail length
+        lead = list(x.shape[:n - k])
+        prod = 1
+        for v in lead:
+            prod *= v
+        front = rng.choice([[prod], lead, [prod, 1]])
+        s = front + list(x.shape[n - k:])
+        m = len(s)
+        a, b = sorted(rng.sample(range(m - k, m), 2))
+    return {"x": x, "s": s, "a": a, "b": b, "va": s[a], "vb": s[b], "n": x.dim(), "m": len(s)}
+
+
+@repeat(6)
+def transpose_view_prefix(rng):
+    return _transpose_view(rng, "prefix")
+
+
+@repeat(6)
+def transpose_view_suffix(rng):
+    return _transpose_view(rng, "suffix")
+
+
+@repeat(3)
+def transpose_view_mixing(rng):
+    """transpose(view(x [2,3,4], [6,4]), 0, 1): the view merged dim 0 with dim 1."""
+    x = tensor(rng, 2, 3, rng.randint(2, 4))
+    s = [6, x.shape[2]]
+    return {"x": x, "s": s, "a": 0, "b": 1, "va": s[0], "vb": s[1], "n": 3, "m": 2}
+
+
+def _transpose_merged(rng, side):
+    """x [.., A, B, C, ..]: the view merges B,C (side 'right') or A,B ('left') and the transpose
+    swaps the merged dim with its neighbour."""
+    n = rng.randint(3, 5)
+    x = tensor(rng, *[rng.randint(1, 3) for _ in range(n)])
+    a = rng.randrange(n - 2)
+    b = a + 1
+    sh = list(x.shape)
+    if side == "right":        # s[a] = x[a], s[b] = x[b]*x[b+1]
+        s = sh[:b] + [sh[b] * sh[b + 1]] + sh[b + 2:]
+    else:                      # s[a] = x[a]*x[a+1], s[b] = x[a+2]
+        s = sh[:a] + [sh[a] * sh[a + 1]] + sh[a + 2:]
+    return {"x": x, "s": s, "a": a, "b": b, "va": s[a], "vb": s[b], "n": n, "m": len(s)}
+
+
+@repeat(6)
+def transpose_merged_right(rng):
+    return _transpose_merged(rng, "right")
+
+
+@repeat(6)
+def transpose_merged_left(rng):
+    return _transpose_merged(rng, "left")
+
+
+@repeat(6)
+def scalar_view(rng):
+    x = tensor(rng, 2, 3, 2)
+    return {"op": rng.choice(["mul", "div", "add"]), "x": x, "s": rng.choice([[6, 2], [3, 4], [12]]), "c": "0.5"}
+
+
+@repeat(4)
+def unary_view(rng):
+    x = tensor(rng, 2, 3, 2)
+    return {"op": rng.choice(["exp", "tanh", "gelu"]), "x": x, "s": rng.choice([[6, 2], [3, 4], [12]])}
+
+
+def _xr(gen):
+    """Instances binding the concat parts as (Cons x r): lemmas match only concrete part lists, so
+    that an unresolved helper list is never mapped over again (views can form cycles)."""
+    def out(rng):
+        for inst in gen(rng):
+            inst = dict(inst)
+            l = inst.pop("l")
+            yield {**inst, "x": l[0], "r": l[1:]}
+    return out
+
+
+# bindings with the concat parts as (Cons x r)
+view_keep_prefix, view_keep_suffix, view_merge_into_axis = map(_xr, (_view_keep_prefix, _view_keep_suffix,
+                                                                     _view_merge_into_axis))
+view_split, view_merge, slice_other, slice_same = map(_xr, (_view_split, _view_merge, _slice_other, _slice_same))
+permute_concat, permute_concat_bad = map(_xr, (_permute_concat_raw, _permute_concat_bad))
+
+# transpose of a concat, by where the concat axis d lies relative to the swapped dims a < b
+transpose_concat_d_is_a = _with(lambda i: i["d"] == i["a"])
+transpose_concat_d_not_a = _without(lambda i: i["d"] == i["a"])
+transpose_concat_d_is_b = _with(lambda i: i["d"] == i["b"])
+transpose_concat_d_not_b = _without(lambda i: i["d"] == i["b"])
+transpose_concat_d_other = _with(lambda i: i["d"] not in (i["a"], i["b"]))
+transpose_concat_d_swapped = _with(lambda i: i["d"] in (i["a"], i["b"]))
+
+
+def lappend_nil(rng):
+    return [{"r": [tensor(rng, 2)]}]
+
+
+def map_view_last_bad(rng):
+    return [{"x": tensor(rng, 2, 3), "r": [], "s": [6], "n": 3, "v": 3}]
+
+
+def map_view_at_bad(rng):
+    return [{"x": tensor(rng, 2, 3), "r": [], "s": [2, 3], "d": 1, "j": 1, "v": 2}]
+
+
+def map_view_merge_bad(rng):
+    return [{"x": tensor(rng, 2, 3, 2), "r": [], "s": [2, 6], "d": 1, "m": 3, "q": 3}]
+
+
+def transpose_merged_left_bad(rng):
+    return [{"x": tensor(rng, 2, 3, 4), "s": [2, 12], "a": 0, "b": 1, "va": 2, "vb": 12, "n": 3, "m": 2}]
+
+
+# ----------------------------------------------------------------------------- rule checks
+
+_VIEWS = [((2, 3, 4), s) for s in ([6, 4], [2, 12], [2, 3, 4], [24], [2, 3, 2, 2], [1, 2, 3, 4], [4, 3, 2],
+                                  [2, 1, 3, 4])]
+_VIEWS += [((1, 2, 1), [2]), ((1, 2, 1), [1, 2, 1]), ((3, 1, 2), [3, 2]), ((2, 2), [2, 2, 1]), ((4,), [2, 2])]
+
+
+def view_kept_dims_terms(rng):
+    """(view x s) with every (vpfx x s i) / (vsfx x s i) up to past the end, true or not."""
+    for shape, s in _VIEWS:
+        S = dlist(s)
+        facts = [f"(vpfx x {S} {i})" for i in range(len(s) + 2)] + [f"(vsfx x {S} {i})" for i in range(len(s) + 2)]
+        yield (f"(view x {S})", {"x": tensor(rng, *shape)}, facts)
+
+
+def ipos_terms(rng):
+    """A permutation p: (ipos p d) = k for every d (one past the last too) and every k."""
+    perms = [[0], [1, 0], [2, 0, 1, 3], [3, 1, 0, 2]]
+    for _ in range(2):
+        p = list(range(rng.randint(2, 5)))
+        rng.shuffle(p)
+        perms.append(p)
+    for p in perms:
+        yield (ilist(p), {}, [f"(= (ipos t {d}) {k})" for d in range(len(p) + 1) for k in range(len(p) + 1)])
+
+
+@repeat(3)
+def permute_terms(rng):
+    return ("(permute x (ICons 2 (ICons 0 (ICons 1 (INil)))))", {"x": tensor(rng, 2, 3, 4)})

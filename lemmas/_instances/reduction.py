@@ -1,0 +1,112 @@
+"""Instances of the reduction lemmas (lemmas/reduction.py): softmax, reductions over dims and layer
+norm versus concat and sums over ranks."""
+from __future__ import annotations
+
+from lemmas._instances import concat_parts, repeat, tensor
+
+@repeat(6)
+def softmax_other(rng):
+    nd = rng.randint(2, 3)
+    d, s = rng.sample(range(nd), 2)
+    return {"l": concat_parts(rng, nd, d), "d": d, "s": s}
+
+
+@repeat(3)
+def softmax_same(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    return {"l": concat_parts(rng, nd, d, parts=2), "d": d, "s": d}
+
+
+@repeat(4)
+def map_softmax(rng):
+    l = concat_parts(rng, 2, 0)
+    return {"x": l[0], "r": l[1:], "s": 1}
+
+
+def _reduce_concat(rng, ops, contains: bool, keepdim=None):
+    nd = rng.randint(1, 4)
+    d = rng.randrange(nd)
+    l = concat_parts(rng, nd, d)
+    others = [i for i in range(nd) if i != d]
+    if contains:
+        dims = sorted(rng.sample(others, rng.randint(0, len(others))) + [d])
+    else:
+        if not others:
+            return None
+        dims = sorted(rng.sample(others, rng.randint(1, len(others))))
+    k = rng.randint(0, 1) if keepdim is None else keepdim
+    return {"op": rng.choice(ops), "l": l, "d": d, "dims": dims, "k": k,
+            "b": sum(1 for a in dims if a < d)}
+
+
+def _gen(n, *args, **kw):
+    def gen(rng):
+        made = 0
+        while made < n:
+            inst = _reduce_concat(rng, *args, **kw)
+            if inst is not None:
+                made += 1
+                yield inst
+    return gen
+
+
+@repeat(6)
+def map_reduce(rng):
+    l = concat_parts(rng, 3, 0)
+    return {"op": rng.choice(["sum", "mean", "amax"]), "x": l[0], "r": l[1:], "dims": [1, 2], "k": rng.randint(0, 1)}
+
+
+@repeat(6)
+def reduce_rsum(rng):
+    nd = rng.randint(1, 3)
+    shape = [rng.randint(1, 4) for _ in range(nd)]
+    dims = sorted(rng.sample(range(nd), rng.randint(1, nd)))
+    return {"l": [tensor(rng, *shape) for _ in range(rng.randint(1, 8))], "dims": dims, "k": rng.randint(0, 1),
+            "op": rng.choice(["sum", "mean"])}
+
+
+def _layernorm_case(rng, ok):
+    nd = rng.randint(2, 4)
+    k = rng.randint(1, nd - 1)
+    d = rng.randrange(nd - k) if ok else rng.randrange(nd - k, nd)
+    l = concat_parts(rng, nd, d)
+    norm = list(l[0].shape[nd - k:])
+    if not ok:   # parts of different sizes along a normalised dim: layer norm of the whole
+        norm[d - (nd - k)] = sum(p.shape[d] for p in l)
+    return {"l": l, "d": d, "k": k, "n": nd, "w": tensor(rng, *norm), "b": tensor(rng, *norm),
+            "e": rng.choice(["1e-05", "1e-06", "0.001"])}
+
+
+@repeat(8)
+def layernorm_concat(rng):
+    return _layernorm_case(rng, ok=True)
+
+
+@repeat(4)
+def layernorm_concat_bad(rng):
+    return _layernorm_case(rng, ok=False)
+
+
+@repeat(4)
+def map_layernorm(rng):
+    l = concat_parts(rng, 3, 0)
+    return {"x": l[0], "r": l[1:], "w": tensor(rng, l[0].shape[2]), "b": tensor(rng, l[0].shape[2]), "k": 1,
+            "e": "1e-05"}
+
+
+
+_ALL = ["sum", "mean", "amax"]
+# a reduction of a concat along d over dims without d (other) or with d (with_d)
+reduce_concat_other_keep = _gen(8, _ALL, False, keepdim=1)
+reduce_concat_with_d_keep = _gen(4, _ALL, True, keepdim=1)
+reduce_concat_other_drop = _gen(8, _ALL, False, keepdim=0)
+reduce_concat_with_d_drop = _gen(4, _ALL, True, keepdim=0)
+sum_concat_with_d = _gen(8, ["sum"], True)
+sum_concat_other = _gen(4, ["sum"], False)
+amax_concat_with_d = _gen(8, ["amax"], True)
+amax_concat_other = _gen(4, ["amax"], False)
+
+
+def map_layernorm_nil(rng):
+    return [{"w": tensor(rng, 2), "b": tensor(rng, 2), "k": 1, "e": "1e-05"}]

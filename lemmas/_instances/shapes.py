@@ -1,0 +1,148 @@
+"""Checks of the shape rules (lemmas/shapes.py): terms over random leaves, with the facts the rules
+must derive for them (see lemmas/_instances/__init__.py for the two forms)."""
+from __future__ import annotations
+
+from lemmas._instances import concat_parts, dlist, ilist, repeat, tensor
+
+@repeat(3)
+def elementwise_terms(rng):
+    x = tensor(rng, rng.randint(1, 4), rng.randint(1, 4))
+    return ('(unary "exp" x)', {"x": x})
+
+
+@repeat(3)
+def concat_terms(rng):
+    d = rng.randrange(3)
+    l = concat_parts(rng, 3, d, parts=rng.randint(1, 4))
+    names = [f"p{i}" for i in range(len(l))]
+    lst = "(Nil)"
+    for n in reversed(names):
+        lst = f"(Cons {n} {lst})"
+    return (f"(concat {lst} {d})", dict(zip(names, l)))
+
+
+@repeat(3)
+def slice_terms(rng):
+    x = tensor(rng, 6, rng.randint(1, 4))
+    s = rng.randint(0, 5)
+    e = rng.randint(s, 6)
+    return (f"(slice x 0 (DLit {s}) (DLit {e}))", {"x": x})
+
+
+@repeat(3)
+def mm_terms(rng):
+    return ("(mm a b)", {"a": tensor(rng, 2, 3), "b": tensor(rng, 3, 5)})
+
+
+@repeat(3)
+def transpose_terms(rng):
+    return ("(transpose x 0 2)", {"x": tensor(rng, 2, 3, 4)})
+
+
+@repeat(2)
+def view_terms(rng):
+    return ("(view x (DCons (DLit 6) (DCons (DLit 4) (DNil))))", {"x": tensor(rng, 2, 3, 4)})
+
+
+@repeat(6)
+def reduce_terms(rng):
+    nd = rng.randint(1, 4)
+    x = tensor(rng, *[rng.randint(1, 5) for _ in range(nd)])
+    dims = sorted(rng.sample(range(nd), rng.randint(1, nd)))
+    lst = "(INil)"
+    for d in reversed(dims):
+        lst = f"(ICons {d} {lst})"
+    op = rng.choice(["sum", "mean", "amax"])
+    return (f'(reduce "{op}" x {lst} {rng.randint(0, 1)})', {"x": x})
+
+
+@repeat(3)
+def layernorm_terms(rng):
+    x = tensor(rng, rng.randint(1, 4), rng.randint(1, 4), 3)
+    return ('(layernorm x w b 1 "1e-05")', {"x": x, "w": tensor(rng, 3), "b": tensor(rng, 3)})
+
+
+
+@repeat(3)
+def scalar_terms(rng):
+    x = tensor(rng, *[rng.randint(1, 4) for _ in range(rng.randint(0, 3))])
+    return (f'(scalar "{rng.choice(["mul", "add", "div"])}" x "0.5")', {"x": x})
+
+
+@repeat(3)
+def softmax_terms(rng):
+    nd = rng.randint(1, 3)
+    return (f"(softmax x {rng.randrange(nd)})", {"x": tensor(rng, *[rng.randint(1, 4) for _ in range(nd)])})
+
+
+def _rank_sum_terms(op):
+    @repeat(3)
+    def gen(rng):
+        shape = [rng.randint(1, 4) for _ in range(rng.randint(0, 3))]
+        names = [f"p{i}" for i in range(rng.randint(1, 4))]
+        lst = "(Nil)"
+        for n in reversed(names):
+            lst = f"(Cons {n} {lst})"
+        return (f"({op} {lst})", {n: tensor(rng, *shape) for n in names})
+    return gen
+
+
+rsum_terms = _rank_sum_terms("rsum")
+rmax_terms = _rank_sum_terms("rmax")
+
+
+def binary_terms(rng):
+    """Operands of one shape: every dim derived.  Broadcasting operands (a size-1 dim, a missing
+    leading dim): nothing wrong derived -- no ndim unless both agree, no dim where they differ --
+    and every dim where they agree is derived."""
+    for _ in range(3):
+        shape = [rng.randint(1, 4) for _ in range(rng.randint(0, 3))]
+        yield (f'(binary "{rng.choice(["add", "mul", "maximum"])}" a b)', {"a": tensor(rng, *shape),
+                                                                          "b": tensor(rng, *shape)})
+    for sa, sb in [((3, 1), (3, 4)), ((1, 4), (3, 4)), ((2, 1, 4), (2, 3, 1)), ((4,), (3, 4)), ((3, 4), (4,)),
+                   ((), (2, 3)), ((1,), (5,))]:
+        a, b = tensor(rng, *sa), tensor(rng, *sb)
+        if len(sa) == len(sb):    # the ndim and the dims where they agree; not the size-1 one
+            facts = [f"(= (ndim t) {len(sa)})"]
+            facts += [f"(= (dim t {i}) (DLit {u}))" if u == v else f"(= (dim t {i}) (DLit 1))"
+                      for i, (u, v) in enumerate(zip(sa, sb))]
+        else:    # not the shorter operand's ndim, nor its dims at its own indices (aligned from the right)
+            short = sa if len(sa) < len(sb) else sb
+            facts = [f"(= (ndim t) {len(short)})"] + [f"(= (dim t {i}) (DLit {w}))" for i, w in enumerate(short)]
+        yield ('(binary "add" a b)', {"a": a, "b": b}, facts)
+
+
+def dlen_terms(rng):
+    """Shape lists: (dlen s) and (dlast s), right and wrong values, and the empty list (no dlast)."""
+    lists = [[], [6], [6, 4], [2, 3, 4], [rng.randint(1, 9) for _ in range(rng.randint(1, 5))]]
+    for s in lists:
+        facts = [f"(= (dlen t) {n})" for n in range(len(s) + 2)]
+        facts += [f"(= (dlast t) (DLit {v}))" for v in sorted(set(s) | {0, 1})]
+        yield (dlist(s), {}, facts)
+
+
+def view_dat_terms(rng):
+    """The view's shape list: (dat s i) for every i, right and wrong values (shape-view derives dat)."""
+    for s in ([6, 4], [2, 3, 4], [24]):
+        S = dlist(s)
+        facts = [f"(= (dat {S} {i}) (DLit {v}))" for i in range(len(s) + 1) for v in sorted(set(s))]
+        yield (f"(view x {S})", {"x": tensor(rng, 2, 3, 4)}, facts)
+
+
+def view_and_dat_terms(rng):
+    yield from view_terms(rng)
+    yield from view_dat_terms(rng)
+
+
+@repeat(6)
+def ilist_query_terms(rng):
+    """(reduce op x dims k): for each dim i of x, (ihas dims i) and (ibelow dims i) with every
+    value in range, and (ilen dims)."""
+    nd = rng.randint(1, 4)
+    x = tensor(rng, *[rng.randint(1, 5) for _ in range(nd)])
+    dims = sorted(rng.sample(range(nd), rng.randint(1, nd)))
+    D = ilist(dims)
+    facts = [f"(= (ihas {D} {i}) {h})" for i in range(nd) for h in (0, 1)]
+    facts += [f"(= (ibelow {D} {i}) {b})" for i in range(nd) for b in range(len(dims) + 1)]
+    facts += [f"(= (ilen {D}) {n})" for n in range(len(dims) + 2)]
+    return (f'(reduce "{rng.choice(["sum", "mean", "amax"])}" x {D} {rng.randint(0, 1)})', {"x": x}, facts)

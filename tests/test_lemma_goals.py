@@ -1,0 +1,159 @@
+"""egg-style start -> goal tests, per lemma family: a start term over leaves of given shapes is
+saturated with the real library (lemma steps to a fixpoint), then the goal term is looked up: a
+positive goal must be in the start's e-class, a negative one must not (after saturation, so that
+"not reached" means "not derivable")."""
+import pytest
+
+from entangle_py.engine import STEP, Engine
+from entangle_py.lemma import load_library
+from lemmas._instances import dlist, ilist
+
+LIB = load_library()
+STEPS = 12
+
+
+def _engine(shapes, assume=()):
+    eng = Engine(LIB, assume=assume)
+    for name, shape in shapes.items():
+        eng.add(f'(let ${name} (Gd "{name}"))', f"(set (ndim ${name}) {len(shape)})")
+        for i, v in enumerate(shape):
+            eng.add(f"(set (dim ${name} {i}) (DLit {v}))")
+    return eng
+
+
+def _leaves(text, shapes):
+    for name in shapes:
+        text = text.replace(f"{{{name}}}", f'(Gd "{name}")')
+    return text
+
+
+def saturate(eng):
+    """Lemma steps until nothing changes; True when saturated within STEPS."""
+    eng.settle()
+    for _ in range(STEPS):
+        out = eng.run1(STEP)
+        updated = out[0].report.updated if out else True
+        if eng.dims.step(eng):
+            eng.settle()
+            updated = True
+        if not updated:
+            return True
+    return False
+
+
+def proves(start, goal, shapes, assume=()):
+    """Whether the library rewrites ``start`` to ``goal``; {a} in a term is the leaf (Gd "a")."""
+    eng = _engine(shapes, assume)
+    eng.add(f"(let $start {_leaves(start, shapes)})")
+    done = saturate(eng)
+    eng.add(f"(let $goal {_leaves(goal, shapes)})")   # an e-node already there is found, not made anew
+    eng.flush()
+    return eng.equal("$start", "$goal"), done
+
+
+def cons(*xs):
+    out = "(Nil)"
+    for x in reversed(xs):
+        out = f"(Cons {x} {out})"
+    return out
+
+
+def cat(d, *xs):
+    return f"(concat {cons(*xs)} {d})"
+
+
+def red(op, x, dims, keepdim):
+    return f'(reduce "{op}" {x} {ilist(dims)} {keepdim})'
+
+
+# (family, start, goal, leaf shapes, assumptions)
+POSITIVE = [
+    # movement: a slice of a concat inside the first part is a slice of the first part; past it, of the second
+    ("movement", f"(slice {cat(0, '{a}', '{b}')} 0 (DLit 1) (DLit 3))", "(slice {a} 0 (DLit 1) (DLit 3))",
+     {"a": [4, 2], "b": [3, 2]}, ()),
+    ("movement", f"(slice {cat(0, '{a}', '{b}')} 0 (DLit 5) (DLit 7))", "(slice {b} 0 (DLit 1) (DLit 3))",
+     {"a": [4, 2], "b": [3, 2]}, ()),
+    ("movement", f"(transpose {cat(1, '{a}', '{b}')} 0 1)", cat(0, "(transpose {a} 0 1)", "(transpose {b} 0 1)"),
+     {"a": [4, 2], "b": [4, 3]}, ()),
+    # linalg: column parallel, and row parallel (the inner dims line up)
+    ("linalg", f"(mm {{x}} {cat(1, '{w0}', '{w1}')})", cat(1, "(mm {x} {w0})", "(mm {x} {w1})"),
+     {"x": [2, 3], "w0": [3, 4], "w1": [3, 5]}, ()),
+    ("linalg", f"(mm {cat(1, '{x0}', '{x1}')} {cat(0, '{w0}', '{w1}')})",
+     f"(rsum {cons('(mm {x0} {w0})', '(mm {x1} {w1})')})",
+     {"x0": [2, 3], "x1": [2, 2], "w0": [3, 4], "w1": [2, 4]}, ()),
+    # elementwise: a unary op of a concat is the concat of the op on the parts
+    ("elementwise", f'(unary "exp" {cat(0, "{a}", "{b}")})', cat(0, '(unary "exp" {a})', '(unary "exp" {b})'),
+     {"a": [2, 3], "b": [1, 3]}, ()),
+    ("elementwise", f'(binary "add" {cat(0, "{a}", "{b}")} {cat(0, "{c}", "{e}")})',
+     cat(0, '(binary "add" {a} {c})', '(binary "add" {b} {e})'),
+     {"a": [2, 3], "b": [1, 3], "c": [2, 3], "e": [1, 3]}, ()),
+    # reduction: a sum over the concat dim is the rsum of the parts' sums; softmax along another dim
+    ("reduction", red("sum", cat(0, "{a}", "{b}"), [0], 0),
+     f"(rsum {cons(red('sum', '{a}', [0], 0), red('sum', '{b}', [0], 0))})",
+     {"a": [2, 3], "b": [1, 3]}, ()),
+    ("reduction", f"(softmax {cat(0, '{a}', '{b}')} 1)", cat(0, "(softmax {a} 1)", "(softmax {b} 1)"),
+     {"a": [2, 3], "b": [1, 3]}, ()),
+    # collective: a sum over one rank is its value
+    ("collective", f"(rsum {cons('{a}')})", "{a}", {"a": [2, 3]}, ()),
+    # indexing: a masked lookup in a table split by rows is the rsum of the parts' lookups at their offsets
+    ("indexing", f"(mtake {cat(0, '{w0}', '{w1}')} {{ids}} 0)", f"(rsum {cons('(mtake {w0} {ids} 0)', '(mtake {w1} {ids} 3)')})",
+     {"w0": [3, 4], "w1": [2, 4], "ids": [5]}, ()),
+    # ... and with valid ids (an assumption), a plain lookup is too
+    ("indexing", f"(take {cat(0, '{w0}', '{w1}')} {{ids}})", f"(rsum {cons('(mtake {w0} {ids} 0)', '(mtake {w1} {ids} 3)')})",
+     {"w0": [3, 4], "w1": [2, 4], "ids": [5]}, ("valid_indices",)),
+]
+
+NEGATIVE = [
+    # movement: a slice straddling two parts is not a slice of the first
+    ("movement", f"(slice {cat(0, '{a}', '{b}')} 0 (DLit 3) (DLit 5))", "(slice {a} 0 (DLit 3) (DLit 5))",
+     {"a": [4, 2], "b": [3, 2]}, ()),
+    # a view merging the concat axis with the dim before it does not keep the concat
+    ("movement", f"(view {cat(1, '{a}', '{b}')} {dlist([6, 2])})",
+     cat(0, f"(view {{a}} {dlist([2, 2])})", f"(view {{b}} {dlist([4, 2])})"),
+     {"a": [2, 1, 2], "b": [2, 2, 2]}, ()),
+    # linalg: row parallel with parts that do not line up is not a sum of the parts' products
+    ("linalg", f"(mm {cat(1, '{x0}', '{x1}')} {cat(0, '{w0}', '{w1}')})",
+     f"(rsum {cons('(mm {x0} {w0})', '(mm {x1} {w1})')})",
+     {"x0": [2, 3], "x1": [2, 2], "w0": [2, 4], "w1": [3, 4]}, ()),
+    # elementwise: a binary op of concats along different axes is not a concat of the parts' op
+    ("elementwise", f'(binary "add" {cat(0, "{a}", "{b}")} {cat(1, "{c}", "{e}")})',
+     cat(0, '(binary "add" {a} {c})', '(binary "add" {b} {e})'),
+     {"a": [2, 4], "b": [2, 4], "c": [4, 2], "e": [4, 2]}, ()),
+    # reduction: softmax over the concat dim is not a concat of softmaxes
+    ("reduction", f"(softmax {cat(0, '{a}', '{b}')} 0)", cat(0, "(softmax {a} 0)", "(softmax {b} 0)"),
+     {"a": [2, 3], "b": [1, 3]}, ()),
+    # a mean over the concat dim is not the rsum of the parts' means
+    ("reduction", red("mean", cat(0, "{a}", "{b}"), [0], 0),
+     f"(rsum {cons(red('mean', '{a}', [0], 0), red('mean', '{b}', [0], 0))})",
+     {"a": [2, 3], "b": [1, 3]}, ()),
+    # collective: a sum over two ranks holding the same value is not that value
+    ("collective", f"(rsum {cons('{a}', '{a}')})", "{a}", {"a": [2, 3]}, ()),
+    # indexing: a plain lookup is not the masked one unless ids are assumed valid
+    ("indexing", f"(take {cat(0, '{w0}', '{w1}')} {{ids}})", f"(rsum {cons('(mtake {w0} {ids} 0)', '(mtake {w1} {ids} 3)')})",
+     {"w0": [3, 4], "w1": [2, 4], "ids": [5]}, ()),
+    # a masked lookup in a table split by columns is not a sum of lookups
+    ("indexing", f"(mtake {cat(1, '{w0}', '{w1}')} {{ids}} 0)", f"(rsum {cons('(mtake {w0} {ids} 0)', '(mtake {w1} {ids} 3)')})",
+     {"w0": [3, 4], "w1": [3, 2], "ids": [5]}, ()),
+]
+
+
+def _id(case):
+    return f"{case[0]}:{case[1][:60]}"
+
+
+@pytest.mark.parametrize("family,start,goal,shapes,assume", POSITIVE, ids=[_id(c) for c in POSITIVE])
+def test_reaches_goal(family, start, goal, shapes, assume):
+    reached, _ = proves(start, goal, shapes, assume)
+    assert reached, f"{family}: {start} does not reach {goal}"
+
+
+@pytest.mark.parametrize("family,start,goal,shapes,assume", NEGATIVE, ids=[_id(c) for c in NEGATIVE])
+def test_does_not_reach_goal(family, start, goal, shapes, assume):
+    reached, saturated = proves(start, goal, shapes, assume)
+    assert saturated, f"{family}: {start} did not saturate in {STEPS} steps"
+    assert not reached, f"{family}: {start} reaches {goal}, which it must not"
+
+
+def test_every_lemma_family_has_goals():
+    families = {lem.family for lem in LIB.lemmas}
+    assert families <= {c[0] for c in POSITIVE} and families <= {c[0] for c in NEGATIVE}

@@ -153,8 +153,13 @@ class Engine:
         """Shape facts and the clean relation to a fixpoint (no lemma)."""
         for _ in range(8):   # symbolic sizes: Z3's answers can enable more shape facts
             self.run1("(run-schedule (saturate (run shapes)) (saturate (run cleanliness)))")
-            if not (self.dims.step(self) | self._fold_constants()):
+            if not self.side_step():
                 break
+
+    def side_step(self) -> bool:
+        """Facts computed outside egglog for the questions rules asked: size comparisons and
+        arithmetic (Z3, dims.py) and products of constants.  True if any was added."""
+        return self.dims.step(self) | self._fold_constants()
 
     def _fold_constants(self) -> bool:
         """Answer (ask_cmul a b) with (cmul a b) where the product is exact (terms.const_product)."""
@@ -191,7 +196,7 @@ class Engine:
             out = self.run1(STEP)
             self.total_runs += 1
             updated = out[0].report.updated if out else True
-            if self.dims.step(self) | self._fold_constants():
+            if self.side_step():
                 self.settle()
                 updated = True
             if goal():

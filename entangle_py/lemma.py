@@ -84,8 +84,10 @@ class Lemma:
 
 @dataclass(frozen=True)
 class Rule:
-    """A plain egglog rule (e.g. shape propagation).  ``check(rng)`` yields (term, env) pairs:
-    the test inserts the term, runs the rules, and compares every derived ``dim`` with torch."""
+    """A plain egglog rule (e.g. shape propagation).  ``check_terms(rng)`` yields (term, env): the
+    test inserts the term, runs the rules, and compares every derived ``dim`` with torch; or
+    (term, env, facts): each egglog fact must hold exactly when torch says it is true (see
+    lemmas/_instances/__init__.py).  Every rule has a check (tests/test_lemmas.py)."""
     name: str
     text: str
     family: str = ""

@@ -33,7 +33,7 @@ def saturate(eng):
     for _ in range(STEPS):
         out = eng.run1(STEP)
         updated = out[0].report.updated if out else True
-        if eng.dims.step(eng):
+        if eng.side_step():
             eng.settle()
             updated = True
         if not updated:
@@ -68,6 +68,8 @@ def red(op, x, dims, keepdim):
 
 # (family, start, goal, leaf shapes, assumptions)
 POSITIVE = [
+    # arith: the mean of two ranks' means of n/2 rows each, (s / (n/2)) / 2, is s / n
+    ("arith", '(scalar "div" (scalar "div" {a} "4.0") "2.0")', '(scalar "div" {a} "8.0")', {"a": [3]}, ()),
     # movement: a slice of a concat inside the first part is a slice of the first part; past it, of the second
     ("movement", f"(slice {cat(0, '{a}', '{b}')} 0 (DLit 1) (DLit 3))", "(slice {a} 0 (DLit 1) (DLit 3))",
      {"a": [4, 2], "b": [3, 2]}, ()),
@@ -104,6 +106,9 @@ POSITIVE = [
 ]
 
 NEGATIVE = [
+    # arith: 0.1 * 0.1 is not a float exactly, so x / 0.1 / 0.1 is not folded
+    ("arith", '(scalar "div" (scalar "div" {a} "0.1") "0.1")', '(scalar "div" {a} "0.010000000000000002")',
+     {"a": [3]}, ()),
     # movement: a slice straddling two parts is not a slice of the first
     ("movement", f"(slice {cat(0, '{a}', '{b}')} 0 (DLit 3) (DLit 5))", "(slice {a} 0 (DLit 3) (DLit 5))",
      {"a": [4, 2], "b": [3, 2]}, ()),

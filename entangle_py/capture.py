@@ -53,6 +53,7 @@ import re
 import sys
 import time
 import types
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -259,6 +260,7 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
 
     info = _DynamoInfo()
     captured: dict[str, Any] = {}
+    fake_mode, inputs = _to_fake_cpu(model, inputs)
     port_of_id = {}
     for fqn, p in model.named_parameters(remove_duplicate=True):
         port_of_id.setdefault(id(p), f"param:{fqn}")
@@ -288,7 +290,11 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
 
         def fw_compiler(g, _example):
             captured.setdefault("forward", g)
-            return make_boxed_func(g.forward)
+
+            def run(*args):   # the graph runs once, on fake tensors: what it creates is fake too
+                with fake_mode:
+                    return g.forward(*args)
+            return make_boxed_func(run)
 
         def partition_fn(g, joint_inputs, **kw):
             captured["joint"] = g
@@ -300,12 +306,21 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
     compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=None if dynamic else False)
     grad_ctx = contextlib.nullcontext() if joint else torch.no_grad()
     try:
-        with grad_ctx, _quiet_torch_logs():
+        with grad_ctx, _quiet_torch_logs(), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             result = compiled(**inputs)
     except InputError:
         raise
     except Exception as e:
         raise _capture_error(e, script_file, rank) from None
+    for w in caught:
+        m = _NO_AUTOGRAD_KERNEL.search(str(w.message))
+        if m and joint:
+            raise CaptureError(
+                f"rank {rank}: the backward of {m.group(1)} is missing: torch has no autograd kernel "
+                f"for it on the capture device, so the gradients flowing through it would be dropped")
+        if not m:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     key = "joint" if joint else "forward"
     if key not in captured:
         if joint:
@@ -314,6 +329,47 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
         raise CaptureError("the program produced no graph (does forward compute anything?)")
     info.result_structure = _output_names(result, info.num_outputs)
     return captured[key], info
+
+
+_NO_AUTOGRAD_KERNEL = re.compile(r"(\S+): an autograd kernel was not registered")
+
+
+def _to_fake_cpu(model, inputs):
+    """Swap the model's tensors and the inputs (built on ``meta``) for fake CPU tensors.
+
+    Tracing on ``meta`` loses backward formulas: torch registers Python meta kernels for some
+    CompositeImplicitAutograd ops (``nll_loss``, ``var``, ``dropout``, ...), which then skip autograd
+    on ``meta``.  On (fake) CPU these ops decompose as in eager CPU and differentiate.  Tensors the
+    forward creates without a device (``torch.ones(s, s)``) land on CPU, like the parameters.
+    Fake tensors hold no memory and run no kernels.  Tied tensors stay tied.
+    """
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    done: dict[int, Any] = {}
+
+    def fake(t, param=False):
+        if id(t) not in done:
+            with mode:
+                f = torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="cpu")
+            if param:
+                f = torch.nn.Parameter(f, requires_grad=t.requires_grad)
+            else:
+                f.requires_grad_(t.requires_grad)
+            done[id(t)] = f
+        return done[id(t)]
+
+    for mod in model.modules():
+        for k, p in list(mod._parameters.items()):
+            if p is not None:
+                mod._parameters[k] = fake(p, param=True)
+        for k, b in list(mod._buffers.items()):
+            if b is not None:
+                mod._buffers[k] = fake(b)
+        for k, v in list(vars(mod).items()):   # plain tensor attributes (not registered)
+            if isinstance(v, torch.Tensor) and not isinstance(v, torch.nn.Parameter) and v.device.type == "meta":
+                setattr(mod, k, fake(v))
+    return mode, {k: fake(v) for k, v in inputs.items()}
 
 
 @contextlib.contextmanager

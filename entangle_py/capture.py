@@ -185,6 +185,7 @@ class _DynamoInfo:
     shape_env: Any = None
     symbol_names: dict = dataclasses.field(default_factory=dict)       # torch symbol -> our name
     result_structure: list = dataclasses.field(default_factory=list)   # output port names
+    no_grad_nodes: set = dataclasses.field(default_factory=set)       # Dynamo nodes run under no_grad
 
 
 _COLLECTIVE_NS = ("_c10d_functional", "c10d_functional", "_c10d_functional_autograd")
@@ -287,6 +288,12 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
         info.port_names = _dynamo_port_names(gm, port_of_id)
         out = next(n for n in gm.graph.nodes if n.op == "output")
         info.num_outputs = len(out.args[0]) if isinstance(out.args[0], (tuple, list)) else 1
+        enabled = joint
+        for n in gm.graph.nodes:
+            if n.op == "call_function" and n.target is torch._C._set_grad_enabled and n.args:
+                enabled = bool(n.args[0])
+            elif not enabled:
+                info.no_grad_nodes.add(n.name)
 
         def fw_compiler(g, _example):
             captured.setdefault("forward", g)
@@ -462,13 +469,21 @@ def _capture_error(e: BaseException, script_file: str | None, rank: int) -> Capt
     if isinstance(inner, InputError):
         return inner if isinstance(inner, CaptureError) else CaptureError(str(inner))
     where = _exc_location(inner, script_file)
+    x = inner.__cause__ or inner.__context__
+    while not where and x is not None:
+        where = _exc_location(x, script_file)
+        x = x.__cause__ or x.__context__
     what = getattr(inner, "gb_type", None)
     text = getattr(inner, "msg", None) or str(inner)
     explanation = ""
     m = re.search(r"Explanation:\s*(.+)", text)
     if m:
         explanation = m.group(1).strip()
-    if isinstance(inner, dexc.Unsupported):
+    raised = _user_visible_exception(inner)
+    if raised is not None:   # the program raised (e.g. a collective given a bad group): torch's words
+        head = f"capture failed: {raised}"
+        detail = ""
+    elif isinstance(inner, dexc.Unsupported):
         head = f"graph break: {what or _first_line(inner)}"
         detail = explanation or ""
     elif "data-dependent" in text or "DATA_DEPENDENT" in str(getattr(inner, "error_type", "")):
@@ -489,6 +504,62 @@ def _capture_error(e: BaseException, script_file: str | None, rank: int) -> Capt
     loc = f" at {where}" if where else ""
     tail = f" -- {detail}" if detail and detail not in head else ""
     return CaptureError(f"rank {rank}: {head}{loc}{tail}")
+
+
+_OBSERVED = re.compile(r"raised exception (\w+)\((.*)\)\s*$", re.S)
+
+
+def _user_visible_exception(e: BaseException) -> str | None:
+    """``Type: message`` of an exception the traced program itself raised, as torch words it.
+
+    Dynamo reports it wrapped: as an ``Observed exception`` graph break (the exception raised inside
+    traced code) or as an ``InternalTorchDynamoError`` (raised while Dynamo ran a torch function).
+    An exception without a message is named with the torch function that raised it.
+    """
+    import ast
+    import torch._dynamo.exc as dexc
+    chain, x = [], e
+    while x is not None and x not in chain and len(chain) < 16:
+        chain.append(x)
+        x = x.__cause__ or x.__context__
+    for x in chain:
+        if isinstance(x, dexc.ObservedException):
+            m = _OBSERVED.search(str(x))
+            if not m:
+                continue
+            typ, arg = m.group(1), m.group(2).strip()
+            with contextlib.suppress(ValueError, SyntaxError):
+                arg = str(ast.literal_eval(arg)) if arg else ""
+            frames = [(f.filename, f.lineno, f.name) for f in getattr(x, "real_stack", None) or []]
+            return _exception_text(typ, arg, frames)
+        if isinstance(x, Exception) and not isinstance(x, dexc.TorchDynamoException) and x is not e \
+                and isinstance(e, dexc.InternalTorchDynamoError):
+            import traceback
+            msg = str(x).split("\n\nfrom user code:")[0].strip()
+            frames = [(f.filename, f.lineno, f.name) for f in traceback.extract_tb(x.__traceback__)]
+            return _exception_text(type(x).__name__, msg, frames)
+    return None
+
+
+def _exception_text(typ: str, msg: str, frames) -> str:
+    lines = [ln.strip() for ln in msg.splitlines() if ln.strip()]
+    msg = " ".join(lines)[:400]
+    if msg:
+        text = f"{typ}: {msg}"
+    else:
+        lib = [f for f in frames if _is_library(f[0]) and "_dynamo" not in f[0]]
+        where = ""
+        if lib:
+            f = lib[-1]
+            path = Path(f[0])
+            shown = next((path.relative_to(Path(d).parent).as_posix() for d in _torch_dirs()[:1]
+                          if str(path.resolve()).startswith(d)), path.name)
+            where = f" by {f[2]} ({shown}:{f[1]})"
+        text = f"{typ} (torch gives no message) raised{where}"
+    if re.search(r"\bgroup\b", msg) and re.search(r"-100\b", msg):
+        text += (" [-100 is GroupMember.NON_GROUP_MEMBER: dist.new_group returns it on ranks outside "
+                 "the group, so this rank calls a collective of a group it is not in]")
+    return text
 
 
 def _exc_location(e: BaseException, script_file: str | None) -> str:
@@ -784,7 +855,7 @@ def _convert(gm, info: _DynamoInfo, model, inputs, rank, script_file, joint, wor
             args = tuple(conv.arg(a) for a in n.args)
             kwargs = {k: conv.arg(v) for k, v in n.kwargs.items()}
             if isinstance(n.target, torch._ops.OpOverload) and n.target.namespace in _COLLECTIVE_NS:
-                _record_groups(n, groups, rank)
+                _record_groups(n, groups, rank, conv.source(n))
             module = conv.module(n)
             if module is None and n.meta.get("partitioner_tag") == "is_backward":
                 module = module_of_seq.get(n.meta.get("seq_nr"))
@@ -797,6 +868,9 @@ def _convert(gm, info: _DynamoInfo, model, inputs, rank, script_file, joint, wor
             if descs is None or len(descs) != len(outs):
                 raise CaptureError(f"rank {rank}: graph outputs carry no descriptors")
             for o, desc in zip(outs, descs):
+                if o is None and isinstance(desc, D.GradAOTOutput):
+                    _check_no_gradient_is_needed(gm, desc, outs, descs, out_name(desc), rank,
+                                                 info.no_grad_nodes)
                 if desc is None or o is None:
                     continue
                 if isinstance(desc, (D.GradAOTOutput, D.PlainAOTOutput, D.InputMutationAOTOutput)):
@@ -816,7 +890,61 @@ def _convert(gm, info: _DynamoInfo, model, inputs, rank, script_file, joint, wor
                            groups=groups, symbols=symbols, guards=guards)
 
 
-def _record_groups(n, groups, rank):
+def _check_no_gradient_is_needed(gm, desc, outs, descs, grad_port, rank, no_grad_nodes=()):
+    """A gradient AOTAutograd left out (None) must be one no output depends on differentiably.
+
+    A backward that silently went missing (an op without an autograd formula on the capture device)
+    shows up exactly so: the parameter feeds an output through floating-point ops but gets no gradient.
+    Paths through ``detach``, through non-floating values (comparisons, indices) or through ops run
+    under ``torch.no_grad()`` in forward (``no_grad_nodes``: Dynamo node names) do not count.
+    """
+    import torch
+    from torch._functorch._aot_autograd import descriptors as D
+    ph = next((n for n in gm.graph.nodes if n.op == "placeholder" and n.meta.get("desc") == desc.grad_of), None)
+    if ph is None:
+        return
+    targets = {o for o, d in zip(outs, descs) if o is not None and not isinstance(d, D.GradAOTOutput)}
+
+    def under_no_grad(n):
+        src = n.meta.get("from_node")
+        return bool(src) and src[-1].name in no_grad_nodes
+
+    def floating(n):
+        v = n.meta.get("val")
+        if isinstance(v, (tuple, list)):
+            return any(isinstance(x, torch.Tensor) and x.is_floating_point() for x in v)
+        return isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex())
+
+    parent = {ph: None}
+    todo, hit = [ph], None
+    while todo and hit is None:
+        n = todo.pop()
+        for u in n.users:
+            if u in parent or u.op != "call_function" or u.meta.get("partitioner_tag") == "is_backward":
+                continue
+            if u.target is torch.ops.aten.detach.default or not floating(u) or under_no_grad(u):
+                continue
+            parent[u] = n
+            if u in targets:
+                hit = u
+                break
+            todo.append(u)
+    if hit is None:
+        return
+    path, n = [], hit
+    while n is not None and n is not ph:
+        if n.target is not operator.getitem:
+            path.append(_target_name(n).removeprefix("aten.").removesuffix(".default"))
+        n = parent[n]
+    path.reverse()
+    shown = " -> ".join(path if len(path) <= 8 else path[:3] + ["..."] + path[-4:])
+    raise CaptureError(
+        f"rank {rank}: joint capture: {grad_port[len('grad:'):]} feeds the output through {shown} but "
+        f"gets no gradient ({grad_port} is missing): the backward of one of these ops was dropped "
+        f"(no autograd formula on the capture device)")
+
+
+def _record_groups(n, groups, rank, src=None):
     import torch.distributed as dist
     from torch.distributed.distributed_c10d import _resolve_process_group
     schema = n.target._schema
@@ -830,8 +958,9 @@ def _record_groups(n, groups, rank):
             pg = _resolve_process_group(name)
             groups[name] = list(dist.get_process_group_ranks(pg))
         except Exception as e:  # noqa: BLE001 - report which group could not be resolved
+            at = f" at {src.file}:{src.line}" + (f": {src.code}" if src.code else "") if src else ""
             raise CaptureError(f"rank {rank}: cannot resolve process group {name!r} of {n.target}: "
-                               f"{_first_line(e)}") from None
+                               f"{type(e).__name__}: {_first_line(e)}{at}") from None
 
 
 def _symbol_names(info: _DynamoInfo, inputs) -> dict:

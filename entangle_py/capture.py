@@ -131,8 +131,12 @@ def _user_frame_suffix(e: BaseException, script_file: str | None) -> str:
 
 # ----------------------------------------------------------------------------- public API
 
-def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = False) -> graph.Bundle:
-    """Capture ``script`` (path or module, see the module docstring) for every rank of ``world_size``."""
+def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = False,
+            progress=None) -> graph.Bundle:
+    """Capture ``script`` (path or module, see the module docstring) for every rank of ``world_size``.
+
+    ``progress(rank, world_size, seconds)`` is called after each rank is captured.
+    """
     if not isinstance(world_size, int) or world_size < 1:
         raise CaptureError(f"world size must be a positive integer, got {world_size!r}")
     module = load_script(script)
@@ -143,7 +147,10 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
                            "capture simulates ranks with its own fake process group")
     ranks = []
     for r in range(world_size):
+        t0 = time.perf_counter()
         ranks.append(_capture_rank(module, r, world_size, joint, dynamic))
+        if progress is not None:
+            progress(r, world_size, time.perf_counter() - t0)
     names0 = ([p.name for p in ranks[0].inputs], [p.name for p in ranks[0].outputs])
     for g in ranks[1:]:
         names = ([p.name for p in g.inputs], [p.name for p in g.outputs])
@@ -165,7 +172,12 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
 
 def cli_capture(args) -> int:
     t0 = time.perf_counter()
-    bundle = capture(args.script, world_size=args.world_size, joint=args.joint, dynamic=args.dynamic)
+    progress = None
+    if getattr(args, "verbose", False) or sys.stderr.isatty():
+        def progress(rank, world_size, seconds):
+            print(f"rank {rank}/{world_size} captured in {seconds:.1f} s", file=sys.stderr, flush=True)
+    bundle = capture(args.script, world_size=args.world_size, joint=args.joint, dynamic=args.dynamic,
+                     progress=progress)
     graph.save(bundle, args.output)
     g0 = bundle.rank(0)
     ops = sum(1 for n in g0.nodes if not n.is_placeholder)

@@ -17,7 +17,12 @@ and the user inputs of one forward call, by name: the model is called as ``model
   ``dist.group.WORLD`` and collectives (``dist.*``, functional collectives, inside
   ``torch.autograd.Function`` or not) all work and are recorded, nothing is communicated.
 * ``build`` runs under ``with torch.device("meta")``: modules and tensors it creates hold no memory.
-  Anything it returns on another device is moved to ``meta``.  Sizes are all that matter.
+  Anything it returns on another device is moved to ``meta``.  Sizes are all that matter.  For
+  tracing, parameters, buffers, tensor attributes and inputs become *fake CPU* tensors (still no
+  memory, no compute): tensors ``forward`` creates without a device (``torch.ones(s, s).tril()``)
+  match them, and ops whose backward torch only knows off ``meta`` (``nll_loss``, ``var``, ...)
+  differentiate.  In a ``joint`` capture a parameter or input that feeds an output differentiably
+  but gets no gradient is an error (never a silently missing ``grad:`` output).
 * Inputs that should get a gradient in a ``joint`` capture are created with ``requires_grad=True``.
 * Optional ``DYNAMIC_DIMS = {"x": [0, 1]}``: with ``dynamic=True`` these input dims are symbolic
   (default: every dim of every input may be symbolic; dims that meet a fixed size are specialised).

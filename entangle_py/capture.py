@@ -17,7 +17,12 @@ and the user inputs of one forward call, by name: the model is called as ``model
   ``dist.group.WORLD`` and collectives (``dist.*``, functional collectives, inside
   ``torch.autograd.Function`` or not) all work and are recorded, nothing is communicated.
 * ``build`` runs under ``with torch.device("meta")``: modules and tensors it creates hold no memory.
-  Anything it returns on another device is moved to ``meta``.  Sizes are all that matter.
+  Anything it returns on another device is moved to ``meta``.  Sizes are all that matter.  For
+  tracing, parameters, buffers, tensor attributes and inputs become *fake CPU* tensors (still no
+  memory, no compute): tensors ``forward`` creates without a device (``torch.ones(s, s).tril()``)
+  match them, and ops whose backward torch only knows off ``meta`` (``nll_loss``, ``var``, ...)
+  differentiate.  In a ``joint`` capture a parameter or input that feeds an output differentiably
+  but gets no gradient is an error (never a silently missing ``grad:`` output).
 * Inputs that should get a gradient in a ``joint`` capture are created with ``requires_grad=True``.
 * Optional ``DYNAMIC_DIMS = {"x": [0, 1]}``: with ``dynamic=True`` these input dims are symbolic
   (default: every dim of every input may be symbolic; dims that meet a fixed size are specialised).
@@ -53,6 +58,7 @@ import re
 import sys
 import time
 import types
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -130,8 +136,12 @@ def _user_frame_suffix(e: BaseException, script_file: str | None) -> str:
 
 # ----------------------------------------------------------------------------- public API
 
-def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = False) -> graph.Bundle:
-    """Capture ``script`` (path or module, see the module docstring) for every rank of ``world_size``."""
+def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = False,
+            progress=None) -> graph.Bundle:
+    """Capture ``script`` (path or module, see the module docstring) for every rank of ``world_size``.
+
+    ``progress(rank, world_size, seconds)`` is called after each rank is captured.
+    """
     if not isinstance(world_size, int) or world_size < 1:
         raise CaptureError(f"world size must be a positive integer, got {world_size!r}")
     module = load_script(script)
@@ -142,7 +152,10 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
                            "capture simulates ranks with its own fake process group")
     ranks = []
     for r in range(world_size):
+        t0 = time.perf_counter()
         ranks.append(_capture_rank(module, r, world_size, joint, dynamic))
+        if progress is not None:
+            progress(r, world_size, time.perf_counter() - t0)
     names0 = ([p.name for p in ranks[0].inputs], [p.name for p in ranks[0].outputs])
     for g in ranks[1:]:
         names = ([p.name for p in g.inputs], [p.name for p in g.outputs])
@@ -164,7 +177,12 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
 
 def cli_capture(args) -> int:
     t0 = time.perf_counter()
-    bundle = capture(args.script, world_size=args.world_size, joint=args.joint, dynamic=args.dynamic)
+    progress = None
+    if getattr(args, "verbose", False) or sys.stderr.isatty():
+        def progress(rank, world_size, seconds):
+            print(f"rank {rank}/{world_size} captured in {seconds:.1f} s", file=sys.stderr, flush=True)
+    bundle = capture(args.script, world_size=args.world_size, joint=args.joint, dynamic=args.dynamic,
+                     progress=progress)
     graph.save(bundle, args.output)
     g0 = bundle.rank(0)
     ops = sum(1 for n in g0.nodes if not n.is_placeholder)
@@ -184,6 +202,7 @@ class _DynamoInfo:
     shape_env: Any = None
     symbol_names: dict = dataclasses.field(default_factory=dict)       # torch symbol -> our name
     result_structure: list = dataclasses.field(default_factory=list)   # output port names
+    no_grad_nodes: set = dataclasses.field(default_factory=set)       # Dynamo nodes run under no_grad
 
 
 _COLLECTIVE_NS = ("_c10d_functional", "c10d_functional", "_c10d_functional_autograd")
@@ -259,6 +278,7 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
 
     info = _DynamoInfo()
     captured: dict[str, Any] = {}
+    fake_mode, inputs = _to_fake_cpu(model, inputs)
     port_of_id = {}
     for fqn, p in model.named_parameters(remove_duplicate=True):
         port_of_id.setdefault(id(p), f"param:{fqn}")
@@ -285,10 +305,20 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
         info.port_names = _dynamo_port_names(gm, port_of_id)
         out = next(n for n in gm.graph.nodes if n.op == "output")
         info.num_outputs = len(out.args[0]) if isinstance(out.args[0], (tuple, list)) else 1
+        enabled = joint
+        for n in gm.graph.nodes:
+            if n.op == "call_function" and n.target is torch._C._set_grad_enabled and n.args:
+                enabled = bool(n.args[0])
+            elif not enabled:
+                info.no_grad_nodes.add(n.name)
 
         def fw_compiler(g, _example):
             captured.setdefault("forward", g)
-            return make_boxed_func(g.forward)
+
+            def run(*args):   # the graph runs once, on fake tensors: what it creates is fake too
+                with fake_mode:
+                    return g.forward(*args)
+            return make_boxed_func(run)
 
         def partition_fn(g, joint_inputs, **kw):
             captured["joint"] = g
@@ -300,12 +330,21 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
     compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=None if dynamic else False)
     grad_ctx = contextlib.nullcontext() if joint else torch.no_grad()
     try:
-        with grad_ctx, _quiet_torch_logs():
+        with grad_ctx, _quiet_torch_logs(), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             result = compiled(**inputs)
     except InputError:
         raise
     except Exception as e:
         raise _capture_error(e, script_file, rank) from None
+    for w in caught:
+        m = _NO_AUTOGRAD_KERNEL.search(str(w.message))
+        if m and joint:
+            raise CaptureError(
+                f"rank {rank}: the backward of {m.group(1)} is missing: torch has no autograd kernel "
+                f"for it on the capture device, so the gradients flowing through it would be dropped")
+        if not m:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     key = "joint" if joint else "forward"
     if key not in captured:
         if joint:
@@ -314,6 +353,47 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
         raise CaptureError("the program produced no graph (does forward compute anything?)")
     info.result_structure = _output_names(result, info.num_outputs)
     return captured[key], info
+
+
+_NO_AUTOGRAD_KERNEL = re.compile(r"(\S+): an autograd kernel was not registered")
+
+
+def _to_fake_cpu(model, inputs):
+    """Swap the model's tensors and the inputs (built on ``meta``) for fake CPU tensors.
+
+    Tracing on ``meta`` loses backward formulas: torch registers Python meta kernels for some
+    CompositeImplicitAutograd ops (``nll_loss``, ``var``, ``dropout``, ...), which then skip autograd
+    on ``meta``.  On (fake) CPU these ops decompose as in eager CPU and differentiate.  Tensors the
+    forward creates without a device (``torch.ones(s, s)``) land on CPU, like the parameters.
+    Fake tensors hold no memory and run no kernels.  Tied tensors stay tied.
+    """
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    done: dict[int, Any] = {}
+
+    def fake(t, param=False):
+        if id(t) not in done:
+            with mode:
+                f = torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="cpu")
+            if param:
+                f = torch.nn.Parameter(f, requires_grad=t.requires_grad)
+            else:
+                f.requires_grad_(t.requires_grad)
+            done[id(t)] = f
+        return done[id(t)]
+
+    for mod in model.modules():
+        for k, p in list(mod._parameters.items()):
+            if p is not None:
+                mod._parameters[k] = fake(p, param=True)
+        for k, b in list(mod._buffers.items()):
+            if b is not None:
+                mod._buffers[k] = fake(b)
+        for k, v in list(vars(mod).items()):   # plain tensor attributes (not registered)
+            if isinstance(v, torch.Tensor) and not isinstance(v, torch.nn.Parameter) and v.device.type == "meta":
+                setattr(mod, k, fake(v))
+    return mode, {k: fake(v) for k, v in inputs.items()}
 
 
 @contextlib.contextmanager
@@ -406,13 +486,21 @@ def _capture_error(e: BaseException, script_file: str | None, rank: int) -> Capt
     if isinstance(inner, InputError):
         return inner if isinstance(inner, CaptureError) else CaptureError(str(inner))
     where = _exc_location(inner, script_file)
+    x = inner.__cause__ or inner.__context__
+    while not where and x is not None:
+        where = _exc_location(x, script_file)
+        x = x.__cause__ or x.__context__
     what = getattr(inner, "gb_type", None)
     text = getattr(inner, "msg", None) or str(inner)
     explanation = ""
     m = re.search(r"Explanation:\s*(.+)", text)
     if m:
         explanation = m.group(1).strip()
-    if isinstance(inner, dexc.Unsupported):
+    raised = _user_visible_exception(inner)
+    if raised is not None:   # the program raised (e.g. a collective given a bad group): torch's words
+        head = f"capture failed: {raised}"
+        detail = ""
+    elif isinstance(inner, dexc.Unsupported):
         head = f"graph break: {what or _first_line(inner)}"
         detail = explanation or ""
     elif "data-dependent" in text or "DATA_DEPENDENT" in str(getattr(inner, "error_type", "")):
@@ -433,6 +521,62 @@ def _capture_error(e: BaseException, script_file: str | None, rank: int) -> Capt
     loc = f" at {where}" if where else ""
     tail = f" -- {detail}" if detail and detail not in head else ""
     return CaptureError(f"rank {rank}: {head}{loc}{tail}")
+
+
+_OBSERVED = re.compile(r"raised exception (\w+)\((.*)\)\s*$", re.S)
+
+
+def _user_visible_exception(e: BaseException) -> str | None:
+    """``Type: message`` of an exception the traced program itself raised, as torch words it.
+
+    Dynamo reports it wrapped: as an ``Observed exception`` graph break (the exception raised inside
+    traced code) or as an ``InternalTorchDynamoError`` (raised while Dynamo ran a torch function).
+    An exception without a message is named with the torch function that raised it.
+    """
+    import ast
+    import torch._dynamo.exc as dexc
+    chain, x = [], e
+    while x is not None and x not in chain and len(chain) < 16:
+        chain.append(x)
+        x = x.__cause__ or x.__context__
+    for x in chain:
+        if isinstance(x, dexc.ObservedException):
+            m = _OBSERVED.search(str(x))
+            if not m:
+                continue
+            typ, arg = m.group(1), m.group(2).strip()
+            with contextlib.suppress(ValueError, SyntaxError):
+                arg = str(ast.literal_eval(arg)) if arg else ""
+            frames = [(f.filename, f.lineno, f.name) for f in getattr(x, "real_stack", None) or []]
+            return _exception_text(typ, arg, frames)
+        if isinstance(x, Exception) and not isinstance(x, dexc.TorchDynamoException) and x is not e \
+                and isinstance(e, dexc.InternalTorchDynamoError):
+            import traceback
+            msg = str(x).split("\n\nfrom user code:")[0].strip()
+            frames = [(f.filename, f.lineno, f.name) for f in traceback.extract_tb(x.__traceback__)]
+            return _exception_text(type(x).__name__, msg, frames)
+    return None
+
+
+def _exception_text(typ: str, msg: str, frames) -> str:
+    lines = [ln.strip() for ln in msg.splitlines() if ln.strip()]
+    msg = " ".join(lines)[:400]
+    if msg:
+        text = f"{typ}: {msg}"
+    else:
+        lib = [f for f in frames if _is_library(f[0]) and "_dynamo" not in f[0]]
+        where = ""
+        if lib:
+            f = lib[-1]
+            path = Path(f[0])
+            shown = next((path.relative_to(Path(d).parent).as_posix() for d in _torch_dirs()[:1]
+                          if str(path.resolve()).startswith(d)), path.name)
+            where = f" by {f[2]} ({shown}:{f[1]})"
+        text = f"{typ} (torch gives no message) raised{where}"
+    if re.search(r"\bgroup\b", msg) and re.search(r"-100\b", msg):
+        text += (" [-100 is GroupMember.NON_GROUP_MEMBER: dist.new_group returns it on ranks outside "
+                 "the group, so this rank calls a collective of a group it is not in]")
+    return text
 
 
 def _exc_location(e: BaseException, script_file: str | None) -> str:
@@ -728,7 +872,7 @@ def _convert(gm, info: _DynamoInfo, model, inputs, rank, script_file, joint, wor
             args = tuple(conv.arg(a) for a in n.args)
             kwargs = {k: conv.arg(v) for k, v in n.kwargs.items()}
             if isinstance(n.target, torch._ops.OpOverload) and n.target.namespace in _COLLECTIVE_NS:
-                _record_groups(n, groups, rank)
+                _record_groups(n, groups, rank, conv.source(n))
             module = conv.module(n)
             if module is None and n.meta.get("partitioner_tag") == "is_backward":
                 module = module_of_seq.get(n.meta.get("seq_nr"))
@@ -741,6 +885,9 @@ def _convert(gm, info: _DynamoInfo, model, inputs, rank, script_file, joint, wor
             if descs is None or len(descs) != len(outs):
                 raise CaptureError(f"rank {rank}: graph outputs carry no descriptors")
             for o, desc in zip(outs, descs):
+                if o is None and isinstance(desc, D.GradAOTOutput):
+                    _check_no_gradient_is_needed(gm, desc, outs, descs, out_name(desc), rank,
+                                                 info.no_grad_nodes)
                 if desc is None or o is None:
                     continue
                 if isinstance(desc, (D.GradAOTOutput, D.PlainAOTOutput, D.InputMutationAOTOutput)):
@@ -760,7 +907,61 @@ def _convert(gm, info: _DynamoInfo, model, inputs, rank, script_file, joint, wor
                            groups=groups, symbols=symbols, guards=guards)
 
 
-def _record_groups(n, groups, rank):
+def _check_no_gradient_is_needed(gm, desc, outs, descs, grad_port, rank, no_grad_nodes=()):
+    """A gradient AOTAutograd left out (None) must be one no output depends on differentiably.
+
+    A backward that silently went missing (an op without an autograd formula on the capture device)
+    shows up exactly so: the parameter feeds an output through floating-point ops but gets no gradient.
+    Paths through ``detach``, through non-floating values (comparisons, indices) or through ops run
+    under ``torch.no_grad()`` in forward (``no_grad_nodes``: Dynamo node names) do not count.
+    """
+    import torch
+    from torch._functorch._aot_autograd import descriptors as D
+    ph = next((n for n in gm.graph.nodes if n.op == "placeholder" and n.meta.get("desc") == desc.grad_of), None)
+    if ph is None:
+        return
+    targets = {o for o, d in zip(outs, descs) if o is not None and not isinstance(d, D.GradAOTOutput)}
+
+    def under_no_grad(n):
+        src = n.meta.get("from_node")
+        return bool(src) and src[-1].name in no_grad_nodes
+
+    def floating(n):
+        v = n.meta.get("val")
+        if isinstance(v, (tuple, list)):
+            return any(isinstance(x, torch.Tensor) and x.is_floating_point() for x in v)
+        return isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex())
+
+    parent = {ph: None}
+    todo, hit = [ph], None
+    while todo and hit is None:
+        n = todo.pop()
+        for u in n.users:
+            if u in parent or u.op != "call_function" or u.meta.get("partitioner_tag") == "is_backward":
+                continue
+            if u.target is torch.ops.aten.detach.default or not floating(u) or under_no_grad(u):
+                continue
+            parent[u] = n
+            if u in targets:
+                hit = u
+                break
+            todo.append(u)
+    if hit is None:
+        return
+    path, n = [], hit
+    while n is not None and n is not ph:
+        if n.target is not operator.getitem:
+            path.append(_target_name(n).removeprefix("aten.").removesuffix(".default"))
+        n = parent[n]
+    path.reverse()
+    shown = " -> ".join(path if len(path) <= 8 else path[:3] + ["..."] + path[-4:])
+    raise CaptureError(
+        f"rank {rank}: joint capture: {grad_port[len('grad:'):]} feeds the output through {shown} but "
+        f"gets no gradient ({grad_port} is missing): the backward of one of these ops was dropped "
+        f"(no autograd formula on the capture device)")
+
+
+def _record_groups(n, groups, rank, src=None):
     import torch.distributed as dist
     from torch.distributed.distributed_c10d import _resolve_process_group
     schema = n.target._schema
@@ -774,8 +975,9 @@ def _record_groups(n, groups, rank):
             pg = _resolve_process_group(name)
             groups[name] = list(dist.get_process_group_ranks(pg))
         except Exception as e:  # noqa: BLE001 - report which group could not be resolved
+            at = f" at {src.file}:{src.line}" + (f": {src.code}" if src.code else "") if src else ""
             raise CaptureError(f"rank {rank}: cannot resolve process group {name!r} of {n.target}: "
-                               f"{_first_line(e)}") from None
+                               f"{type(e).__name__}: {_first_line(e)}{at}") from None
 
 
 def _symbol_names(info: _DynamoInfo, inputs) -> dict:

@@ -19,6 +19,7 @@ def _add_capture(sub):
     p.add_argument("--world-size", type=int, default=1, help="number of ranks to simulate (1 = sequential)")
     p.add_argument("--joint", action="store_true", help="capture the joint forward+backward graph")
     p.add_argument("--dynamic", action="store_true", help="capture with dynamic (symbolic) sizes")
+    p.add_argument("-v", "--verbose", action="store_true", help="per-rank progress on stderr (default: when a terminal)")
     p.add_argument("-o", "--output", required=True, help="bundle to write (.pt, .json, .json.gz)")
 
     def run(args):

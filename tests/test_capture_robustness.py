@@ -1,0 +1,161 @@
+"""Capture robustness: tensors created in forward without a device, backward formulas that exist
+on CPU but not on ``meta`` (a dropped gradient is an error), torch's own words for an exception the
+program raises (a collective given a bad group), per-rank progress."""
+from __future__ import annotations
+
+import contextlib
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from entangle_py import capture as capture_mod
+from entangle_py import cli
+from entangle_py.capture import CaptureError, capture
+
+ROOT = Path(__file__).resolve().parent.parent
+CAUSAL = ROOT / "examples" / "capture" / "causal_attention.py"
+CROSS_ENTROPY = ROOT / "examples" / "capture" / "cross_entropy.py"
+
+
+@pytest.fixture(autouse=True)
+def _at_repo_root(monkeypatch):
+    monkeypatch.chdir(ROOT)
+
+
+def _outs(g):
+    return sorted(p.name for p in g.outputs)
+
+
+def _targets(g):
+    return [n.target for n in g.nodes if not n.is_placeholder]
+
+
+# ----------------------------------------------------------------------------- device-less tensors
+
+@pytest.mark.parametrize("world_size", [1, 2])
+@pytest.mark.parametrize("joint", [False, True])
+def test_causal_mask_created_in_forward(world_size, joint):
+    b = capture(CAUSAL, world_size, joint=joint)
+    assert b.world_size == world_size
+    for g in b.ranks:
+        t = _targets(g)
+        assert "aten.ones.default" in t and "aten.tril.default" in t and "aten.eye.default" in t
+        assert t.count("_c10d_functional.all_reduce.default") == (0 if world_size == 1 else 1 + joint)
+        if joint:
+            assert _outs(g) == ["grad:input:x", "grad:o.weight", "grad:qkv.weight", "out"]
+            assert g.input_node("param:qkv.weight").val.shape == (24 // world_size, 8)
+        else:
+            assert _outs(g) == ["out"]
+
+
+# ----------------------------------------------------------------------------- backward never dropped
+
+def test_cross_entropy_joint_has_every_gradient():
+    for world_size in (1, 2):
+        b = capture(CROSS_ENTROPY, world_size, joint=True)
+        for g in b.ranks:
+            assert _outs(g) == ["grad:fc1.bias", "grad:fc1.weight", "grad:fc2.bias", "grad:fc2.weight", "out"]
+            t = _targets(g)
+            assert "aten.nll_loss_backward.default" in t and "aten._log_softmax_backward_data.default" in t
+            assert any(x.startswith("aten.var") for x in t)
+            for name in ("fc1.weight", "fc2.weight"):
+                assert g.output_node("grad:" + name).val.shape == g.input_node("param:" + name).val.shape
+
+
+def _trace_on_meta(monkeypatch):
+    """The old behaviour: trace on meta, where nll_loss loses its backward."""
+    monkeypatch.setattr(capture_mod, "_to_fake_cpu", lambda model, inputs: (contextlib.nullcontext(), inputs))
+
+
+def test_missing_autograd_kernel_warning_is_an_error(monkeypatch, tmp_path, capsys):
+    _trace_on_meta(monkeypatch)
+    with pytest.raises(CaptureError, match=r"rank 0: the backward of aten::nll_loss is missing"):
+        capture(CROSS_ENTROPY, 1, joint=True)
+    rc = cli.main(["capture", str(CROSS_ENTROPY), "--joint", "-o", str(tmp_path / "x.pt")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "aten::nll_loss" in err and "UserWarning" not in err
+    assert not (tmp_path / "x.pt").exists()
+    capture(CROSS_ENTROPY, 1, joint=False)      # forward only: nothing is missing
+
+
+def test_dropped_gradient_is_an_error_even_without_a_warning(monkeypatch):
+    _trace_on_meta(monkeypatch)
+    monkeypatch.setattr(capture_mod, "_NO_AUTOGRAD_KERNEL", re.compile(r"(?!)"))
+    with pytest.warns(UserWarning):
+        with pytest.raises(CaptureError) as e:
+            capture(CROSS_ENTROPY, 1, joint=True)
+    msg = str(e.value)
+    assert "fc2.weight feeds the output through" in msg and "nll_loss_forward" in msg
+    assert "grad:fc2.weight is missing" in msg and "\n" not in msg
+
+
+NO_GRAD = """\
+import torch, torch.nn as nn
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.gate = nn.Linear(8, 8)
+    def forward(self, x):
+        with torch.no_grad():
+            s = self.gate(x).sigmoid()
+        return self.fc(x) * s + self.gate.bias.detach()
+def build(rank, world_size):
+    return M(), {"x": torch.randn(4, 8)}
+"""
+
+
+def test_parameters_used_without_gradient_are_not_reported(tmp_path):
+    script = tmp_path / "no_grad_gate.py"
+    script.write_text(NO_GRAD)
+    g = capture(script, 1, joint=True).rank(0)
+    assert _outs(g) == ["grad:fc.bias", "grad:fc.weight", "out"]
+
+
+# ----------------------------------------------------------------------------- torch's own words
+
+BAD_GROUP = """\
+import torch, torch.nn as nn
+import torch.distributed as dist
+import torch.distributed._functional_collectives as funcol
+class M(nn.Module):
+    def __init__(self, group):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.group = group
+    def forward(self, x):
+        return funcol.all_reduce(self.fc(x), "sum", {group})
+def build(rank, world_size):
+    return M(dist.new_group([1])), {{"x": torch.randn(3, 4)}}
+"""
+
+
+@pytest.mark.parametrize("group, words", [
+    ("self.group", r"ValueError: Unsupported group type: <class 'int'>, -100 \[-100 is GroupMember.NON_GROUP_MEMBER"),
+    ("123", r"ValueError: Unsupported group type: <class 'int'>, 123 at "),
+    ("[0, 5]", r"ValueError \(torch gives no message\) raised by _resolve_group_name_by_ranks_and_tag "
+               r"\(torch/distributed/distributed_c10d.py:\d+\)"),
+    ('"not-a-group"', r"RuntimeError: Could not resolve the process group registered under the name not-a-group"),
+])
+def test_bad_group_error_is_torchs(tmp_path, group, words):
+    script = tmp_path / "bad_group.py"
+    script.write_text(BAD_GROUP.format(group=group))
+    with pytest.raises(CaptureError) as e:
+        capture(script, 2)
+    msg = str(e.value)
+    assert re.search(words, msg), msg
+    assert msg.startswith("rank 0: ") and "graph break" not in msg and "Observed exception" not in msg
+    assert "bad_group.py:10" in msg and "\n" not in msg
+
+
+# ----------------------------------------------------------------------------- progress
+
+def test_progress_with_verbose(tmp_path, capsys):
+    out = tmp_path / "mlp.pt"
+    assert cli.main(["capture", "examples/mlp.py", "--world-size", "2", "-v", "-o", str(out)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and all(re.fullmatch(rf"rank {r}/2 captured in \d+\.\d s", e) for r, e in zip((0, 1), err))
+    assert cli.main(["capture", "examples/mlp.py", "--world-size", "2", "-o", str(out)]) == 0
+    assert capsys.readouterr().err == ""      # not a terminal, no -v: quiet

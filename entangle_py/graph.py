@@ -201,6 +201,20 @@ class RankGraph:
         return out
 
 
+def communicator(ranks, name, members) -> tuple:
+    """The communicator a collective on group ``name`` (``members``, in group-rank order) runs on.
+
+    A group's name identifies it when every member knows the group by that name with those
+    members: then two groups with the same members are two communicators, each with its own
+    order of collectives.  Graphs whose ranks name one group differently (per-rank dumps) fall
+    back to the members alone."""
+    members = tuple(members)
+    if isinstance(name, str) and all(list(ranks[m].groups.get(name, ())) == list(members) for m in members
+                                     if 0 <= m < len(ranks)):
+        return (name, members)
+    return (None, members)
+
+
 @dataclass
 class Bundle:
     ranks: list[RankGraph]

@@ -368,7 +368,7 @@ class Checker:
             if r not in members:
                 raise CheckInputError(f"rank {r} node {n.name}: collective on group {c.group!r} "
                                       f"{list(members)}, which rank {r} is not a member of")
-            by_group.setdefault((c.group, members), {}).setdefault(r, []).append((n, c))
+            by_group.setdefault(G.communicator(self.dist.ranks, c.group, members), {}).setdefault(r, []).append((n, c))
         for (_, members), per_rank in by_group.items():
             counts = {r: len(per_rank.get(r, [])) for r in members}
             if len(set(counts.values())) != 1:

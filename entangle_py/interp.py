@@ -12,9 +12,10 @@ only up to some nodes, ``upto``), compare.
 * Symbolic sizes in arguments are evaluated with the symbols bound by unifying each placeholder's
   shape with the actual input's shape (SymInt placeholders get their value from that binding).
 * Collectives are simulated across ranks in one process: each rank's interpretation is a generator
-  that yields at every collective; when all members of the group have reached their matching
-  collective (matched by member set and order of issue, so per-rank group names may differ), the
-  result is computed for all of them.  A rank whose collective does not match its peers' raises
+  that issues every collective without blocking into its communicator's queue (a communicator is
+  a process group: its name and members; two groups with the same members are two), and waits
+  for a collective's value where a later node reads it; the k-th collectives of the members on
+  one communicator are matched and computed together, as c10d orders them.  A rank whose collective does not match its peers' raises
   ``CollectiveMismatch`` naming both ranks, nodes and ops.
 """
 from __future__ import annotations
@@ -198,6 +199,9 @@ class _Request:
     members: tuple = ()           # global ranks of the group, in group-rank order
     tensors: list = field(default_factory=list)
     params: dict = field(default_factory=dict)
+    comm: tuple = ()              # the communicator: (group name, members)
+    value: Any = None             # the result, once every member issued its matching collective
+    done: bool = False
 
     def describe(self) -> str:
         shapes = ", ".join(str(list(t.shape)) for t in self.tensors if isinstance(t, torch.Tensor))
@@ -424,6 +428,24 @@ class _Runner:
         kwargs = {k: self._arg(r, v, node) for k, v in node.kwargs.items() if k != "pin_memory"}
         return args, kwargs
 
+    def _finish_collective(self, r, req: _Request, name: str):
+        """A collective's value replaces its request in the rank's environment."""
+        self.envs[r][name] = req.value
+        if self.check_shapes:
+            self._check_val(r, req.node, req.node.val, req.value)
+
+    def _comm_of(self, r, node) -> tuple:
+        """The communicator a collective runs on: its group's name and members (two groups with
+        the same members are two communicators, each with its own order of collectives)."""
+        A = _positional(node.target, *self._args(r, node))
+        op = _split_target(node.target)[1]
+        idx = {"all_reduce": 2, "all_reduce_": 2, "all_gather_into_tensor": 2, "reduce_scatter_tensor": 3,
+               "all_to_all_single": 3, "broadcast": 2, "broadcast_": 2, "shard_dim_alltoall": 3}.get(op.replace(
+                   "_coalesced", ""), None)
+        name = A[idx] if idx is not None and idx < len(A) else None
+        members = tuple(self._group(r, node, name))
+        return G.communicator(self.bundle.ranks, name, members)
+
     # -- group lookup
     def _group(self, r, node, name):
         g = self.bundle.rank(r)
@@ -548,6 +570,12 @@ class _Runner:
                 yield _PARK
             if node.is_placeholder:
                 continue
+            for ref in node.refs():
+                held = env.get(ref)
+                if isinstance(held, _Request):
+                    if not held.done:
+                        yield ("wait", held)
+                    self._finish_collective(r, held, ref)
             args, kwargs = self._args(r, node)
             target = node.target
             ns = node.namespace
@@ -558,8 +586,13 @@ class _Runner:
                     req, v = self._collective(r, node, args, kwargs)
                     if isinstance(req, tuple):      # isend: completes at once
                         v = req[1]
-                    elif req is not None:
+                    elif req is not None and req.kind in ("recv", "batch_recv"):
                         v = yield req
+                    elif req is not None:
+                        # issued without blocking, like c10d: the value is waited for by its first reader
+                        req.comm = self._comm_of(r, node)
+                        yield ("issue", req)
+                        v = req
                 elif ns == "tg" and node.op.split(".")[1] in _IDENTITY_TG:
                     v = args[0] if node.val is not None else None
                 elif ns == "higher_order" and node.op == "higher_order.auto_functionalized":
@@ -572,11 +605,18 @@ class _Runner:
             except Exception as e:   # a torch error: name the node
                 raise InterpError(f"rank {r} node {node.name!r} ({target}) failed: {type(e).__name__}: "
                                   f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}") from e
-            if self.check_shapes:
+            if self.check_shapes and not isinstance(v, _Request):
                 self._check_val(r, node, node.val, v)
             env[node.name] = v
-            if goal is not None:
+            if goal is not None and not isinstance(v, _Request):
                 goal.discard(node.name)
+        for name, held in list(env.items()):     # collectives nobody read: wait for them too
+            if isinstance(held, _Request):
+                if not held.done:
+                    yield ("wait", held)
+                self._finish_collective(r, held, name)
+                if goal is not None:
+                    goal.discard(name)
         if goal:
             raise InterpError(f"rank {r}: upto node(s) {sorted(goal)} were not computed")
 
@@ -615,29 +655,51 @@ class _Runner:
 
     # -- scheduler
     def run(self):
+        """Every rank runs until it needs a value it does not have.  Collectives are issued
+        without blocking into their communicator's queue; the k-th collectives of the members
+        on one communicator are matched and computed together (as c10d orders them)."""
         W = self.W
         gens = [self._program(r) for r in range(W)]
-        state = ["run"] * W        # run | pending | parked | done
-        pending: list[_Request | None] = [None] * W
+        state = ["run"] * W        # run | recv | wait | parked | done
+        blocked: list[Any] = [None] * W       # what a rank waits for
         send: list[Any] = [None] * W
+        queues: dict[tuple, dict[int, deque]] = {}
 
         def needed(r):
-            for q in range(W):
-                if state[q] == "pending" and r in pending[q].members and q != r:
-                    return True
-            return False
+            return any(not req.done and r in req.members and r not in queues.get(req.comm, {})
+                       for q in range(W) if state[q] == "wait" for req in [blocked[q]]) or \
+                any(state[q] == "recv" for q in range(W) if q != r)
+
+        def complete(comm) -> bool:
+            per = queues.get(comm, {})
+            members = comm[1]
+            done = False
+            while all(per.get(m) for m in members):
+                reqs = [per[m].popleft() for m in members]
+                _check_match(reqs)
+                for req, val in zip(reqs, _complete(reqs)):
+                    req.value, req.done = val, True
+                done = True
+            return done
 
         def advance(r):
             try:
                 y = gens[r].send(send[r])
+                while isinstance(y, tuple) and y[0] == "issue":    # issuing never blocks
+                    req = y[1]
+                    queues.setdefault(req.comm, {}).setdefault(r, deque()).append(req)
+                    complete(req.comm)
+                    y = gens[r].send(None)
             except StopIteration:
                 state[r] = "done"
                 return
             send[r] = None
             if y is _PARK:
                 state[r] = "parked"
+            elif isinstance(y, tuple) and y[0] == "wait":
+                state[r], blocked[r] = "wait", y[1]
             else:
-                state[r], pending[r] = "pending", y
+                state[r], blocked[r] = "recv", y
 
         while True:
             progressed = False
@@ -646,39 +708,38 @@ class _Runner:
                     advance(r)
                     progressed = True
             for r in range(W):
-                if state[r] != "pending":
-                    continue
-                req = pending[r]
-                if req.kind in ("recv", "batch_recv"):
-                    ok, val = self._try_recv(req)
-                    if ok:
-                        send[r], pending[r], state[r] = val, None, "run"
-                        progressed = True
-                    continue
-                key = frozenset(req.members)
-                if all(state[m] == "pending" and pending[m].kind not in ("recv", "batch_recv")
-                       and frozenset(pending[m].members) == key for m in req.members):
-                    reqs = [pending[m] for m in req.members]
-                    _check_match(reqs)
-                    for m, val in zip(req.members, _complete(reqs)):
-                        send[m], pending[m], state[m] = val, None, "run"
+                if state[r] == "wait" and blocked[r].done:
+                    state[r], blocked[r] = "run", None
                     progressed = True
+                elif state[r] == "recv":
+                    ok, val = self._try_recv(blocked[r])
+                    if ok:
+                        send[r], blocked[r], state[r] = val, None, "run"
+                        progressed = True
             if not progressed:
                 break
-        stuck = [r for r in range(W) if state[r] == "pending"]
+        stuck = [r for r in range(W) if state[r] in ("wait", "recv")]
         if stuck:
-            raise self._deadlock(stuck, state, pending)
+            raise self._deadlock(stuck, state, blocked, queues)
+        for env in self.envs:       # a rank stopped early (upto): its finished collectives' values
+            for name, held in list(env.items()):
+                if isinstance(held, _Request):
+                    if held.done:
+                        env[name] = held.value
+                    else:
+                        del env[name]
         return self.envs
 
-    def _deadlock(self, stuck, state, pending):
+    def _deadlock(self, stuck, state, blocked, queues):
         r = stuck[0]
-        req = pending[r]
-        if req.kind in ("recv", "batch_recv"):
+        req = blocked[r]
+        if state[r] == "recv":
             srcs = [p for _, p, _, _ in req.params["recvs"]]
             return CollectiveMismatch(f"rank {r} is at node {req.node.name!r} ({req.node.target}) waiting for a "
                                       f"message from rank(s) {srcs} that is never sent")
+        per = queues.get(req.comm, {})
         for m in req.members:
-            if m == r:
+            if m == r or per.get(m):
                 continue
             if state[m] == "done":
                 return CollectiveMismatch(
@@ -686,13 +747,13 @@ class _Runner:
                     f"without issuing a matching collective")
             if state[m] == "parked":
                 return CollectiveMismatch(f"rank {r} is at node {req.node.name!r} ({req.describe()}); rank {m} stopped")
-            if state[m] == "pending" and frozenset(pending[m].members) != frozenset(req.members):
-                other = pending[m]
+            if state[m] == "wait":
+                other = blocked[m]
                 return CollectiveMismatch(
                     f"collective order mismatch: rank {r} is at node {req.node.name!r} ({req.describe()}) "
                     f"but rank {m} is at node {other.node.name!r} ({other.describe()})")
         return CollectiveMismatch(f"ranks {stuck} are deadlocked at " +
-                                  "; ".join(f"rank {q}: {pending[q].node.name!r} ({pending[q].describe()})" for q in stuck))
+                                  "; ".join(f"rank {q}: {blocked[q].node.name!r} ({blocked[q].describe()})" for q in stuck))
 
 
 def run_bundle(bundle: G.Bundle, inputs_per_rank: list[dict[str, Any]],

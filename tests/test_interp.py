@@ -536,3 +536,20 @@ def test_kwargs_and_legacy_collectives():
                                          val=T(4, 3)), (2, 3), (4, 3), groups=lambda r: {})
     for y in _run_coll(b, xs):
         assert torch.equal(y, torch.cat(xs))
+
+
+def test_collectives_pair_per_communicator_not_per_member_set():
+    """Two groups with the same members are two communicators: rank 1 issuing its collectives in
+    the other order still pairs x with x and y with y (as c10d does; on gloo in
+    examples/soundness/c5_same_members_issue_order_correct.py)."""
+    groups = {"g1": [0, 1], "g2": [0, 1]}
+    ranks = []
+    for r, order in ((0, ("x", "g1", "y", "g2")), (1, ("y", "g2", "x", "g1"))):
+        nodes = [ph("x", T(2)), ph("y", T(2))]
+        nodes.append(op(f"a{order[0]}", "_c10d_functional.all_reduce.default", R(order[0]), "sum", order[1], val=T(2)))
+        nodes.append(op(f"a{order[2]}", "_c10d_functional.all_reduce.default", R(order[2]), "sum", order[3], val=T(2)))
+        ranks.append(rank(r, nodes, ["x", "y"], {"ox": "ax", "oy": "ay"}, groups=groups))
+    ins = [{"x": rnd(2), "y": rnd(2)} for _ in range(2)]
+    outs = interp.output_values(G.Bundle(ranks), interp.run_bundle(G.Bundle(ranks), ins))
+    for o in outs:
+        assert torch.allclose(o["ox"], ins[0]["x"] + ins[1]["x"]) and torch.allclose(o["oy"], ins[0]["y"] + ins[1]["y"])

@@ -371,6 +371,9 @@ def _group_split(b: G.Bundle, k: int):
 def _swap_ranks(b: G.Bundle, k: int):
     if b.world_size < 2:
         return
+    e0, e1 = (dict(G._encode_rank(g), rank=None) for g in b.ranks[:2])
+    if e0 == e1:
+        return      # SPMD ranks with identical programs: the swap changes nothing
     m = _copy(b)
     m.ranks[0], m.ranks[1] = m.ranks[1], m.ranks[0]
     m.ranks[0].rank, m.ranks[1].rank = 0, 1
@@ -443,9 +446,13 @@ def _scalar(b: G.Bundle, k: int):
         if n.target in _SCALAR_OPS:
             return any(_changed(a) is not None for a in n.args[1:])
         return n.target in ("aten.addmm.default", "aten.baddbmm.default")
-    for name in _pick(_local_sites(b, site), k):
+    mms = ("aten.addmm.default", "aten.baddbmm.default")
+    sites = _local_sites(b, site)
+    # constants of elementwise ops first, then one addmm / baddbmm (alpha and beta)
+    for name in _pick([x for x in sites if b.ranks[0].node(x).target not in mms], k) + \
+            _pick([x for x in sites if b.ranks[0].node(x).target in mms], 1):
         n = b.ranks[0].node(name)
-        if n.target in ("aten.addmm.default", "aten.baddbmm.default"):
+        if n.target in mms:
             for kw in ("alpha", "beta"):
                 m = _copy(b)
                 mn = m.ranks[0].node(name)
@@ -624,16 +631,65 @@ def draws(seq: G.Bundle, dist: G.Bundle, spec, n: int = 2, seed: int = 0, defaul
     import torch
 
     from . import interp
+    spec = _draw_spec(seq, dist, spec)
+    try:
+        return _draws(seq, dist, spec, n, seed, default_size, _int_ranges(seq))
+    except Exception:
+        return _draws(seq, dist, spec, n, seed, default_size, {})
+
+
+def _int_ranges(seq: G.Bundle) -> dict:
+    """Integer inputs (token ids) range over the rows of the smallest 2-D+ float input (a table),
+    so that ids reach every rank's shard of it."""
+    g = seq.ranks[0]
+    rows = [t.shape[0] for p in g.inputs if (t := _tensor(g.node(p.node))) is not None
+            and t.dtype.startswith("float") and len(t.shape) >= 2 and isinstance(t.shape[0], int)]
+    if not rows:
+        return {}
+    return {p.name: (0, min(rows)) for p in g.inputs
+            if (t := _tensor(g.node(p.node))) is not None and t.dtype.startswith(("int", "uint"))}
+
+
+def _draws(seq, dist, spec, n, seed, default_size, int_ranges):
+    import torch
+
+    from . import interp
     out = []
     for i in range(n):
         gen = torch.Generator().manual_seed(seed + i)
-        seq_in = interp.random_inputs(seq.ranks[0], gen, float_dtype=torch.float64, default_size=default_size)
+        seq_in = interp.random_inputs(seq.ranks[0], gen, float_dtype=torch.float64, default_size=default_size,
+                                      int_ranges=int_ranges)
         dist_in = interp.distribute_inputs(seq_in, spec, dist, gen, float_dtype=torch.float64)
         senv = interp.run_bundle(seq, [{k: _clone(v) for k, v in seq_in.items()}], float_dtype=torch.float64)
         denv = interp.run_bundle(dist, [{k: _clone(v) for k, v in d.items()} for d in dist_in],
                                  float_dtype=torch.float64)
         out.append(Draw(interp.named_values(seq, senv)[0], dist_in, interp.named_values(dist, denv)))
     return out
+
+
+def _draw_spec(seq: G.Bundle, dist: G.Bundle, spec):
+    """The spec with a relation for every G_s input it leaves out whose ranks' shapes differ from
+    G_s's (a joint graph's tangents under a forward spec): shard along the one differing dim, as
+    the checker infers it.  Inputs of equal shapes stay replicated (distribute_inputs' default)."""
+    from . import spec as S
+    inputs = dict(spec.inputs)
+    g0 = dist.ranks[0]
+    for p in seq.ranks[0].inputs:
+        if p.name in inputs or g0.input_node(p.name) is None:
+            continue
+        a, b = _tensor(seq.ranks[0].node(p.node)), _tensor(g0.input_node(p.name))
+        if a is None or b is None or len(a.shape) != len(b.shape):
+            continue
+        diff = [d for d in range(len(a.shape)) if a.shape[d] != b.shape[d]]
+        if len(diff) == 1:
+            inputs[p.name] = S.Relation(placements=(S.Shard(diff[0]),))
+    return copy.copy(spec) if inputs == spec.inputs else _with_inputs(spec, inputs)
+
+
+def _with_inputs(spec, inputs):
+    s = copy.copy(spec)
+    s.inputs = inputs
+    return s
 
 
 def _close(a, b) -> bool:
@@ -674,8 +730,35 @@ def eval_certificate(sexpr: str, values: list, port_of: list | None = None):
     return T.evaluate(subst(T.parse_sexpr(sexpr)), {})
 
 
-def _port_maps(dist: G.Bundle) -> list[dict]:
-    return [{p.node: p.name for p in g.inputs + g.outputs} for g in dist.ranks]
+def _port_maps(dist: G.Bundle, values: list | None = None, certificates: dict | None = None) -> list[dict]:
+    """Per rank: node -> the port that names it.  A certificate leaf that is no port's node (a
+    collective whose wait_tensor is the output) maps to the output port holding the same value."""
+    import torch
+    maps = [{p.node: p.name for p in g.inputs + g.outputs} for g in dist.ranks]
+    if values is None or not certificates:
+        return maps
+    from . import terms as T
+
+    def leaves(e):
+        if isinstance(e, tuple):
+            if len(e) == 2 and isinstance(e[0], T.Var) and e[0].name == "Gd":
+                yield e[1]
+            else:
+                for x in e:
+                    yield from leaves(x)
+    for cert in certificates.values():
+        for leaf in leaves(T.parse_sexpr(cert)):
+            r, node = int(leaf[1:].split(".", 1)[0]), leaf.split(".", 1)[1]
+            if node in maps[r] or node not in values[r]:
+                continue
+            v = values[r][node]
+            for p in dist.ranks[r].outputs:
+                w = values[r].get(p.name)
+                if isinstance(v, torch.Tensor) and isinstance(w, torch.Tensor) and v.shape == w.shape \
+                        and torch.equal(v, w):
+                    maps[r][node] = p.name
+                    break
+    return maps
 
 
 def relations_hold(seq: G.Bundle, dist: G.Bundle, spec, draw_seq: dict, values: list,
@@ -715,7 +798,7 @@ def label(seq: G.Bundle, orig: G.Bundle, spec, mutant: G.Bundle, dws: list[Draw]
     import torch
 
     from . import interp
-    port_of = _port_maps(orig)
+    port_of = _port_maps(orig, dws[0].orig_values if dws else None, certificates)
     for d in dws:
         try:
             env = interp.run_bundle(mutant, [{k: _clone(v) for k, v in x.items()} for x in d.dist_inputs],

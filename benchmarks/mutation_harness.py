@@ -63,7 +63,7 @@ def examples(joint=True, only=None):
             yield name, seq, dist, S.load_spec(e.spec), e.spec
 
 
-def run_example(name, seq, dist, spec, spec_path, args, findings, rows):
+def run_example(name, seq, dist, spec, spec_path, args, findings, rows, skipped):
     limits = Limits(seconds=args.seconds, nodes=args.nodes)
     t0 = time.perf_counter()
     orig = M.check_isolated(seq, dist, spec, limits, args.mem_budget, args.timeout)
@@ -73,6 +73,14 @@ def run_example(name, seq, dist, spec, spec_path, args, findings, rows):
     except Exception as e:
         print(f"{name}: cannot draw inputs ({type(e).__name__}: {e}); skipped", flush=True)
         return
+    if orig.get("exit") == 0:
+        # the interpreter must agree with the original's own certificate, or its labels mean nothing
+        lab, why = M.label(seq, dist, spec, dist, dws, certs)
+        if lab != M.EQUIVALENT:
+            print(f"{name}: SKIPPED, the interpreter disagrees with the original's own certificate ({lab}: {why}); "
+                  f"its simulation of this program cannot label mutants", flush=True)
+            skipped.append((name, f"{lab}: {why}"))
+            return
     muts = M.mutants(dist, per_kind=args.per_kind)
     todo = []
     for i, mu in enumerate(muts):
@@ -185,9 +193,9 @@ def main(argv=None):
     args.mem_budget = int(args.mem_budget * (1 << 30))
     torch.set_num_threads(1)     # no OpenMP pool in the parent of forked checks
     t0 = time.perf_counter()
-    rows, findings = [], []
+    rows, findings, skipped = [], [], []
     for name, seq, dist, spec, spec_path in examples(not args.no_joint, args.only):
-        run_example(name, seq, dist, spec, spec_path, args, findings, rows)
+        run_example(name, seq, dist, spec, spec_path, args, findings, rows, skipped)
     print()
     print("columns: gen generated; inval interpreter cannot run it (excluded); noneq non-equivalent, and of those "
           "ne:1/ne:2/ne:3 exit 1/2/3, ne:ref REFINED (must be 0); eq equivalent, eq:ref refined, eq:rej rejected "
@@ -209,6 +217,8 @@ def main(argv=None):
     for r in findings:
         print(f"  {r['example']} #{r['i']} {r['kind']}: {r['desc']}: {r.get('status')} exit {r.get('exit')} "
               f"{r.get('own_certificate_wrong') or r.get('reason', '')}\n    repro: {r.get('repro')}")
+    for name, why in skipped:
+        print(f"skipped {name}: the interpreter's run of the ORIGINAL program violates its certificate ({why})")
     secs = [r["seconds"] for r in rows if "seconds" in r]
     if secs:
         print(f"\nchecks: {len(secs)}, median {sorted(secs)[len(secs) // 2]:.2f} s, max {max(secs):.2f} s; "

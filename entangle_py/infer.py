@@ -388,14 +388,18 @@ class Checker:
     def _lower_collective(self, members, ops):
         inputs = [self.dvar[r][ops[r][1].input] for r in members]
         kind, red = ops[members[0]][1].kind, ops[members[0]][1].reduce
+        # a reduction over ranks, written in global rank order whatever the group's order
+        # (addition and max are commutative; a sum over ranks is one value whatever the order)
+        reduced = {"sum": "(rsum {})", "max": "(rmax {})", "avg": "(scalar \"div\" (rsum {{}}) {})".format(
+            L._scalar(len(members)))}.get(red, "").format(_list([self.dvar[r][ops[r][1].input] for r in sorted(members)]))
         for idx, r in enumerate(members):
             n, c = ops[r]
             out = self.dvar[r][n.name]
             if kind == "all_reduce":
-                if red not in ("sum", "max"):
+                if not reduced:
                     self.no_semantics.setdefault(f"all_reduce({red})", []).append((r, n))
                     continue
-                self._define(out, f"({'rsum' if red == 'sum' else 'rmax'} {_list(inputs)})")
+                self._define(out, reduced)
             elif kind == "all_gather":       # along dim 0, in group-rank order
                 if c.params[0] != len(members):
                     self.no_semantics.setdefault("all_gather_into_tensor (group size mismatch)", []).append((r, n))
@@ -405,12 +409,12 @@ class Checker:
                 if c.params[0] != len(members):
                     self.no_semantics.setdefault("reduce_scatter_tensor (group size mismatch)", []).append((r, n))
                     continue
-                if red != "sum":
+                if not reduced:
                     self.no_semantics.setdefault(f"reduce_scatter({red})", []).append((r, n))
                     continue
-                size = n.val.shape[0]       # the rank's block of the sum, in rank order
+                size = n.val.shape[0]       # the rank's block of the reduction, in group-rank order
                 start, end = (L.dim_term(self._canonical_size(k * size, r)) for k in (idx, idx + 1))
-                self._define(out, f"(slice (rsum {_list(inputs)}) 0 {start} {end})")
+                self._define(out, f"(slice {reduced} 0 {start} {end})")
             elif kind == "broadcast":         # src is a rank of the group (gloo: tests/test_interp_gloo.py)
                 src = c.params[0]
                 if not isinstance(src, int) or not 0 <= src < len(members):

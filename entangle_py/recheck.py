@@ -15,11 +15,12 @@
   (dirty) term is evaluated too, but only reported: a dirty term such as
   ``add(sum(r0.x, r1.x), bias)`` may equal the G_s value while no rank computes it (the missing
   all-reduce).  The checked outputs are compared through their [expect] relation (or, without
-  one, the same clean candidates over the ranks' outputs).  Verdict: *numerically equal* when a
-  held candidate equals the failing tensor on every draw, or when every checked output agrees
-  (the failing tensor is an intermediate no rank materialises); otherwise *confirmed*, with the
-  closest held candidate's difference (preferring the rank-0 tensor of the same name) or the
-  first differing output's.
+  one, rank 0's output, the concat along a dim and the sum over ranks).  Verdict: *numerically
+  equal* when every checked output agrees on every draw (naming a held candidate for the failing
+  tensor if there is one); otherwise *confirmed*, located at the failing operator (its rank-0
+  tensor of the same name) when no rank holds its value, else at the first differing output.
+  Programs whose same-member communicators interleave differently across ranks are skipped:
+  the interpreter pairs blocking collectives by member set in issue order.
 
 Random ops never use real RNG: ``native_dropout`` in training mode is the term language's meaning
 of the k-th draw (``unary "dropout:p:k"``, a deterministic function of the value, k = the draw's

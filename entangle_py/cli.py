@@ -60,6 +60,11 @@ def _add_check(sub):
     p.add_argument("--max-seconds", type=float, default=d.seconds,
                    help=f"seconds per operator before giving up (exit 3; default {d.seconds:g})")
 
+    p.add_argument("--no-numeric", action="store_true",
+                   help="skip the interpreter's re-check of a proof and the witness of a failure")
+    p.add_argument("--recheck-budget", type=int, default=2 << 30, metavar="BYTES",
+                   help="memory the numeric re-check may use (estimated from the shapes; default 2 GB)")
+
     def run(args):
         from .infer import cli_check
         return cli_check(args)

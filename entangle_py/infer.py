@@ -41,6 +41,7 @@ class OpFailure:
     considered: list        # G_d tensors in the e-graph near the failure
     reason: str             # 'no clean term' | limit text
     later: list = field(default_factory=list)   # deferred ops after it, also without a clean term
+    best_term: str = ""     # the best term as an s-expression (G_d leaves by key), for the witness
 
 
 @dataclass
@@ -60,6 +61,7 @@ class Result:
     op_relations: dict = field(default_factory=dict)
     retired: int = 0             # times proven facts were retired for a fresh e-graph
     rechecked: bool = False      # a failure found after retiring was decided again keeping all facts
+    numeric: dict | None = None  # the interpreter's second opinion (recheck.py), when it ran
 
     @property
     def exit_code(self) -> int:
@@ -770,7 +772,8 @@ class Checker:
         if outcome.status == "limit" and outcome.limit and "iterations" in outcome.limit and not self._grows():
             reason = "no clean term"
         return OpFailure(node=n.name, target=n.target, source=str(n.source) if n.source else None,
-                         inputs=inputs, best=self.show_term(best), considered=considered, reason=reason)
+                         inputs=inputs, best=self.show_term(best), considered=considered, reason=reason,
+                         best_term=to_sexpr(best))
 
     def _retire(self, remaining, needed):
         """A fresh e-graph holding only what the remaining operators can use: each live G_s

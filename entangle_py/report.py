@@ -1,6 +1,7 @@
 """Reporting a check: terminal output (rich), the JSON report, and exit codes.
 
-Exit codes: 0 refines, 1 refinement fails, 2 bad input, 3 unknown (a limit was hit).
+Exit codes: 0 refines, 1 refinement fails, 2 bad input, 3 unknown (a limit was hit), 4 internal
+soundness error (the numeric re-check disagrees with a proof).
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ def to_json(res: Result, seq: str, dist: str) -> dict:
         "timings_s": {k: round(v, 4) for k, v in res.timings.items()},
         "retired": res.retired,
         "rechecked": res.rechecked,
+        "numeric": res.numeric,
     }
 
 
@@ -79,6 +81,9 @@ def print_result(res: Result, console: Console, verbose: bool = False):
         if f.later:
             console.print(f"  later operators without a clean mapping either: {', '.join(f.later[:12])}"
                           + (" ..." if len(f.later) > 12 else ""), highlight=False)
+    if res.numeric:
+        from .recheck import print_numeric
+        print_numeric(res.numeric, console, verbose)
     if verbose:
         console.print("phases: " + ", ".join(f"{k} {v:.3f} s" for k, v in res.timings.items()))
         if res.retired:
@@ -100,6 +105,9 @@ def run_check_cli(args) -> int:
         res, checker = check_files(args.seq, args.dist, args.spec, lemma_files=args.lemmas,
                                    limits=Limits(args.max_iterations, args.max_enodes, args.max_seconds),
                                    progress=progress)
+    if not getattr(args, "no_numeric", False):      # the interpreter's second opinion (recheck.py)
+        from .recheck import attach
+        attach(res, checker, budget_bytes=getattr(args, "recheck_budget", 2 << 30))
     t_report = time.perf_counter()
     print_result(res, console, verbose=args.verbose)
     if args.write_spec:

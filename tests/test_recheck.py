@@ -1,0 +1,140 @@
+"""The interpreter's second opinion (entangle_py/recheck.py): every proof re-checked numerically,
+a witness for every failure."""
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from entangle_py import graph as G
+from entangle_py import recheck
+from entangle_py.cli import main
+from entangle_py.infer import check_files
+
+ROOT = Path(__file__).resolve().parents[1]
+GRAPHS = ROOT / "graphs"
+EXAMPLES = sorted(d.name for d in GRAPHS.iterdir() if (d / "seq.pt").is_file() and (d / "dist.pt").is_file())
+WRONG_SUM = '''from entangle_py.lemma import Lemma
+# WRONG on purpose: a sum over two ranks is rank 0's tensor
+LEMMAS = [Lemma("wrong_rsum_is_rank0", "(rsum (Cons x (Cons y (Nil))))", "x")]
+'''
+
+
+def _paths(name):
+    d = GRAPHS / name
+    return str(d / "seq.pt"), str(d / "dist.pt"), str(d / "spec.toml")
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_example_gets_a_second_opinion(example):
+    res, checker = check_files(*_paths(example))
+    before = res.status
+    num = recheck.attach(res, checker)
+    if before == "refines":
+        assert num["kind"] == "recheck" and num["status"] == "agrees" and num["draws"] == 2, num
+        assert res.exit_code == 0
+    else:
+        assert before == "fails" and "missing" in example
+        assert num["kind"] == "witness" and num["status"] == "confirmed", num
+        assert num["verdict"].startswith("confirmed: the distributed program computes something else here")
+        assert num["diff"]["examples"] and res.exit_code == 1
+
+
+def test_a_wrong_lemma_makes_a_false_proof_an_internal_soundness_error(tmp_path):
+    """Without the all-reduce and with a lemma that says sum(x, y) = x, the checker 'proves' the
+    broken MLP; the re-check catches it: exit 4 at the bias add, whose relation r0.out is false."""
+    lem = tmp_path / "wrong_sum.py"
+    lem.write_text(WRONG_SUM)
+    seq, dist, _ = _paths("mlp_tp2_missing_allreduce")
+    spec = tmp_path / "spec.toml"       # no [expect]: only the certificate stands in the way
+    spec.write_text((GRAPHS / "mlp_tp2_missing_allreduce" / "spec.toml").read_text().split("[expect]")[0])
+    res, checker = check_files(seq, dist, str(spec), lemma_files=[str(lem)])
+    assert res.status == "refines" and res.certificates == {"out": '(Gd "r0.add")'}   # the false proof
+    recheck.attach(res, checker)
+    assert res.status == "internal-error" and res.exit_code == 4
+    assert res.failure.node == "add" and "internal soundness error" in res.failure.reason
+    assert res.numeric["status"] == "disagrees" and res.numeric["operator"]["node"] == "add"
+    # the command line says so too
+    out = tmp_path / "r.json"
+    assert main(["check", seq, dist, "--spec", str(spec), "--lemmas", str(lem), "--json", str(out)]) == 4
+    assert json.loads(out.read_text())["numeric"]["operator"]["node"] == "add"
+    # and without the numeric check the false proof stands (what --no-numeric gives up)
+    assert main(["check", seq, dist, "--spec", str(spec), "--lemmas", str(lem), "--no-numeric"]) == 0
+
+
+def test_missing_allreduce_prints_a_confirmed_witness(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["check", *_paths("mlp_tp2_missing_allreduce")[:2], "--spec",
+                 _paths("mlp_tp2_missing_allreduce")[2], "--json", str(out), "-v"]) == 1
+    text = capsys.readouterr().out
+    assert "numeric witness: confirmed: the distributed program computes something else here (at add: r0.out differs" \
+        in text, text
+    assert "expected" in text and "numeric check:" in text
+    num = json.loads(out.read_text())["numeric"]
+    assert num["status"] == "confirmed" and num["candidate"] == "r0.out"
+    # the best term add(sum(r0.x, r1.x), bias) does equal G_s: it is not what any rank holds
+    assert num["best_term_equal"] is True
+
+
+def _bias_twice_minus_once(src, dst):
+    """A correct MLP the checker cannot prove: each rank computes y + b as (y + 2 b) - b."""
+    b = G.load(src)
+    for g in b.ranks:
+        i = [n.name for n in g.nodes].index("add")
+        add = g.nodes[i]
+        y, bias = add.args
+        bval = g.node(bias.name).val
+        g.nodes[i:i + 1] = [
+            G.Node("b2", "aten.mul.Tensor", (bias, 2), {}, bval),
+            G.Node("tmp", "aten.add.Tensor", (y, G.Ref("b2")), {}, add.val),
+            G.Node("add", "aten.sub.Tensor", (G.Ref("tmp"), bias), {}, add.val, add.source, add.module)]
+        g.__post_init__()
+    G.save(b, dst)
+
+
+def test_a_correct_program_without_a_lemma_is_numerically_equal(tmp_path, capsys):
+    dist = tmp_path / "dist.pt"
+    _bias_twice_minus_once(GRAPHS / "mlp_tp2" / "dist.pt", dist)
+    seq, _, spec = _paths("mlp_tp2")
+    assert main(["check", seq, str(dist), "--spec", spec]) == 1        # exit stays 1
+    text = capsys.readouterr().out
+    assert "refinement fails" in text
+    assert ("numeric witness: numerically equal on 2 draws: r0.out holds add's value; the proof lacks a lemma "
+            "for add; probably not a bug") in text, text
+
+
+def test_no_numeric_and_the_budget(tmp_path, capsys):
+    seq, dist, spec = _paths("mlp_tp2")
+    out = tmp_path / "r.json"
+    assert main(["check", seq, dist, "--spec", spec, "--no-numeric", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["numeric"] is None
+    assert "re-check" not in capsys.readouterr().out
+    assert main(["check", seq, dist, "--spec", spec, "--recheck-budget", "1000", "--json", str(out)]) == 0
+    num = json.loads(out.read_text())["numeric"]
+    assert num["status"] == "skipped" and "over the budget" in num["reason"]
+    assert "re-check skipped: the programs' values would take about" in capsys.readouterr().out
+
+
+def test_dropout_draws_are_the_term_meaning_in_both_programs():
+    """A training-mode native_dropout runs as the same_rng meaning (the k-th draw), never real RNG."""
+    x = G.Node("x", "placeholder", (), {}, G.TensorMeta((4, 5), "float32"))
+    d = G.Node("d", "aten.native_dropout.default", (G.Ref("x"), 0.5, True), {},
+               (G.TensorMeta((4, 5), "float32"), G.TensorMeta((4, 5), "bool")))
+    g = G.RankGraph(0, [x, d], [G.Port("input:x", "x")], [G.Port("out", "d")])
+    xv = torch.randn(4, 5, dtype=torch.float64)
+    env = recheck._Runner(G.Bundle([g]), [{"input:x": xv}], [{}]).run()[0]
+    from entangle_py.terms import unary_fn
+    assert torch.equal(env["d"][0], unary_fn("dropout:0.5:0")(xv))
+    assert torch.equal(env["d"][1], unary_fn("dropmask:0.5:0")(xv))
+
+
+def test_compare_reports_the_entries_that_differ():
+    a = torch.zeros(3, 4, dtype=torch.float64)
+    b = a.clone()
+    b[1, 2] = 0.5
+    c = recheck.compare(a, b)
+    assert not c["equal"] and c["max_abs"] == 0.5
+    assert c["examples"][0] == {"index": [1, 2], "expected": 0.0, "got": 0.5}
+    assert recheck.compare(a, a + 1e-14)["equal"]
+    assert not recheck.compare(torch.tensor([1, 2]), torch.tensor([1, 3]))["equal"]
+    assert not recheck.compare(a, a[:2])["equal"]

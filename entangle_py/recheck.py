@@ -19,8 +19,6 @@
   equal* when every checked output agrees on every draw (naming a held candidate for the failing
   tensor if there is one); otherwise *confirmed*, located at the failing operator (its rank-0
   tensor of the same name) when no rank holds its value, else at the first differing output.
-  Programs whose same-member communicators interleave differently across ranks are skipped:
-  the interpreter pairs blocking collectives by member set in issue order.
 
 Random ops never use real RNG: ``native_dropout`` in training mode is the term language's meaning
 of the k-th draw (``unary "dropout:p:k"``, a deterministic function of the value, k = the draw's
@@ -344,41 +342,7 @@ def estimate_bytes(checker, sizes: dict) -> int:
     return total
 
 
-def _interleaved_communicators(checker) -> str | None:
-    """The interpreter pairs collectives by member set in issue order (each one blocking); c10d
-    pairs them per communicator.  Two communicators with the same members used in a different
-    order on different ranks would be paired wrongly (or deadlock) by the interpreter: say so."""
-    orders = []
-    for r, g in enumerate(checker.dist.ranks):
-        low = L.Lowerer(g, lambda name: "", constants=checker.spec.constants, same_rng=checker.same_rng)
-        seq = []
-        for n in g.nodes:
-            if n.namespace not in interp._COLLECTIVE_NS:
-                continue
-            try:
-                c = low.lower(n)
-            except (KeyError, TypeError, IndexError):
-                continue
-            if isinstance(c, L.Collective):
-                seq.append((c.group, tuple(g.groups.get(c.group, ()))))
-        orders.append(seq)
-    members = {m for seq in orders for _, m in seq}
-    for m in members:
-        names = {grp for seq in orders for grp, mm in seq if mm == m}
-        if len(names) < 2:
-            continue
-        per_rank = {r: [grp for grp, mm in orders[r] if mm == m] for r in m if 0 <= r < len(orders)}
-        if len({tuple(v) for v in per_rank.values()}) > 1:
-            return (f"ranks {list(m)} issue collectives of the communicators {sorted(names)} (same members) in "
-                    f"different orders; the interpreter pairs collectives by member set in issue order, so it "
-                    f"cannot run this program faithfully")
-    return None
-
-
 def _prepare(checker, budget_bytes: int):
-    why = _interleaved_communicators(checker)
-    if why:
-        raise Skip(why)
     sizes = choose_sizes(checker.seq, checker.dist.world_size)
     need = estimate_bytes(checker, sizes)
     if need > budget_bytes:

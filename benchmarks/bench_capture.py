@@ -43,7 +43,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     import torch  # noqa: F401  (import cost is not capture cost)
     t_import = time.perf_counter() - t0
-    from entangle_py.capture import capture
+    from entangle_py.frontend.capture import capture
 
     t0 = time.perf_counter()
     capture(EXAMPLES / "mlp.py", 1)

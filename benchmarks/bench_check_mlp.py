@@ -20,9 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 
-from entangle_py import graph as G  # noqa: E402
-from entangle_py.capture import capture  # noqa: E402
-from entangle_py.infer import check_files  # noqa: E402
+from entangle_py.ir import graph as G  # noqa: E402
+from entangle_py.frontend.capture import capture  # noqa: E402
+from entangle_py.pipeline import check_files  # noqa: E402
 
 import mlp_stack  # noqa: E402
 

@@ -5,7 +5,7 @@ interpreter, check it, and keep score (issue 12, item 3).
 
 For every correct shipped example (graphs/*, the missing-all-reduce twins excluded) and every
 correct program of the soundness corpus (examples/soundness, captured forward and, where it has
-parameters, joint): check the original, generate mutants (``entangle_py.mutate``), label each on 2
+parameters, joint): check the original, generate mutants (``entangle_py.oracle.mutate``), label each on 2
 float64 draws (equivalent iff the original's certificates and [expect] relations still hold),
 and check each in a forked child with its address space capped (``--mem-budget``, default 3 GB
 over the parent's) and ``Limits(seconds=20, nodes=200_000)``.  Two checks run at once.
@@ -31,9 +31,9 @@ sys.path.insert(0, str(ROOT / "examples"))
 
 import torch  # noqa: E402
 
-from entangle_py import graph as G  # noqa: E402
-from entangle_py import mutate as M  # noqa: E402
-from entangle_py import spec as S  # noqa: E402
+from entangle_py.ir import graph as G  # noqa: E402
+from entangle_py.oracle import mutate as M  # noqa: E402
+from entangle_py.check import spec as S  # noqa: E402
 from entangle_py.config import Limits  # noqa: E402
 
 GRAPH_EXAMPLES = ["mlp_tp2", "mlp_tp2_dynamic", "mlp_tp2_joint", "mlp_tp4", "mlp_tp4_joint",
@@ -47,7 +47,7 @@ def examples(joint=True, only=None):
             continue
         d = ROOT / "graphs" / name
         yield name, G.load(d / "seq.pt"), G.load(d / "dist.pt"), S.load_spec(d / "spec.toml"), str(d / "spec.toml")
-    from entangle_py.capture import CaptureError, capture
+    from entangle_py.frontend.capture import CaptureError, capture
     from soundness.corpus import CORPUS
     for e in CORPUS:
         if e.label != "correct":
@@ -122,7 +122,7 @@ def run_example(name, seq, dist, spec, spec_path, args, findings, rows, skipped)
 
 def _judge_refined(rec, seq, dist, spec, mu, dws, certs):
     """A refined mutant: its own certificates and the [expect] relations, evaluated numerically."""
-    from entangle_py import interp
+    from entangle_py.oracle import interp
     for d in dws:
         env = interp.run_bundle(mu.bundle, [{k: M._clone(v) for k, v in x.items()} for x in d.dist_inputs],
                                 float_dtype=torch.float64)

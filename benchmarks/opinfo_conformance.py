@@ -7,7 +7,7 @@ every node and compare the lowered term's meaning with the node's real value.  P
 
     cd /work/wt-b && /work/venv/bin/python benchmarks/opinfo_conformance.py [--ops div,sub] [--max-samples 20]
 
-Exit status 1 when any sample disagrees.  See ``entangle_py/conformance.py`` for the verdicts.
+Exit status 1 when any sample disagrees.  See ``entangle_py/oracle/conformance.py`` for the verdicts.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import torch  # noqa: E402
 
-from entangle_py import conformance as C  # noqa: E402
+from entangle_py.oracle import conformance as C  # noqa: E402
 
 PROBE = 3          # samples traced to decide whether the lowering accepts anything of an op
 

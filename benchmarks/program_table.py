@@ -23,8 +23,8 @@ VERDICT = {0: "refines", 1: "fails", 2: "refused", 3: "limit", 4: "internal erro
 
 def check_entry(entry, tmp):
     """Capture seq and dist and run ``entangle check``; returns a dict (exit, verdict, where, message, seconds)."""
-    from entangle_py import graph as G
-    from entangle_py.capture import capture
+    from entangle_py.ir import graph as G
+    from entangle_py.frontend.capture import capture
     from entangle_py.cli import main
     t0 = time.perf_counter()
     joint = entry.mode == "joint"

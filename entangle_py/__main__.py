@@ -1,3 +1,3 @@
-from .cli import main
+from entangle_py.cli import main
 
 raise SystemExit(main())

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .errors import InputError
+from entangle_py.errors import InputError
 
 EXIT_BAD_INPUT = 2
 
@@ -23,7 +23,7 @@ def _add_capture(sub):
     p.add_argument("-o", "--output", required=True, help="bundle to write (.pt, .json, .json.gz)")
 
     def run(args):
-        from .capture import cli_capture
+        from entangle_py.frontend.capture import cli_capture
         return cli_capture(args)
     p.set_defaults(run=run)
 
@@ -35,7 +35,7 @@ def _add_show(sub):
     p.add_argument("--rank", type=int, default=None, help="only this rank")
 
     def run(args):
-        from .show import cli_show
+        from entangle_py.frontend.show import cli_show
         return cli_show(args)
     p.set_defaults(run=run)
 
@@ -51,7 +51,7 @@ def _add_check(sub):
     p.add_argument("-v", "--verbose", action="store_true", help="phase timings and details")
     p.add_argument("--lemmas", action="append", default=[], metavar="FILE.py",
                    help="extra lemma file (custom ops); may repeat")
-    from .config import Limits
+    from entangle_py.config import Limits
     d = Limits()
     p.add_argument("--max-iterations", type=int, default=d.iterations,
                    help=f"lemma iterations per operator before giving up (exit 3; default {d.iterations})")
@@ -66,8 +66,8 @@ def _add_check(sub):
                    help="memory the numeric re-check may use (estimated from the shapes; default 2 GB)")
 
     def run(args):
-        from .infer import cli_check
-        return cli_check(args)
+        from entangle_py.pipeline import run_check_cli
+        return run_check_cli(args)
     p.set_defaults(run=run)
 
 
@@ -78,7 +78,7 @@ def _add_import_fx(sub):
     p.add_argument("--kind", default=None, help="forward | joint (default: from the signature)")
 
     def run(args):
-        from .fx_import import cli_import_fx
+        from entangle_py.frontend.fx_import import cli_import_fx
         return cli_import_fx(args)
     p.set_defaults(run=run)
 
@@ -92,7 +92,7 @@ EXIT_CODES = """exit codes:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from entangle_py import __version__
     parser = argparse.ArgumentParser(
         prog="entangle", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Prove that a distributed PyTorch program refines its single-device specification.",

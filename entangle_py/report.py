@@ -12,10 +12,9 @@ from dataclasses import asdict
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .engine import Limits
-from .infer import Result, check_files
+from entangle_py.check.checker import Result
+from entangle_py.oracle.recheck import print_numeric
 
 
 def to_json(res: Result, seq: str, dist: str) -> dict:
@@ -82,46 +81,9 @@ def print_result(res: Result, console: Console, verbose: bool = False):
             console.print(f"  later operators without a clean mapping either: {', '.join(f.later[:12])}"
                           + (" ..." if len(f.later) > 12 else ""), highlight=False)
     if res.numeric:
-        from .recheck import print_numeric
         print_numeric(res.numeric, console, verbose)
     if verbose:
         console.print("phases: " + ", ".join(f"{k} {v:.3f} s" for k, v in res.timings.items()))
         if res.retired:
             console.print(f"e-graph restarted {res.retired} times keeping only live facts"
                           + ("; the failure was decided again keeping every fact" if res.rechecked else ""))
-
-
-def run_check_cli(args) -> int:
-    # piped (CI logs, files): never wrap, so paths and terms stay whole on one line
-    console = Console(stderr=False, highlight=False, soft_wrap=not sys.stdout.isatty())
-    err = Console(stderr=True)
-    t0 = time.perf_counter()
-    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as prog:
-        task = prog.add_task("relating operators", total=None)
-
-        def progress(i, total, name):
-            prog.update(task, total=total, completed=i, description=f"relating {name}")
-        res, checker = check_files(args.seq, args.dist, args.spec, lemma_files=args.lemmas,
-                                   limits=Limits(args.max_iterations, args.max_enodes, args.max_seconds),
-                                   progress=progress)
-    if not getattr(args, "no_numeric", False):      # the interpreter's second opinion (recheck.py)
-        from .recheck import attach
-        attach(res, checker, budget_bytes=getattr(args, "recheck_budget", 2 << 30))
-    t_report = time.perf_counter()
-    print_result(res, console, verbose=args.verbose)
-    if args.write_spec:
-        spec = checker.spec
-        for name, rel in checker.inferred.items():
-            spec.inputs[name] = rel
-        with open(args.write_spec, "w") as fh:
-            fh.write(spec.to_toml())
-        console.print(f"wrote spec to {args.write_spec}")
-    res.timings["report"] = time.perf_counter() - t_report
-    res.timings["total"] = time.perf_counter() - t0
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(to_json(res, args.seq, args.dist), fh, indent=1)
-    if args.verbose:
-        console.print(f"report {res.timings['report']:.3f} s, total {res.timings['total']:.3f} s")
-    return res.exit_code

@@ -26,9 +26,9 @@ def assert_refines(build, world_size: int = 2, spec=None, joint: bool = False, d
     Raises AssertionError carrying the report unless the distributed program refines."""
     from rich.console import Console
 
-    from .capture import capture
-    from .infer import Checker
-    from .report import print_result
+    from entangle_py.frontend.capture import capture
+    from entangle_py.check.checker import Checker
+    from entangle_py.report import print_result
 
     module = types.ModuleType(f"entangle_build_{getattr(build, '__name__', 'build')}")
     module.build = build
@@ -48,7 +48,7 @@ def assert_refines(build, world_size: int = 2, spec=None, joint: bool = False, d
 
 
 def _spec(spec):
-    from . import spec as S
+    from entangle_py.check import spec as S
     if spec is None:
         return S.Spec()
     if isinstance(spec, dict):

@@ -1,6 +1,6 @@
 """Megatron-style tensor-parallel MLP: column-parallel fc1, gelu, row-parallel fc2.
 
-Capture script (see ``entangle_py/capture.py``): ``build(rank, world_size)`` returns the model as
+Capture script (see ``entangle_py/frontend/capture.py``): ``build(rank, world_size)`` returns the model as
 rank ``rank`` holds it and its inputs.  At ``world_size == 1`` the parallel layers are plain
 ``nn.Linear``-like layers without collectives (Megatron at TP=1): that is the sequential spec.
 
@@ -212,5 +212,5 @@ GRAPHS = [
 ]
 
 if __name__ == "__main__":
-    from entangle_py.capture import regenerate_examples
+    from entangle_py.frontend.capture import regenerate_examples
     regenerate_examples(__file__, GRAPHS)

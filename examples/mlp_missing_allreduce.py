@@ -32,5 +32,5 @@ GRAPHS = [
 ]
 
 if __name__ == "__main__":
-    from entangle_py.capture import regenerate_examples
+    from entangle_py.frontend.capture import regenerate_examples
     regenerate_examples(__file__, GRAPHS)

@@ -24,8 +24,8 @@ import zlib
 
 import torch
 
-from entangle_py import terms
-from entangle_py.terms import EvalError, Var, evaluate, parse_sexpr
+from entangle_py.semantics import terms
+from entangle_py.semantics.terms import EvalError, Var, evaluate, parse_sexpr
 
 # ----------------------------------------------------------------------------- sorts
 

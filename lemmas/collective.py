@@ -1,5 +1,5 @@
 """Sums and maxima over ranks (the meaning of all-reduce / reduce-scatter)."""
-from entangle_py.lemma import Lemma
+from entangle_py.engine.lemma import Lemma
 from lemmas._instances.collective import single
 
 LEMMAS = [

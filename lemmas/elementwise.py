@@ -1,5 +1,5 @@
 """Elementwise unary, scalar and binary ops versus concat and sums over ranks."""
-from entangle_py.lemma import Lemma
+from entangle_py.engine.lemma import Lemma
 from lemmas._instances import fixed
 from lemmas._instances.elementwise import (
     add_rsum, bcast_absent, bcast_full, bcast_one, binary_concat, binary_concat_misaligned, map_binary,

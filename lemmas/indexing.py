@@ -1,6 +1,6 @@
 """Table lookups and their vocab-parallel (masked) forms.
 
-Terms (entangle_py/terms.py, INDEXING):
+Terms (entangle_py/semantics/terms.py, INDEXING):
 
 - ``(take W ids)``   = ``W[ids]`` (embedding, ``index.Tensor(W, [ids])``);
 - ``(mtake W ids lo)`` = rows ``W[ids - lo]`` where ``lo <= ids < lo + rows(W)``, zero rows elsewhere;
@@ -13,7 +13,7 @@ lookups at accumulated offsets — exact for all ids, no assumption.  Only turni
 into the masked form needs ids in range: that lemma rests on the ``valid_indices`` assumption and is
 active only when the spec enables it.
 """
-from entangle_py.lemma import Lemma, Rule
+from entangle_py.engine.lemma import Lemma, Rule
 from lemmas._instances.indexing import (
     cst_terms, iscalar_terms, map_mpick, map_mpick_bad, map_mpick_nil, map_mtake, map_mtake_bad, map_mtake_nil,
     mpick_concat, mpick_concat_bad, mpick_intro, mpick_intro_bad, mpick_terms, mtake_concat, mtake_concat_bad,

@@ -1,7 +1,7 @@
 """Matrix products versus concat on either side and sums over ranks (row/column parallel), and
 batched matmul: bmm over [b*h, m, k] tensors that are views of [b, h, m, k] ones is a batched matmul
 over the 4-D (or any n-D) forms; heads split across ranks are a concat along a batch dim of those."""
-from entangle_py.lemma import Lemma, Rule
+from entangle_py.engine.lemma import Lemma, Rule
 from lemmas._instances import fixed
 from lemmas._instances.linalg import (
     bmm_terms, bmm_view, bmm_view_batch_terms, bmm_view_swapped, col, inner, map_mm_l, map_mm_l_nil, map_mm_r,

@@ -4,7 +4,7 @@ A view is described by how much of its input's shape it keeps: (vpfx x s i) says
 of x are the first i entries of s, (vsfx x s j) the same for the last j (both derived for every
 (view x s) by the RULES below); (ipos p d) is where the permutation p puts dim d.
 """
-from entangle_py.lemma import Lemma, Rule
+from entangle_py.engine.lemma import Lemma, Rule
 from lemmas._instances import fixed
 from lemmas._instances.movement import (
     cover, cover_empty, dset, dset_last_lists, flatten, full_slice, ipos_terms, lappend, lappend_nil, map_permute,

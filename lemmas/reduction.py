@@ -5,7 +5,7 @@ along d: a reduction over dims without d acts part by part (d renumbered when ke
 (max) over dims with d is the sum (max) over ranks of the parts' sums (maxima).  A mean over d is
 NOT the sum of the parts' means (different counts): no lemma for it.
 """
-from entangle_py.lemma import Lemma
+from entangle_py.engine.lemma import Lemma
 from lemmas._instances import fixed
 from lemmas._instances.reduction import (
     amax_concat_other, amax_concat_with_d, layernorm_concat, layernorm_concat_bad, map_layernorm, map_layernorm_nil,

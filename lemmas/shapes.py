@@ -4,7 +4,7 @@ Leaves and lowered graph nodes get their shapes from the graphs; these rules giv
 terms (concat of parts, slices, elementwise results, products).  A shape fact gates lemmas, so the
 tests insert random terms, run these rules and compare every derived fact with torch.
 """
-from entangle_py.lemma import Rule
+from entangle_py.engine.lemma import Rule
 from lemmas._instances.shapes import (
     binary_terms, concat_terms, dlen_terms, elementwise_terms, ilist_query_terms, layernorm_terms, mm_terms,
     reduce_terms, rmax_terms, rsum_terms, scalar_terms, slice_terms, softmax_terms, transpose_terms,

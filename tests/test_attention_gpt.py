@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from entangle_py import graph as G
-from entangle_py import spec as S
-from entangle_py.infer import Checker
+from entangle_py.ir import graph as G
+from entangle_py.check import spec as S
+from entangle_py.check.checker import Checker
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT = ROOT.parent / "shared" / "external" / "entangle-data" / "gpt"
@@ -45,7 +45,7 @@ def _cut(bundle: G.Bundle, cuts, outs) -> G.Bundle:
 
 @pytest.fixture(scope="module")
 def graphs():
-    from entangle_py.fx_import import import_fx
+    from entangle_py.frontend.fx_import import import_fx
     seq = _cut(import_fx([str(GPT / "paral1_layer1" / "fw.g0.r0.py")]), CUTS, [OUT])
     dist = _cut(import_fx([str(GPT / "paral2_layer1" / f"fw.g0.r{r}.py") for r in (0, 1)]), CUTS, [OUT])
     return seq, dist

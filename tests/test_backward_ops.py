@@ -9,14 +9,14 @@ import textwrap
 import pytest
 import torch
 
-from entangle_py import graph as G
-from entangle_py import lower as L
-from entangle_py import spec as S
-from entangle_py import terms
-from entangle_py.engine import STEP, Engine, Limits
-from entangle_py.fx_import import import_fx
-from entangle_py.infer import Checker
-from entangle_py.lemma import load_library
+from entangle_py.ir import graph as G
+from entangle_py.semantics import lower as L
+from entangle_py.check import spec as S
+from entangle_py.semantics import terms
+from entangle_py.engine.egraph import STEP, Engine, Limits
+from entangle_py.frontend.fx_import import import_fx
+from entangle_py.check.checker import Checker
+from entangle_py.engine.lemma import load_library
 
 LIB = load_library()
 NEW_BINARY = ["gelu_backward", "gelu_tanh_backward", "silu_backward", "sigmoid_backward", "tanh_backward",

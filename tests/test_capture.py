@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from entangle_py import cli, graph
-from entangle_py.capture import CaptureError, capture, load_script
+from entangle_py import cli
+from entangle_py.ir import graph
+from entangle_py.frontend.capture import CaptureError, capture, load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from entangle_py import capture as capture_mod
+from entangle_py.frontend import capture as capture_mod
 from entangle_py import cli
-from entangle_py.capture import CaptureError, capture
+from entangle_py.frontend.capture import CaptureError, capture
 
 ROOT = Path(__file__).resolve().parent.parent
 CAUSAL = ROOT / "examples" / "capture" / "causal_attention.py"

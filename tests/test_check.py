@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from entangle_py import graph as G
-from entangle_py import spec as S
+from entangle_py.ir import graph as G
+from entangle_py.check import spec as S
 from entangle_py.errors import InputError
-from entangle_py.infer import Checker, check_files
+from entangle_py.check.checker import Checker
+from entangle_py.pipeline import check_files
 
 ROOT = Path(__file__).resolve().parents[1]
 GRAPHS = ROOT / "graphs"
@@ -192,7 +193,7 @@ DATA = ROOT.parent / "shared" / "external" / "entangle-data"
 def test_op_without_semantics_is_refused_with_its_source(tmp_path):
     """Imported Megatron GPT with gelu swapped for an op the checker has no semantics for:
     check refuses it in one line naming the op, its count and the first source line, exit 2."""
-    from entangle_py.fx_import import import_fx
+    from entangle_py.frontend.fx_import import import_fx
     gpt = DATA / "gpt"
 
     def edited(path):
@@ -264,7 +265,7 @@ def _region(g, outputs, cuts=None):
 def gpt_graphs():
     if not DATA.exists():
         pytest.skip(f"third-party graphs not present at {DATA}")
-    from entangle_py.fx_import import import_fx
+    from entangle_py.frontend.fx_import import import_fx
     gpt = DATA / "gpt"
     seq = import_fx([str(gpt / "paral1_layer1" / "fw.g0.r0.py")])
     dist = import_fx([str(gpt / "paral2_layer1" / f"fw.g0.r{r}.py") for r in (0, 1)])

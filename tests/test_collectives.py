@@ -3,12 +3,12 @@ with torch on the inputs, equals what the simulated collective (interp) computes
 import pytest
 import torch
 
-from entangle_py import graph as G
-from entangle_py import interp
-from entangle_py import spec as S
-from entangle_py import terms
-from entangle_py.engine import _term_from_dag
-from entangle_py.infer import Checker
+from entangle_py.ir import graph as G
+from entangle_py.oracle import interp
+from entangle_py.check import spec as S
+from entangle_py.semantics import terms
+from entangle_py.engine.egraph import _term_from_dag
+from entangle_py.check.checker import Checker
 from test_interp import R, T, _coll_bundle, gen, op, rnd
 
 

@@ -1,10 +1,10 @@
 """Symbolic sizes in lemma side conditions: decided by Z3 under ranges and guards, never assumed."""
 import sympy
 
-from entangle_py.dims import DimSolver
-from entangle_py.engine import Engine, Limits
-from entangle_py.lemma import load_library
-from entangle_py.symbolic import make_symbol
+from entangle_py.engine.dims import DimSolver
+from entangle_py.engine.egraph import Engine, Limits
+from entangle_py.engine.lemma import load_library
+from entangle_py.ir.symbolic import make_symbol
 
 LIB = load_library()
 
@@ -57,7 +57,7 @@ def test_z3_uses_ranges_and_handles_floordiv():
     d = DimSolver()
     d.add_symbol("s0", 2, 64)
     s0 = make_symbol("s0")
-    from entangle_py.symbolic import FloorDiv
+    from entangle_py.ir.symbolic import FloorDiv
     assert d.proves_le(sympy.Integer(1), s0)                    # from the lower bound
     assert d.proves_le(s0, sympy.Integer(64))                   # from the upper bound
     assert not d.proves_le(s0, sympy.Integer(63))               # s0 = 64 is a counterexample

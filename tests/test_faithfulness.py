@@ -19,9 +19,9 @@ import pytest
 import sympy
 import torch
 
-from entangle_py import graph as G
-from entangle_py import interp
-from entangle_py import spec as S
+from entangle_py.ir import graph as G
+from entangle_py.oracle import interp
+from entangle_py.check import spec as S
 
 ROOT = Path(__file__).resolve().parent.parent
 GRAPHS = Path(os.environ.get("ENTANGLE_GRAPHS_DIR", ROOT / "graphs"))

@@ -12,10 +12,11 @@ import pytest
 import sympy
 import torch
 
-from entangle_py import graph, symbolic
+from entangle_py.ir import graph
+from entangle_py.ir import symbolic
 from entangle_py.errors import InputError
-from entangle_py.fx_import import DTYPE_ABBRS, import_fx, infer_groups
-from entangle_py.graph import Ref, SymIntMeta, TensorMeta, TorchConst
+from entangle_py.frontend.fx_import import DTYPE_ABBRS, import_fx, infer_groups
+from entangle_py.ir.graph import Ref, SymIntMeta, TensorMeta, TorchConst
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[2] / "shared" / "external" / "entangle-data"

@@ -14,8 +14,9 @@ import pytest
 import sympy
 import torch
 
-from entangle_py import graph, symbolic
-from entangle_py.graph import (Bundle, GraphFormatError, Node, Port, RankGraph, Ref, ScalarMeta, Source,
+from entangle_py.ir import graph
+from entangle_py.ir import symbolic
+from entangle_py.ir.graph import (Bundle, GraphFormatError, Node, Port, RankGraph, Ref, ScalarMeta, Source,
                                SymIntMeta, TensorMeta, TorchConst)
 
 REPO = Path(__file__).resolve().parents[1]

@@ -5,10 +5,10 @@ import pytest
 import sympy
 import torch
 
-from entangle_py import graph as G
-from entangle_py import interp
-from entangle_py import spec as S
-from entangle_py.symbolic import make_symbol
+from entangle_py.ir import graph as G
+from entangle_py.oracle import interp
+from entangle_py.check import spec as S
+from entangle_py.ir.symbolic import make_symbol
 
 R = G.Ref
 F = "float64"

@@ -1,4 +1,4 @@
-"""The simulated collectives (entangle_py/interp.py) against the real ones on gloo.
+"""The simulated collectives (entangle_py/oracle/interp.py) against the real ones on gloo.
 
 Each case runs a ``_c10d_functional`` op -- the op captures record -- on 2 and 3 gloo processes
 (one spawn per world size), then runs a hand-built bundle holding the same op (same arguments,
@@ -20,8 +20,8 @@ import tempfile
 import pytest
 import torch
 
-from entangle_py import graph as G
-from entangle_py import interp
+from entangle_py.ir import graph as G
+from entangle_py.oracle import interp
 
 NS = "_c10d_functional"
 

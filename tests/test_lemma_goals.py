@@ -4,8 +4,8 @@ positive goal must be in the start's e-class, a negative one must not (after sat
 "not reached" means "not derivable")."""
 import pytest
 
-from entangle_py.engine import STEP, Engine
-from entangle_py.lemma import load_library
+from entangle_py.engine.egraph import STEP, Engine
+from entangle_py.engine.lemma import load_library
 from lemmas._instances import dlist, ilist
 
 LIB = load_library()

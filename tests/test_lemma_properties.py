@@ -9,9 +9,9 @@ import zlib
 import pytest
 import torch
 
-from entangle_py import terms
-from entangle_py.engine import Engine
-from entangle_py.lemma import Lemma, load_library
+from entangle_py.semantics import terms
+from entangle_py.engine.egraph import Engine
+from entangle_py.engine.lemma import Lemma, load_library
 from lemmas import _draw
 
 LIB = load_library()

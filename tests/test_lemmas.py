@@ -10,9 +10,9 @@ import zlib
 import pytest
 import torch
 
-from entangle_py import terms
-from entangle_py.engine import Engine, EngineError
-from entangle_py.lemma import load_library
+from entangle_py.semantics import terms
+from entangle_py.engine.egraph import Engine, EngineError
+from entangle_py.engine.lemma import load_library
 
 LIB = load_library()
 
@@ -140,7 +140,7 @@ def test_assuming_lemma_needs_its_assumption(lemma):
 
 
 def test_assuming_lemmas_only_active_when_enabled():
-    from entangle_py.lemma import ASSUMPTIONS
+    from entangle_py.engine.lemma import ASSUMPTIONS
     assuming = [l for l in LIB.lemmas if l.assumes]
     assert assuming
     off = LIB.egglog(())

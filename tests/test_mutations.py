@@ -16,10 +16,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "examples") not in sys.path:
     sys.path.insert(0, str(ROOT / "examples"))
 
-from entangle_py import graph as G  # noqa: E402
-from entangle_py import interp  # noqa: E402
-from entangle_py import mutate as M  # noqa: E402
-from entangle_py import spec as S  # noqa: E402
+from entangle_py.ir import graph as G  # noqa: E402
+from entangle_py.oracle import interp  # noqa: E402
+from entangle_py.oracle import mutate as M  # noqa: E402
+from entangle_py.check import spec as S  # noqa: E402
 from entangle_py.config import Limits  # noqa: E402
 
 LIMITS = Limits(seconds=20, nodes=200_000)
@@ -33,7 +33,7 @@ def _mlp():
 def _corpus(name):
     from soundness.corpus import BY_NAME
 
-    from entangle_py.capture import capture
+    from entangle_py.frontend.capture import capture
     e = BY_NAME[name]
     return capture(e.script, 1), capture(e.script, e.world_size), S.load_spec(e.spec)
 

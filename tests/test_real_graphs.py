@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from entangle_py import graph as G
-from entangle_py.engine import Limits
-from entangle_py.fx_import import import_fx
-from entangle_py.infer import check_files
+from entangle_py.ir import graph as G
+from entangle_py.engine.egraph import Limits
+from entangle_py.frontend.fx_import import import_fx
+from entangle_py.pipeline import check_files
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "external" / "entangle-data"

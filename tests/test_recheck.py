@@ -1,4 +1,4 @@
-"""The interpreter's second opinion (entangle_py/recheck.py): every proof re-checked numerically,
+"""The interpreter's second opinion (entangle_py/oracle/recheck.py): every proof re-checked numerically,
 a witness for every failure."""
 import json
 from pathlib import Path
@@ -6,15 +6,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from entangle_py import graph as G
-from entangle_py import recheck
+from entangle_py.ir import graph as G
+from entangle_py.oracle import recheck
 from entangle_py.cli import main
-from entangle_py.infer import check_files
+from entangle_py.pipeline import check_files
 
 ROOT = Path(__file__).resolve().parents[1]
 GRAPHS = ROOT / "graphs"
 EXAMPLES = sorted(d.name for d in GRAPHS.iterdir() if (d / "seq.pt").is_file() and (d / "dist.pt").is_file())
-WRONG_SUM = '''from entangle_py.lemma import Lemma
+WRONG_SUM = '''from entangle_py.engine.lemma import Lemma
 # WRONG on purpose: a sum over two ranks is rank 0's tensor
 LEMMAS = [Lemma("wrong_rsum_is_rank0", "(rsum (Cons x (Cons y (Nil))))", "x")]
 '''
@@ -123,7 +123,7 @@ def test_dropout_draws_are_the_term_meaning_in_both_programs():
     g = G.RankGraph(0, [x, d], [G.Port("input:x", "x")], [G.Port("out", "d")])
     xv = torch.randn(4, 5, dtype=torch.float64)
     env = recheck._Runner(G.Bundle([g]), [{"input:x": xv}], [{}]).run()[0]
-    from entangle_py.terms import unary_fn
+    from entangle_py.semantics.terms import unary_fn
     assert torch.equal(env["d"][0], unary_fn("dropout:0.5:0")(xv))
     assert torch.equal(env["d"][1], unary_fn("dropmask:0.5:0")(xv))
 

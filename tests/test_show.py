@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from entangle_py import graph, symbolic
+from entangle_py.ir import graph
+from entangle_py.ir import symbolic
 from entangle_py.errors import InputError
-from entangle_py.fx_import import import_fx
-from entangle_py.graph import Bundle, Node, Port, RankGraph, Ref, Source, SymIntMeta, TensorMeta, TorchConst
-from entangle_py.show import cli_show, fmt_arg, fmt_val
+from entangle_py.frontend.fx_import import import_fx
+from entangle_py.ir.graph import Bundle, Node, Port, RankGraph, Ref, Source, SymIntMeta, TensorMeta, TorchConst
+from entangle_py.frontend.show import cli_show, fmt_arg, fmt_val
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[2] / "shared" / "external" / "entangle-data"

@@ -41,8 +41,8 @@ def test_corpus_has_wrong_and_correct_programs_in_every_class():
 
 @pytest.mark.parametrize("entry", CORPUS, ids=[e.name for e in CORPUS])
 def test_checker_verdict(entry, tmp_path):
-    from entangle_py import graph as G
-    from entangle_py.capture import capture
+    from entangle_py.ir import graph as G
+    from entangle_py.frontend.capture import capture
     from entangle_py.cli import main
     joint = entry.mode == "joint"
     seq, dist = tmp_path / "seq.pt", tmp_path / "dist.pt"

@@ -6,9 +6,9 @@ import zlib
 
 import pytest
 
-from entangle_py import terms
-from entangle_py.engine import Engine, EngineError
-from entangle_py.lemma import load_library
+from entangle_py.semantics import terms
+from entangle_py.engine.egraph import Engine, EngineError
+from entangle_py.engine.lemma import load_library
 from lemmas._instances import tensor
 
 LIB = load_library()

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from entangle_py.engine import Limits
-from entangle_py.infer import check_files
-from entangle_py.window import DistFacts, Window
+from entangle_py.engine.egraph import Limits
+from entangle_py.pipeline import check_files
+from entangle_py.check.window import DistFacts, Window
 
 GRAPHS = Path(__file__).resolve().parents[1] / "graphs"
 EXAMPLES = sorted(d.name for d in GRAPHS.iterdir() if (d / "seq.pt").exists())

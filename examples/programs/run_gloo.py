@@ -44,7 +44,7 @@ def _patch():
 
 
 def read_spec(path):
-    from entangle_py.spec import load_spec
+    from entangle_py.check.spec import load_spec
     spec = load_spec(path)
     return spec
 

@@ -1,7 +1,7 @@
 """Instances for lemma and rule checks: shared helpers (random tensors, shard counts 1-8, uneven
 splits), with one sibling module per lemma family holding that family's generators.
 
-A lemma's ``instances(rng)`` / ``rejects(rng)`` yield variable bindings (see entangle_py/lemma.py).
+A lemma's ``instances(rng)`` / ``rejects(rng)`` yield variable bindings (see entangle_py/engine/lemma.py).
 A rule's ``check_terms(rng)`` yields ``(term, env)``: the term is inserted over leaves of env's
 tensors and every shape fact derived for it must be there and match torch; or
 ``(term, env, facts)``: every derived shape fact must match torch, and each egglog fact in

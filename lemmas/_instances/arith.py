@@ -1,5 +1,5 @@
 """Instances for lemmas/arith.py."""
-from entangle_py.terms import const_product
+from entangle_py.semantics.terms import const_product
 from lemmas._instances import repeat, tensor
 
 CONSTS = ["2.0", "0.5", "3.0", "4.0", "0.25", "8.0", "-2.0", "1.5"]

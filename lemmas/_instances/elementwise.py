@@ -2,7 +2,7 @@
 concat and sums over ranks."""
 from __future__ import annotations
 
-from entangle_py.terms import MASKED_FILL, UNARY_OPS
+from entangle_py.semantics.terms import MASKED_FILL, UNARY_OPS
 from lemmas._instances import concat_parts, repeat, tensor
 
 _POSITIVE = {"log", "sqrt", "rsqrt", "reciprocal"}

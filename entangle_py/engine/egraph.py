@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 from egglog import bindings
 
-from . import terms
-from .dims import DimSolver
-from .config import Limits  # noqa: F401  (re-exported: Engine users pass limits)
-from .lemma import Library
+from entangle_py.semantics import terms
+from entangle_py.engine.dims import DimSolver
+from entangle_py.config import Limits  # noqa: F401  (re-exported: Engine users pass limits)
+from entangle_py.engine.lemma import Library
 
 # One lemma step: every lemma once, then list walks and shape facts to a fixpoint, then cleanliness.
 STEP = ("(run-schedule (run lemmas) (saturate (seq (run walks) (saturate (run shapes))))"

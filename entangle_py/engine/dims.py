@@ -17,8 +17,8 @@ import re
 import sympy
 import z3
 
-from . import symbolic
-from .terms import Var, str_lit, to_sexpr
+from entangle_py.ir import symbolic
+from entangle_py.semantics.terms import Var, str_lit, to_sexpr
 
 
 class DimSolver:

@@ -28,10 +28,10 @@ from typing import Any, Iterable
 import sympy
 import torch
 
-from . import graph as G
-from . import symbolic
-from . import spec as S
-from .errors import InputError
+from entangle_py.ir import graph as G
+from entangle_py.ir import symbolic
+from entangle_py.check import spec as S
+from entangle_py.errors import InputError
 
 
 class InterpError(InputError):

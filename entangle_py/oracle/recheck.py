@@ -33,12 +33,12 @@ from dataclasses import replace
 import sympy
 import torch
 
-from . import graph as G
-from . import interp
-from . import lower as L
-from . import spec as S
-from .infer import OpFailure, gd_leaf
-from .terms import DROPMASK, DROPOUT, EvalError, Var, evaluate, is_clean, parse_sexpr, unary_fn
+from entangle_py.ir import graph as G
+from entangle_py.oracle import interp
+from entangle_py.semantics import lower as L
+from entangle_py.check import spec as S
+from entangle_py.check.checker import OpFailure, gd_leaf
+from entangle_py.semantics.terms import DROPMASK, DROPOUT, EvalError, Var, evaluate, is_clean, parse_sexpr, unary_fn
 
 F64 = torch.float64
 DEFAULT_BUDGET = 2 << 30

@@ -64,8 +64,9 @@ from typing import Any
 
 import sympy
 
-from . import graph, symbolic
-from .errors import InputError
+from entangle_py.ir import graph
+from entangle_py.ir import symbolic
+from entangle_py.errors import InputError
 
 
 class CaptureError(InputError):

@@ -17,9 +17,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from . import graph
-from .errors import InputError
-from .graph import Bundle, Node, Ref, RankGraph, ScalarMeta, SymIntMeta, TensorMeta, TorchConst
+from entangle_py.ir import graph
+from entangle_py.errors import InputError
+from entangle_py.ir.graph import Bundle, Node, Ref, RankGraph, ScalarMeta, SymIntMeta, TensorMeta, TorchConst
 
 COLLECTIVE_NAMESPACES = frozenset({"_c10d_functional", "c10d_functional", "_c10d_functional_autograd"})
 NON_COLLECTIVE_OPS = frozenset({"wait_tensor"})

@@ -28,8 +28,8 @@ from typing import Any, Iterator, Union
 
 import sympy
 
-from . import symbolic
-from .errors import InputError
+from entangle_py.ir import symbolic
+from entangle_py.errors import InputError
 
 FORMAT_NAME = "entangle-graph"
 FORMAT_VERSION = 1

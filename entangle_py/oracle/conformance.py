@@ -29,10 +29,10 @@ from typing import Any, Callable
 
 import torch
 
-from . import graph as G
-from . import interp
-from . import lower as L
-from . import terms
+from entangle_py.ir import graph as G
+from entangle_py.oracle import interp
+from entangle_py.semantics import lower as L
+from entangle_py.semantics import terms
 
 # ----------------------------------------------------------------------------- verdicts
 
@@ -109,7 +109,7 @@ def trace_sample(op, sample) -> tuple[G.RankGraph, dict[str, torch.Tensor], dict
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.utils import _pytree as pytree
 
-    from .capture import CaptureError, _Converter, _DynamoInfo, _target_name
+    from entangle_py.frontend.capture import CaptureError, _Converter, _DynamoInfo, _target_name
 
     fn = _callable(op)
     leaves, spec = pytree.tree_flatten((sample.input, tuple(sample.args), dict(sample.kwargs)))

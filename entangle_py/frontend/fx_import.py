@@ -40,9 +40,10 @@ from pathlib import Path
 
 import sympy
 
-from . import graph, symbolic
-from .errors import InputError
-from .graph import Bundle, Node, Port, Ref, RankGraph, ScalarMeta, Source, SymIntMeta, TensorMeta, TorchConst
+from entangle_py.ir import graph
+from entangle_py.ir import symbolic
+from entangle_py.errors import InputError
+from entangle_py.ir.graph import Bundle, Node, Port, Ref, RankGraph, ScalarMeta, Source, SymIntMeta, TensorMeta, TorchConst
 
 # dtype abbreviations of torch.fx.graph.dtype_abbrs -> torch dtype names.
 DTYPE_ABBRS = {

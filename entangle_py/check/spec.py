@@ -40,7 +40,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import InputError
+from entangle_py.errors import InputError
 
 
 class SpecError(InputError):
@@ -306,7 +306,7 @@ class Spec:
             lines.append("[constants]")
             lines += [f'"{k}" = {_toml_number(v)}' for k, v in self.constants.items()]
             lines.append("")
-        from .lemma import DEFAULT_ASSUMPTIONS
+        from entangle_py.engine.lemma import DEFAULT_ASSUMPTIONS
         off = [a for a in DEFAULT_ASSUMPTIONS if a not in self.assume]
         if self.assume or off:
             lines.append("[assume]")
@@ -376,7 +376,7 @@ def _parse_constants(table, where) -> dict:
 
 
 def _parse_assume(table, where) -> tuple:
-    from .lemma import ASSUMPTIONS, DEFAULT_ASSUMPTIONS
+    from entangle_py.engine.lemma import ASSUMPTIONS, DEFAULT_ASSUMPTIONS
     if not isinstance(table, dict):
         raise SpecError(f"{where}: [assume] must be a table of name = true/false")
     on = [a for a in DEFAULT_ASSUMPTIONS if table.get(a, True) is True]

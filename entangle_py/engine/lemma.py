@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from . import terms
-from .errors import InputError
+from entangle_py.semantics import terms
+from entangle_py.errors import InputError
 
 LEMMA_FAMILIES = ("movement", "elementwise", "linalg", "reduction", "collective", "shapes", "indexing", "arith")
 

@@ -14,14 +14,14 @@ import time
 import sympy
 from dataclasses import dataclass, field, replace
 
-from . import graph as G
-from . import lower as L
-from . import spec as S
-from .engine import CERTIFY, STEP, Engine, Limits, Outcome, _term_from_dag
-from .errors import InputError
-from .lemma import load_library
-from .terms import BIG, EvalError, Var, clean_meta, is_clean, parse_sexpr, str_lit, to_sexpr
-from .window import DistFacts, Window, leaves_in
+from entangle_py.ir import graph as G
+from entangle_py.semantics import lower as L
+from entangle_py.check import spec as S
+from entangle_py.engine.egraph import CERTIFY, STEP, Engine, Limits, Outcome, _term_from_dag
+from entangle_py.errors import InputError
+from entangle_py.engine.lemma import load_library
+from entangle_py.semantics.terms import BIG, EvalError, Var, clean_meta, is_clean, parse_sexpr, str_lit, to_sexpr
+from entangle_py.check.window import DistFacts, Window, leaves_in
 
 SVAR = re.compile(r"\$v\d+")     # a G_s tensor's egglog global
 CLEAN_VARIANTS = 32               # terms extracted per proven tensor to find its related G_d tensors
@@ -571,7 +571,7 @@ class Checker:
     def _run(self) -> Result:
         res = Result("refines")
         self.op_relations = res.op_relations
-        from .lemma import ASSUMPTIONS
+        from entangle_py.engine.lemma import ASSUMPTIONS
         res.assumptions = [(a, ASSUMPTIONS[a]) for a in self.spec.assume if a != "same_rng"]
         self.no_semantics: dict[str, list] = {}
         self.collectives: list = []
@@ -1020,30 +1020,3 @@ def _leaves(t):
         else:
             for a in t[1:]:
                 yield from _leaves(a)
-
-
-# ----------------------------------------------------------------------------- CLI
-
-def check_files(seq_path, dist_path, spec_path=None, lemma_files=(), limits=None, progress=None) -> tuple[Result, "Checker"]:
-    t0 = time.perf_counter()
-    seq = _load_graphs(seq_path)
-    dist = _load_graphs(dist_path)
-    spec = S.load_spec(spec_path) if spec_path else S.Spec()
-    load_time = time.perf_counter() - t0
-    checker = Checker(seq, dist, spec, limits=limits, lemma_files=lemma_files, progress=progress)
-    res = checker.run()
-    res.timings = {"load": load_time, **res.timings}
-    return res, checker
-
-
-def _load_graphs(path):
-    """A bundle file, or FX text dumps (a .py file, or a directory of per-rank dumps) imported
-    on the fly -- what `entangle import-fx` would write."""
-    from .fx_import import dump_files, import_fx
-    files = dump_files(path)
-    return G.load(path) if files is None else import_fx(files)
-
-
-def cli_check(args) -> int:
-    from . import report
-    return report.run_check_cli(args)

@@ -21,7 +21,7 @@ import re
 
 import sympy
 
-from .errors import InputError
+from entangle_py.errors import InputError
 
 
 class SymbolicError(InputError):

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import sympy
 
-from .graph import Node, Ref, SymIntMeta, TensorMeta, TorchConst
-from .terms import CASTS, DROPMASK, DROPOUT, INT_SCALAR_OPS, MASKED_FILL, THRESHOLD_BACKWARD, str_lit
+from entangle_py.ir.graph import Node, Ref, SymIntMeta, TensorMeta, TorchConst
+from entangle_py.semantics.terms import CASTS, DROPMASK, DROPOUT, INT_SCALAR_OPS, MASKED_FILL, THRESHOLD_BACKWARD, str_lit
 
 COLLECTIVES = {
     "_c10d_functional.all_reduce.default": "all_reduce",
@@ -894,7 +894,7 @@ def dim_term(s) -> str:
         return f"(DLit {s})"
     if isinstance(s, sympy.Basic) and s.is_Integer:
         return f"(DLit {int(s)})"
-    from .symbolic import to_text
+    from entangle_py.ir.symbolic import to_text
     return f"(DSym {str_lit(to_text(s))})"
 
 
@@ -943,7 +943,7 @@ def _const_key(v) -> str:
     if isinstance(v, TorchConst):
         return f"{v.kind}={v.value}" if v.kind == "dtype" else "_"
     if isinstance(v, sympy.Basic):
-        from .symbolic import to_text
+        from entangle_py.ir.symbolic import to_text
         return to_text(v)
     return repr(v)
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from . import graph as G
+from entangle_py.ir import graph as G
 
 COLLECTIVE_NS = frozenset({"_c10d_functional", "c10d_functional"})
 WAIT = "wait_tensor"
@@ -630,7 +630,7 @@ def draws(seq: G.Bundle, dist: G.Bundle, spec, n: int = 2, seed: int = 0, defaul
     relation, with G_s and the original G_d run on them."""
     import torch
 
-    from . import interp
+    from entangle_py.oracle import interp
     spec = _draw_spec(seq, dist, spec)
     try:
         return _draws(seq, dist, spec, n, seed, default_size, _int_ranges(seq))
@@ -653,7 +653,7 @@ def _int_ranges(seq: G.Bundle) -> dict:
 def _draws(seq, dist, spec, n, seed, default_size, int_ranges):
     import torch
 
-    from . import interp
+    from entangle_py.oracle import interp
     out = []
     for i in range(n):
         gen = torch.Generator().manual_seed(seed + i)
@@ -671,7 +671,7 @@ def _draw_spec(seq: G.Bundle, dist: G.Bundle, spec):
     """The spec with a relation for every G_s input it leaves out whose ranks' shapes differ from
     G_s's (a joint graph's tangents under a forward spec): shard along the one differing dim, as
     the checker infers it.  Inputs of equal shapes stay replicated (distribute_inputs' default)."""
-    from . import spec as S
+    from entangle_py.check import spec as S
     inputs = dict(spec.inputs)
     g0 = dist.ranks[0]
     for p in seq.ranks[0].inputs:
@@ -719,7 +719,7 @@ def _leaf_value(leaf: str, values: list, port_of: list | None):
 
 def eval_certificate(sexpr: str, values: list, port_of: list | None = None):
     """Evaluate a certificate (s-expression over ``(Gd "r<rank>.<node>")`` leaves) with torch."""
-    from . import terms as T
+    from entangle_py.semantics import terms as T
 
     def subst(e):
         if isinstance(e, tuple):
@@ -737,7 +737,7 @@ def _port_maps(dist: G.Bundle, values: list | None = None, certificates: dict | 
     maps = [{p.node: p.name for p in g.inputs + g.outputs} for g in dist.ranks]
     if values is None or not certificates:
         return maps
-    from . import terms as T
+    from entangle_py.semantics import terms as T
 
     def leaves(e):
         if isinstance(e, tuple):
@@ -765,8 +765,8 @@ def relations_hold(seq: G.Bundle, dist: G.Bundle, spec, draw_seq: dict, values: 
                    certificates: dict, port_of: list | None) -> tuple[bool, str]:
     """Do the certificates and the spec's [expect] relations hold on ``values`` (per-rank named
     values)?  Returns (ok, reason of the first that does not)."""
-    from . import interp
-    from . import spec as S
+    from entangle_py.oracle import interp
+    from entangle_py.check import spec as S
     for out, cert in certificates.items():
         want = draw_seq.get(out)
         try:
@@ -797,7 +797,7 @@ def label(seq: G.Bundle, orig: G.Bundle, spec, mutant: G.Bundle, dws: list[Draw]
     rank's every output equals the original's.  A mutant the interpreter cannot run is invalid."""
     import torch
 
-    from . import interp
+    from entangle_py.oracle import interp
     port_of = _port_maps(orig, dws[0].orig_values if dws else None, certificates)
     for d in dws:
         try:
@@ -829,8 +829,8 @@ def _check_child(conn, seq, dist, spec, limits, mem_bytes):
     try:
         if mem_bytes:
             resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
-        from .errors import InputError
-        from .infer import Checker
+        from entangle_py.errors import InputError
+        from entangle_py.check.checker import Checker
         t0 = time.perf_counter()
         try:
             res = Checker(seq, dist, spec, limits=limits).run()
@@ -868,14 +868,17 @@ def _vm_size() -> int:
 
 
 def start_check(seq, dist, spec, limits=None, mem_budget: int = 3 << 30):
-    """Start a check in a forked child whose address space is capped at the parent's plus
+    """Start a check in a child process whose address space is capped at the parent's plus
     ``mem_budget`` bytes.  Returns a handle for ``finish_check``."""
     import multiprocessing as mp
     import time
 
-    from .config import Limits
+    from entangle_py.config import Limits
     limits = limits or Limits(seconds=20, nodes=200_000)
-    ctx = mp.get_context("fork")
+    # forkserver, not fork: a fork of a process whose egglog / torch threads hold a lock can hang
+    # (seen when the test suite had run checks before); the server preloads this module once
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["entangle_py.oracle.mutate"])
     parent, child = ctx.Pipe(duplex=False)
     p = ctx.Process(target=_check_child, args=(child, seq, dist, spec, limits,
                                                _vm_size() + mem_budget if mem_budget else 0), daemon=True)
@@ -911,7 +914,7 @@ def poll_check(h, timeout: float) -> dict | None:
 
 
 def check_isolated(seq, dist, spec, limits=None, mem_budget: int = 3 << 30, timeout: float = 300) -> dict:
-    """Check in a forked, memory-capped child: {'exit': 0..4 or None, 'status', 'reason', ...};
+    """Check in a memory-capped child process: {'exit': 0..4 or None, 'status', 'reason', ...};
     status 'oom' / 'crash' / 'timeout' when the check did not end with a verdict."""
     import time
     h = start_check(seq, dist, spec, limits, mem_budget)

@@ -1,0 +1,1 @@
+"""The e-graph engine: egglog, symbolic sizes decided by Z3, the lemma library."""

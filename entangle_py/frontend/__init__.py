@@ -1,0 +1,1 @@
+"""Frontends: capture a PyTorch program, import FX text dumps, show a bundle."""

@@ -1,0 +1,1 @@
+"""Numeric evidence: the interpreter (simulated collectives), re-check and witness, OpInfo conformance, mutants."""

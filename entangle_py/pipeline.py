@@ -1,0 +1,73 @@
+"""The whole job, stage by stage: load or import the graphs (frontend), check (check), the
+numeric second opinion (oracle), then the report.  ``entangle check`` and the pytest helper run
+through here; the stages below know nothing of each other's callers."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from entangle_py.check import spec as S
+from entangle_py.check.checker import Checker, Result
+from entangle_py.config import Limits
+from entangle_py.frontend.fx_import import dump_files, import_fx
+from entangle_py.ir import graph as G
+from entangle_py.oracle.recheck import attach
+from entangle_py.report import print_result, to_json
+
+
+def check_files(seq_path, dist_path, spec_path=None, lemma_files=(), limits=None, progress=None) -> tuple[Result, "Checker"]:
+    t0 = time.perf_counter()
+    seq = _load_graphs(seq_path)
+    dist = _load_graphs(dist_path)
+    spec = S.load_spec(spec_path) if spec_path else S.Spec()
+    load_time = time.perf_counter() - t0
+    checker = Checker(seq, dist, spec, limits=limits, lemma_files=lemma_files, progress=progress)
+    res = checker.run()
+    res.timings = {"load": load_time, **res.timings}
+    return res, checker
+
+
+def _load_graphs(path):
+    """A bundle file, or FX text dumps (a .py file, or a directory of per-rank dumps) imported
+    on the fly -- what `entangle import-fx` would write."""
+    files = dump_files(path)
+    return G.load(path) if files is None else import_fx(files)
+
+
+def run_check_cli(args) -> int:
+    # piped (CI logs, files): never wrap, so paths and terms stay whole on one line
+    console = Console(stderr=False, highlight=False, soft_wrap=not sys.stdout.isatty())
+    err = Console(stderr=True)
+    t0 = time.perf_counter()
+    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as prog:
+        task = prog.add_task("relating operators", total=None)
+
+        def progress(i, total, name):
+            prog.update(task, total=total, completed=i, description=f"relating {name}")
+        res, checker = check_files(args.seq, args.dist, args.spec, lemma_files=args.lemmas,
+                                   limits=Limits(args.max_iterations, args.max_enodes, args.max_seconds),
+                                   progress=progress)
+    if not getattr(args, "no_numeric", False):      # the interpreter's second opinion (recheck.py)
+        attach(res, checker, budget_bytes=getattr(args, "recheck_budget", 2 << 30))
+    t_report = time.perf_counter()
+    print_result(res, console, verbose=args.verbose)
+    if args.write_spec:
+        spec = checker.spec
+        for name, rel in checker.inferred.items():
+            spec.inputs[name] = rel
+        with open(args.write_spec, "w") as fh:
+            fh.write(spec.to_toml())
+        console.print(f"wrote spec to {args.write_spec}")
+    res.timings["report"] = time.perf_counter() - t_report
+    res.timings["total"] = time.perf_counter() - t0
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(to_json(res, args.seq, args.dist), fh, indent=1)
+    if args.verbose:
+        console.print(f"report {res.timings['report']:.3f} s, total {res.timings['total']:.3f} s")
+    return res.exit_code

@@ -21,8 +21,6 @@ MIN_ACCEPTED = 20
 # Lemmas the draws prove wrong whose exact condition needs a fact the egglog side does not have.
 # strict: the test fails once the lemma is fixed, so the entry must go.
 NEEDS_FACT = {
-    "reduce-amax-concat": "an empty part along the reduced concat axis: amax of it is undefined "
-                          "(needs a 'every part is non-empty' fact)",
     "mtake-concat": "a bool table: the sum over ranks of bool lookups is undefined (needs a dtype fact)",
 }
 

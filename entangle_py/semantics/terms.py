@@ -171,6 +171,13 @@ def _reduce(op: str, x, dims, keepdim):
     if op == "mean":
         return x.mean(dim=dims, keepdim=bool(keepdim))
     if op == "amax":
+        if any(x.shape[d] == 0 for d in dims):
+            # torch raises on an empty reduction (no program computes it); the term language takes
+            # max's identity (-inf, the dtype's least value) so a max over ranks may have an empty shard
+            shape = [1 if i in dims else n for i, n in enumerate(x.shape) if keepdim or i not in dims]
+            low = (float("-inf") if x.is_floating_point() else False if x.dtype == torch.bool
+                   else torch.iinfo(x.dtype).min)
+            return torch.full(shape, low, dtype=x.dtype)
         return x.amax(dim=dims, keepdim=bool(keepdim))
     raise KeyError(op)
 

@@ -7,7 +7,7 @@ of x are the first i entries of s, (vsfx x s j) the same for the last j (both de
 from entangle_py.engine.lemma import Lemma, Rule
 from lemmas._instances import fixed
 from lemmas._instances.movement import (
-    cover, cover_empty, dset, dset_last_lists, flatten, full_slice, ipos_terms, lappend, lappend_nil, map_permute,
+    binary_view_bcast, binary_view_bcast_merged, cover, cover_empty, dset, dset_last_lists, flatten, full_slice, ipos_terms, lappend, lappend_nil, map_permute,
     map_slice, map_transpose, map_view, map_view_at, map_view_at_bad, map_view_last, map_view_last_bad,
     map_view_merge, map_view_merge_bad, map_view_split, map_view_split_bad, partial_slice, permute_concat,
     permute_concat_bad, permute_terms, scalar_view, single, slice_first, slice_other, slice_rest, slice_same,
@@ -166,6 +166,12 @@ LEMMAS = [
     # elementwise ops commute with reshapes (moved outward, so views meet views)
     Lemma("scalar-view", "(scalar op (view x s) c)", "(view (scalar op x c) s)", instances=scalar_view),
     Lemma("unary-view", "(unary op (view x s))", "(view (unary op x) s)", instances=unary_view),
+    # a view of x + bias, the bias broadcasting over trailing dims the view keeps, is the view
+    # plus the bias (nn.Linear on a 3-D input: view -> addmm -> view back)
+    Lemma("view-binary-bcast", "(view (binary op x y) s)", "(binary op (view x s) y)",
+          when=("(= 1 (ndim y))", "(= n (ndim x))", "(= n (ndim (binary op x y)))",
+                "(vsfx (binary op x y) s 1)", "(= (dim x (- n 1)) (dim (binary op x y) (- n 1)))"),
+          instances=binary_view_bcast, rejects=binary_view_bcast_merged),
 ]
 
 RULES = [

@@ -28,7 +28,6 @@ _PP = "capture: ranks of a pipeline take different parameters (rank 0 only fc1, 
 _MEAN = "lemma gap (joint): the backward of a mean over a batch-sharded dim, with the loss averaged over ranks"
 
 XFAIL = {
-    "tp_mlp3d_correct[forward]": "lemma gap: nn.Linear on 3-D input: view->addmm->view in G_s vs mm->all_reduce->add bias in G_d (addmm_1)",
     "tp_mlp3d_correct[joint]": "lemma gap: nn.Linear on 3-D input: view->addmm->view in G_s vs mm->all_reduce->add bias in G_d (addmm_1)",
     "sp_layernorm_correct[joint]": _LN,
     "sp_layernorm_grad_not_reduced[joint]": None,

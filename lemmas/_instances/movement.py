@@ -536,3 +536,32 @@ def ipos_terms(rng):
 @repeat(3)
 def permute_terms(rng):
     return ("(permute x (ICons 2 (ICons 0 (ICons 1 (INil)))))", {"x": tensor(rng, 2, 3, 4)})
+
+
+def _view_keeping(rng, keep_tail: bool):
+    """x [A, B, F] viewed so the last dim stays (or not), and a bias y [F] (or [1])."""
+    k = 1
+    tail = [rng.randint(1, 4) for _ in range(k)]
+    lead = [rng.randint(1, 3) for _ in range(rng.randint(1, 3))]
+    x = tensor(rng, *lead, *tail)
+    ys = [1 if rng.random() < 0.3 else v for v in tail]
+    prod = 1
+    for v in lead:
+        prod *= v
+    if keep_tail:
+        s = rng.choice([[prod], lead[::-1], [1, prod]]) + tail
+    else:                                   # the last dim merged with the one before it
+        s = lead[:-1] + [lead[-1] * tail[0]] + tail[1:]
+        if tail[0] == 1:
+            return None
+    return {"op": rng.choice(["add", "mul", "sub", "div"]), "x": x, "y": tensor(rng, *ys), "s": s, "n": x.dim()}
+
+
+@repeat(8)
+def binary_view_bcast(rng):
+    return _view_keeping(rng, True)
+
+
+@repeat(4)
+def binary_view_bcast_merged(rng):
+    return _view_keeping(rng, False)

@@ -19,13 +19,14 @@ from entangle_py.oracle.recheck import attach
 from entangle_py.report import print_result, to_json
 
 
-def check_files(seq_path, dist_path, spec_path=None, lemma_files=(), limits=None, progress=None) -> tuple[Result, "Checker"]:
+def check_files(seq_path, dist_path, spec_path=None, lemma_files=(), limits=None, progress=None,
+                policy=None) -> tuple[Result, "Checker"]:
     t0 = time.perf_counter()
     seq = _load_graphs(seq_path)
     dist = _load_graphs(dist_path)
     spec = S.load_spec(spec_path) if spec_path else S.Spec()
     load_time = time.perf_counter() - t0
-    checker = Checker(seq, dist, spec, limits=limits, lemma_files=lemma_files, progress=progress)
+    checker = Checker(seq, dist, spec, limits=limits, lemma_files=lemma_files, progress=progress, policy=policy)
     res = checker.run()
     res.timings = {"load": load_time, **res.timings}
     return res, checker

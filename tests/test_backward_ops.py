@@ -13,7 +13,8 @@ from entangle_py.ir import graph as G
 from entangle_py.semantics import lower as L
 from entangle_py.check import spec as S
 from entangle_py.semantics import terms
-from entangle_py.engine.egraph import STEP, Engine, Limits
+from entangle_py.config import Limits
+from entangle_py.engine.egraph import STEP, Engine
 from entangle_py.frontend.fx_import import import_fx
 from entangle_py.check.checker import Checker
 from entangle_py.engine.lemma import load_library

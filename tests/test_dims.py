@@ -2,7 +2,8 @@
 import sympy
 
 from entangle_py.engine.dims import DimSolver
-from entangle_py.engine.egraph import Engine, Limits
+from entangle_py.config import Limits
+from entangle_py.engine.egraph import Engine
 from entangle_py.engine.lemma import load_library
 from entangle_py.ir.symbolic import make_symbol
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from entangle_py.ir import graph as G
-from entangle_py.engine.egraph import Limits
+from entangle_py.config import Policy
 from entangle_py.frontend.fx_import import import_fx
 from entangle_py.pipeline import check_files
 
@@ -111,7 +111,7 @@ GPT = DATA / "gpt"
 GPT_SPEC = str(ROOT / "graphs" / "gpt_tp2" / "spec.toml")
 
 
-def _gpt(tmp_path, edit=None, ranks_edited=(0, 1), limits=None):
+def _gpt(tmp_path, edit=None, ranks_edited=(0, 1), policy=None):
     seq = _bundle(tmp_path, "seq", [GPT / "paral1_layer1" / "fw.g0.r0.py"])
     files = []
     for r in (0, 1):
@@ -123,7 +123,7 @@ def _gpt(tmp_path, edit=None, ranks_edited=(0, 1), limits=None):
             f = tmp_path / f"r{r}.py"
         files.append(f)
     dist = _bundle(tmp_path, "dist", files)
-    return check_files(seq, dist, GPT_SPEC, limits=limits)[0]
+    return check_files(seq, dist, GPT_SPEC, policy=policy)[0]
 
 
 def test_gpt_tp2_loss_equals_on_every_rank(tmp_path):
@@ -138,12 +138,12 @@ def test_gpt_tp2_loss_equals_on_every_rank(tmp_path):
 @pytest.mark.parametrize("edit", [None, "wrong offset"])
 def test_gpt_tp2_verdict_holds_with_narrow_window_and_retiring(tmp_path, edit):
     """A window one operator deep and a fresh e-graph every few hundred e-nodes: same verdicts."""
-    limits = Limits(window_depth=1, window_nodes=2000)
+    policy = Policy(window_depth=1, window_nodes=2000)
     if edit is None:
-        res = _gpt(tmp_path, limits=limits)
+        res = _gpt(tmp_path, policy=policy)
         assert res.status == "refines" and res.relations["div_2"] == "r0.div_2", res.failure
     else:
-        res = _gpt(tmp_path, _wrong_offset, ranks_edited=(1,), limits=limits)
+        res = _gpt(tmp_path, _wrong_offset, ranks_edited=(1,), policy=policy)
         assert res.status == "fails" and res.failure.node == "index", res.failure
 
 

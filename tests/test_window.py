@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from entangle_py.engine.egraph import Limits
+from entangle_py.config import Policy
 from entangle_py.pipeline import check_files
 from entangle_py.check.window import DistFacts, Window
 
@@ -27,7 +27,7 @@ def test_narrow_window_and_retiring_keep_the_verdict(name):
     spec = str(d / "spec.toml") if (d / "spec.toml").exists() else None
     wide, _ = check_files(str(d / "seq.pt"), str(d / "dist.pt"), spec)
     narrow, ch = check_files(str(d / "seq.pt"), str(d / "dist.pt"), spec,
-                             limits=Limits(window_depth=1, window_nodes=0))
+                             policy=Policy(window_depth=1, window_nodes=0))
     assert narrow.retired > 0 or narrow.ops_checked == 1    # before every operator but the first
     assert narrow.rechecked == (narrow.status != "refines")
     assert _outcome(narrow) == _outcome(wide)

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, replace
 from entangle_py.ir import graph as G
 from entangle_py.semantics import lower as L
 from entangle_py.check import spec as S
-from entangle_py.engine.egraph import CERTIFY, STEP, Engine, Limits, Outcome, _term_from_dag
+from entangle_py.config import Limits, Policy
+from entangle_py.engine.egraph import CERTIFY, STEP, Engine, Outcome, _term_from_dag
 from entangle_py.errors import InputError
 from entangle_py.engine.lemma import load_library
 from entangle_py.semantics.terms import BIG, EvalError, Var, clean_meta, is_clean, parse_sexpr, str_lit, to_sexpr
@@ -101,12 +102,14 @@ def gd_leaf(rank: int, node: str) -> str:
 
 class Checker:
     def __init__(self, seq: G.Bundle, dist: G.Bundle, spec: S.Spec, limits: Limits | None = None,
-                 lemma_files=(), progress=None, log=None):
-        self._args, self._kwargs = (seq, dist, spec), dict(lemma_files=lemma_files, progress=progress, log=log)
+                 lemma_files=(), progress=None, log=None, policy: Policy | None = None):
+        self._args = (seq, dist, spec)
+        self._kwargs = dict(limits=limits, lemma_files=lemma_files, progress=progress, log=log)
         if seq.world_size != 1:
             raise CheckInputError(f"the sequential bundle has {seq.world_size} ranks; expected 1")
         self.seq, self.dist, self.spec = seq.ranks[0], dist, spec
         self.limits = limits or Limits()
+        self.policy = policy or Policy()
         self.progress = progress
         self.log = log or (lambda msg: None)
         self.seq_names = Names(self.seq)
@@ -277,7 +280,7 @@ class Checker:
                     continue
                 self._bind_dist(r, n, res, pending_coll)
         self._lower_collectives(pending_coll)
-        self.window = Window(self.dfacts, self.limits.window_depth)
+        self.window = Window(self.dfacts, self.policy.window_depth)
 
     def _dist_leaf(self, r, name, val):
         v = gd_leaf(r, name)
@@ -561,7 +564,7 @@ class Checker:
             # retiring dropped facts (G_s structure a lemma may match); it only saves time, so a
             # failure found with it is decided again with every fact kept
             retired = self.retired
-            self.__init__(*self._args, limits=replace(self.limits, window_nodes=math.inf), **self._kwargs)
+            self.__init__(*self._args, policy=replace(self.policy, window_nodes=math.inf), **self._kwargs)
             res = self._run()
             res.retired, res.rechecked = retired, True
         else:
@@ -600,7 +603,7 @@ class Checker:
             res.assumptions.append(("same_rng", ASSUMPTIONS["same_rng"]))
         # Deferred: G_s ops without a clean term yet (intermediates no rank materialises, such as
         # the sequential program's own vocabulary mask).  Only outputs need clean terms, so an op
-        # is deferred while fewer than `limits.deferred` are; an op proven clean absorbs the
+        # is deferred while fewer than `policy.deferred` are; an op proven clean absorbs the
         # deferred ops it depends on.  Otherwise refinement fails at the earliest deferred op.
         deferred: list[OpFailure] = []
         for i, n in enumerate(ops):
@@ -608,13 +611,13 @@ class Checker:
                 self.progress(i, len(ops), n.name)
             if n.name not in needed or n.name in self.svar:
                 continue
-            if not deferred and self.engine.size() > self.limits.window_nodes:
+            if not deferred and self.engine.size() > self.policy.window_nodes:
                 self._retire(ops[i:], needed)
             self._proved = None
             out = self._relate(low, n)
             if out is not None:
                 if (out.reason == "no clean term" and n.name not in outputs
-                        and len(deferred) < self.limits.deferred):
+                        and len(deferred) < self.policy.deferred):
                     deferred.append(out)
                     continue
                 if deferred:

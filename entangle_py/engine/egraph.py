@@ -14,7 +14,7 @@ from egglog import bindings
 
 from entangle_py.semantics import terms
 from entangle_py.engine.dims import DimSolver
-from entangle_py.config import Limits  # noqa: F401  (re-exported: Engine users pass limits)
+from entangle_py.config import Limits
 from entangle_py.engine.lemma import Library
 
 # One lemma step: every lemma once, then list walks and shape facts to a fixpoint, then cleanliness.

@@ -16,11 +16,11 @@ import re
 from pathlib import Path
 
 import pytest
-import sympy
 import torch
 
 from entangle_py.ir import graph as G
 from entangle_py.oracle import interp
+from entangle_py.oracle.recheck import choose_sizes, int_ranges
 from entangle_py.check import spec as S
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,71 +52,8 @@ def test_examples_exist():
 
 # ----------------------------------------------------------------------------- helpers
 
-_PASS_THROUGH = {"aten.view.default", "aten.reshape.default", "aten._unsafe_view.default", "aten.flatten.using_ints",
-                 "aten.clone.default", "aten.alias.default", "aten.unsqueeze.default", "aten.squeeze.dim",
-                 "aten._to_copy.default", "aten.expand.default", "aten.permute.default", "aten.t.default"}
-
-
-def _int_ranges(g: G.RankGraph) -> dict[str, tuple[int, int]]:
-    """Valid value ranges for integer inputs: [0, vocab) for embedding indices, [0, C) for targets."""
-    users = g.users()
-    out = {}
-    for p in g.inputs:
-        n = g.node(p.node)
-        if not (isinstance(n.val, G.TensorMeta) and (n.val.dtype.startswith("int") or n.val.dtype.startswith("uint"))):
-            continue
-        bound = None
-        frontier, seen = [n.name], set()
-        while frontier and bound is None:
-            cur = frontier.pop()
-            if cur in seen:
-                continue
-            seen.add(cur)
-            for u in users[cur]:
-                un = g.node(u)
-                refs = [a.name if isinstance(a, G.Ref) else None for a in un.args]
-                if un.target == "aten.embedding.default" and len(refs) > 1 and refs[1] == cur:
-                    bound = _dim(g, refs[0], 0)
-                elif un.target.startswith("aten.nll_loss") and len(refs) > 1 and refs[1] == cur:
-                    bound = _dim(g, refs[0], -1)
-                elif un.target in _PASS_THROUGH:
-                    frontier.append(u)
-                if bound is not None:
-                    break
-        out[p.name] = (0, bound if isinstance(bound, int) else 2)
-    return out
-
-
-def _dim(g, name, d):
-    v = g.node(name).val
-    return v.shape[d] if isinstance(v, G.TensorMeta) else None
-
-
-def _sizes(seq: G.RankGraph, world: int) -> dict[str, int]:
-    """Distinct symbol values, multiples of the world size (sharded dims must split), within the
-    symbols' ranges and satisfying the sequential graph's guards."""
-    names = sorted(seq.symbols)
-    if not names:
-        return {}
-    syms = seq.sympy_symbols()
-    for start in range(2, 12):
-        vals, used = {}, set()
-        k = start
-        for nm in names:
-            lo, hi = seq.symbols[nm]
-            while world * k in used or (lo is not None and world * k < lo):
-                k += 1
-            v = world * k
-            if hi is not None and v > hi:
-                break
-            vals[nm] = v
-            used.add(v)
-            k += 1
-        else:
-            ok = all(bool(gd.xreplace({syms[n]: sympy.Integer(v) for n, v in vals.items()})) for gd in seq.guards)
-            if ok:
-                return vals
-    raise AssertionError(f"no symbol values satisfy the guards of the sequential graph: {seq.guards}")
+# integer ids within their tables, small symbol values: the re-check's own choices
+_int_ranges, _sizes = int_ranges, choose_sizes
 
 
 def _rel_err(a: torch.Tensor, b: torch.Tensor) -> float:

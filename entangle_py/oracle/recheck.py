@@ -119,7 +119,7 @@ class Draw:
         gen = torch.Generator().manual_seed(seed)
         g0 = checker.seq
         try:
-            seq_in = interp.random_inputs(g0, gen, sizes=sizes, int_ranges=_int_ranges(g0), float_dtype=F64)
+            seq_in = interp.random_inputs(g0, gen, sizes=sizes, int_ranges=int_ranges(g0), float_dtype=F64)
             _set_constants(g0, seq_in, checker.spec.constants)
             spec = replace(checker.spec, inputs={**checker.spec.inputs, **getattr(checker, "inferred", {})})
             given = checker._given_tensors()
@@ -241,7 +241,7 @@ _PASS_THROUGH = {"aten.view.default", "aten.reshape.default", "aten._unsafe_view
                  "aten.transpose.int", "aten.detach.default", "aten.contiguous.default"}
 
 
-def _int_ranges(g: G.RankGraph) -> dict:
+def int_ranges(g: G.RankGraph) -> dict:
     """Integer inputs' ranges: [0, rows) for ids indexing a table (embedding, W[ids]), [0, C) for
     class targets; [0, 2) otherwise.  Ids are in range whether or not valid_indices is assumed:
     the sequential program itself would fail on an id outside its table."""

@@ -26,6 +26,7 @@ def to_json(res: Result, seq: str, dist: str) -> dict:
         "relations": res.relations,
         "expectations": [{"output": o, "required": req, "found": found, "holds": ok}
                          for o, req, found, ok in res.expectations],
+        "outputs": res.outputs,
         "failure": asdict(res.failure) if res.failure else None,
         "inferred_inputs": res.inferred_inputs,
         "collectives": [{"group": g, "kind": k, "nodes": {str(r): n for r, n in nodes.items()}}
@@ -59,9 +60,13 @@ def print_result(res: Result, console: Console, verbose: bool = False):
     for name, term in res.relations.items():
         console.print(f"  {name} = {term}", highlight=False)
     for out, req, found, ok in res.expectations:
-        mark = "[green]holds[/]" if ok else "[red]violated[/]"
-        detail = found if found.startswith("no clean term") else f"found {out} = {found}"
+        mark = "[green]holds[/]" if ok else "[yellow]unknown[/]" if ok is None else "[red]violated[/]"
+        detail = found if found.startswith(("no clean term", "unknown")) else f"found {out} = {found}"
         console.print(f"  expect {out} = {req}: {mark}" + ("" if ok else f" ({detail})"), highlight=False)
+    for out, v in res.outputs.items():
+        if v["verdict"] != "holds":
+            console.print(f"  output {out}: {v['verdict']}" + (f" (the check stopped at {v['at']})"
+                          if v["verdict"] == "not reached" else f" (at {v['at']})"), highlight=False)
     f = res.failure
     if f:
         head = ("first operator without a clean mapping" if f.reason == "no clean term"

@@ -181,6 +181,10 @@ def test_limit_hit_is_unknown_exit_3_naming_operator_and_limit(tmp_path):
     data = json.loads(rep.read_text())
     assert data["status"] == "unknown" and data["failure"]["node"]
     assert data["failure"]["node"] in r.stdout
+    # a limit shows nothing either way: the expectation is unknown, never violated
+    assert "violated" not in r.stdout and "expect out = replicate: unknown" in r.stdout
+    assert [e["holds"] for e in data["expectations"]] == [None]
+    assert data["outputs"]["out"]["verdict"] == "unknown"
     ok = subprocess.run([sys.executable, "-m", "entangle_py", "check", seq, dist, "--spec", spec],
                         capture_output=True, text=True)
     assert ok.returncode == 0, ok.stdout   # the same check with default limits refines
@@ -393,3 +397,23 @@ def test_sequence_parallel_block_refines():
     assert res.status == "refines", res.failure
     assert res.relations["out"] == "concat(r0.out, r1.out, dim=0)"
     assert res.expectations == [("out", "shard(0)", res.relations["out"], True)]
+
+
+def test_every_checked_output_gets_its_own_verdict(tmp_path):
+    """After a failure in the forward, the joint graph's gradients are not reached, the output
+    computed from the failing operator fails: each output says which (JSON and text)."""
+    seq, _, _ = _example("mlp_tp2_joint")
+    _, dist, spec = _example("mlp_tp2_missing_allreduce_joint")
+    rep = tmp_path / "r.json"
+    r = subprocess.run([sys.executable, "-m", "entangle_py", "check", seq, dist, "--spec", spec, "--no-numeric",
+                        "--json", str(rep)], capture_output=True, text=True)
+    assert r.returncode == 1, r.stdout + r.stderr
+    outs = json.loads(rep.read_text())["outputs"]
+    assert outs["out"] == {"verdict": "fails", "at": "add"}
+    assert outs["grad:fc1.weight"] == {"verdict": "not reached", "at": "add"}
+    assert "output grad:fc2.bias: not reached (the check stopped at add)" in r.stdout
+    good = subprocess.run([sys.executable, "-m", "entangle_py", "check", seq, _example("mlp_tp2_joint")[1],
+                           "--spec", _example("mlp_tp2_joint")[2], "--no-numeric", "--json", str(rep)],
+                          capture_output=True, text=True)
+    assert good.returncode == 0
+    assert {v["verdict"] for v in json.loads(rep.read_text())["outputs"].values()} == {"holds"}

@@ -59,6 +59,7 @@ class Result:
     # s-expressions over G_d leaves (Gd "r<rank>.<node>"), for numeric re-checks: each checked
     # output's certificate, and a clean term found for each G_s operator on the way
     certificates: dict = field(default_factory=dict)
+    outputs: dict = field(default_factory=dict)    # checked output -> {"verdict": holds | fails | ...}
     op_relations: dict = field(default_factory=dict)
     retired: int = 0             # times proven facts were retired for a fresh e-graph
     rechecked: bool = False      # a failure found after retiring was decided again keeping all facts
@@ -639,15 +640,35 @@ class Checker:
             self._finish(res)
         else:
             self._expectations_blocked_by(res, res.failure.node)
+        self._output_verdicts(res)
         return res
 
     def _expectations_blocked_by(self, res: Result, failed: str):
         """After a failure, an expectation on an output computed from the failed operator cannot
-        hold as required: report it violated (a failure elsewhere leaves it unchecked, unreported)."""
+        hold as required: report it violated -- or, when a limit stopped the check, unknown (None):
+        nothing was shown either way.  A failure elsewhere leaves it unchecked, unreported."""
+        limit = res.status == "unknown"
         for name, rel in self.spec.expect.items():
             _, node = self._expect_target(name)
             if failed in self._ancestors([node]):
-                res.expectations.append((name, str(rel), f"no clean term: it is computed from {failed}", False))
+                found = (f"unknown: a limit was hit at {failed}, which it is computed from" if limit
+                         else f"no clean term: it is computed from {failed}")
+                res.expectations.append((name, str(rel), found, None if limit else False))
+
+    def _output_verdicts(self, res: Result):
+        """Every checked output's own verdict: holds (its certificate), fails, unknown (a limit was
+        hit on the way to it), or not reached (the check stopped elsewhere before it)."""
+        f = res.failure
+        for p in self.checked_outputs:
+            if p.name in res.relations:
+                res.outputs[p.name] = {"verdict": "holds", "certificate": res.relations[p.name]}
+            elif f is None:
+                continue
+            elif f.node == p.node or f.node in self._ancestors([p.node]) or f.reason.startswith(f"output {p.name}:"):
+                verdict = {"fails": "fails", "unknown": "unknown"}.get(res.status, "internal-error")
+                res.outputs[p.name] = {"verdict": verdict, "at": f.node}
+            else:
+                res.outputs[p.name] = {"verdict": "not reached", "at": f.node}
 
     def _needed_nodes(self) -> set:
         """G_s nodes that checked outputs depend on (others are not verified)."""

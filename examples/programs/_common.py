@@ -14,8 +14,9 @@ def group(ranks=None):
         return dist.group.WORLD
     key = tuple(ranks)
     ws = dist.get_world_size()
-    pg_id = id(dist.group.WORLD)
-    k = (pg_id, ws, key)
+    # keyed by the WORLD group object itself (held here, so never freed): an id() of a destroyed
+    # one is reused by the next capture's, which then got another rank's groups
+    k = (dist.group.WORLD, ws, key)
     if k not in _GROUPS:
         _GROUPS[k] = dist.new_group(list(key))
     return _GROUPS[k]

@@ -396,8 +396,9 @@ class Checker:
         kind, red = ops[members[0]][1].kind, ops[members[0]][1].reduce
         # a reduction over ranks, written in global rank order whatever the group's order
         # (addition and max are commutative; a sum over ranks is one value whatever the order)
-        reduced = {"sum": "(rsum {})", "max": "(rmax {})", "avg": "(scalar \"div\" (rsum {{}}) {})".format(
-            L._scalar(len(members)))}.get(red, "").format(_list([self.dvar[r][ops[r][1].input] for r in sorted(members)]))
+        parts = _list([self.dvar[r][ops[r][1].input] for r in sorted(members)])
+        reduced = {"sum": f"(rsum {parts})", "max": f"(rmax {parts})",
+                   "avg": f'(scalar "div" (rsum {parts}) {L._scalar(len(members))})'}.get(red)
         for idx, r in enumerate(members):
             n, c = ops[r]
             out = self.dvar[r][n.name]
@@ -778,10 +779,11 @@ class Checker:
                 self.op_relations[n.name] = found[0]
             else:
                 self.op_relations[n.name] = to_sexpr(self.engine.extract(v)[1])
-            mismatch = self._shape_mismatch(parse_sexpr(self.op_relations[n.name]), n.val)
+            relation = parse_sexpr(self.op_relations[n.name])
+            mismatch = self._shape_mismatch(relation, n.val)
             if mismatch:     # a wrong lemma or lowering, caught at the operator where it acts
                 return OpFailure(node=n.name, target=n.target, source=_src(n), inputs={},
-                                 best=self.show_term(parse_sexpr(self.op_relations[n.name])), considered=[],
+                                 best=self.show_term(relation), considered=[],
                                  reason=f"internal soundness error: the relation {mismatch}")
             return None
         cost, best = self.engine.extract(v)
@@ -795,7 +797,7 @@ class Checker:
         reason = "no clean term" if outcome.status == "saturated" else f"limit: {outcome.limit}"
         if outcome.status == "limit" and outcome.limit and "iterations" in outcome.limit and not self._grows():
             reason = "no clean term"
-        return OpFailure(node=n.name, target=n.target, source=str(n.source) if n.source else None,
+        return OpFailure(node=n.name, target=n.target, source=_src(n),
                          inputs=inputs, best=self.show_term(best), considered=considered, reason=reason,
                          best_term=to_sexpr(best))
 

@@ -163,9 +163,10 @@ class Engine:
 
     def _fold_constants(self) -> bool:
         """Answer (ask_cmul a b) with (cmul a b) where the product is exact (terms.const_product)."""
-        if self.sizes(("ask_cmul",)) == self._asked_cmul:
+        asked = self.sizes(("ask_cmul",))
+        if asked == self._asked_cmul:       # nothing new asked: skip the table read
             return False
-        self._asked_cmul = self.sizes(("ask_cmul",))
+        self._asked_cmul = asked
         added = []
         for row in self.table("ask_cmul"):
             a, b = row[1], row[2]

@@ -12,16 +12,18 @@ rank from a global one.
 """
 from __future__ import annotations
 
-import datetime
 import os
-import socket
-import tempfile
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 from entangle_py.ir import graph as G
 from entangle_py.oracle import interp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+import gloo_ranks  # noqa: E402  (examples/gloo_ranks.py)
 
 NS = "_c10d_functional"
 
@@ -84,10 +86,8 @@ def _inputs(world):
 
 
 def _worker(rank, world, port, tmp):
+    gloo_ranks.init(rank, world, port, timeout_s=30)
     import torch.distributed as dist
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
-    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=30))
     inputs = torch.load(os.path.join(tmp, "in.pt"))
     pgs, results = {None: dist.group.WORLD}, {}
     for _, _, group, _, _, _ in _cases(world):   # every rank creates every group, in the same order
@@ -104,21 +104,12 @@ def _worker(rank, world, port, tmp):
             results[name] = torch.ops._c10d_functional.wait_tensor(y).clone()
         except RuntimeError as e:
             results[name] = f"error: {str(e).splitlines()[0]}"
-    torch.save(results, os.path.join(tmp, f"r{rank}.pt"))
     dist.barrier()
-    dist.destroy_process_group()
+    gloo_ranks.finish(tmp, rank, results)
 
 
 def _gloo(world):
-    import torch.multiprocessing as mp
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    with tempfile.TemporaryDirectory() as tmp:
-        torch.save(_inputs(world), os.path.join(tmp, "in.pt"))
-        mp.spawn(_worker, args=(world, port, tmp), nprocs=world, join=True)
-        return [torch.load(os.path.join(tmp, f"r{r}.pt")) for r in range(world)]
+    return gloo_ranks.spawn(_worker, world, setup=lambda tmp: torch.save(_inputs(world), os.path.join(tmp, "in.pt")))
 
 
 @pytest.fixture(scope="module", params=[2, 3], ids=["world2", "world3"])

@@ -19,7 +19,6 @@ must (float64, rtol = atol = 1e-9).  ``python examples/programs/run_gloo.py [ID.
 """
 from __future__ import annotations
 
-import datetime
 import os
 import sys
 import tempfile
@@ -30,7 +29,8 @@ import torch.nn.functional as F
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from soundness.run_gloo import _free_port, _materialise, _ports, load_script, named_outputs  # noqa: E402
+import gloo_ranks  # noqa: E402
+from soundness.run_gloo import _materialise, _ports, load_script, named_outputs  # noqa: E402
 
 TOL = 1e-9
 
@@ -150,12 +150,10 @@ def _run_rank(entry, rank, given, grad_inputs):
     return res
 
 
-def _worker(rank, ws, port, payload, out_dir):
-    import torch.distributed as dist
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
+def _worker(rank, ws, port, out_dir, payload):
     _patch()
-    dist.init_process_group("gloo", rank=rank, world_size=ws, timeout=datetime.timedelta(seconds=60))
+    gloo_ranks.init(rank, ws, port, timeout_s=60)
+    import torch.distributed as dist
     entries, inputs = torch.load(payload, weights_only=False)
     results = {}
     try:
@@ -166,8 +164,7 @@ def _worker(rank, ws, port, payload, out_dir):
                 results[e.id] = {"error": f"{type(ex).__name__}: {str(ex).splitlines()[0][:200]}"}
             dist.barrier()
     finally:
-        torch.save(results, os.path.join(out_dir, f"r{rank}.pt"))
-        dist.destroy_process_group()
+        gloo_ranks.finish(out_dir, rank, results)
 
 
 def _compare(seq, outs, rel, mesh, ws):
@@ -189,7 +186,6 @@ def _compare(seq, outs, rel, mesh, ws):
 
 def run(entries=None, seed=0, verbose=True) -> dict:
     """Run ``entries`` (default: the whole corpus); return {id: {label, gloo, detail}}."""
-    import torch.multiprocessing as mp
     if entries is None:
         sys.path.insert(0, str(HERE))
         from corpus import CORPUS as entries  # noqa: N811
@@ -213,8 +209,7 @@ def run(entries=None, seed=0, verbose=True) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             payload = os.path.join(tmp, "payload.pt")
             torch.save((group, {e.id: inputs[e.id] for e in group}), payload)
-            mp.spawn(_worker, args=(ws, _free_port(), payload, tmp), nprocs=ws, join=True)
-            ranks[ws] = [torch.load(os.path.join(tmp, f"r{r}.pt"), weights_only=False) for r in range(ws)]
+            ranks[ws] = gloo_ranks.spawn(_worker, ws, (payload,))
     report = {}
     for e in entries:
         res = [ranks[e.world_size][r].get(e.id, {"error": "not run"}) for r in range(e.world_size)]

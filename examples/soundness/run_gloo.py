@@ -19,18 +19,19 @@ prints the table; ``run(entries)`` returns ``{name: {"label", "gloo", "detail"}}
 """
 from __future__ import annotations
 
-import datetime
 import hashlib
 import importlib.util
 import os
 import re
-import socket
 import sys
 import tempfile
 import tomllib
 from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import gloo_ranks  # noqa: E402  (examples/gloo_ranks.py)
 
 WORLD = 2
 TOL = 1e-9
@@ -148,13 +149,11 @@ def _run_rank(entry, rank, given):
         return {k: _materialise(v) for k, v in out.items()}
 
 
-def _worker(rank, port, payload, out_dir):
-    import torch.distributed as dist
-    os.environ["MASTER_ADDR"] = "127.0.0.1"
-    os.environ["MASTER_PORT"] = str(port)
+def _worker(rank, world, port, out_dir, payload):
     torch.manual_seed(1234 + rank)
     _deterministic()
-    dist.init_process_group("gloo", rank=rank, world_size=WORLD, timeout=datetime.timedelta(seconds=30))
+    gloo_ranks.init(rank, world, port, timeout_s=30)
+    import torch.distributed as dist
     entries, inputs = torch.load(payload, weights_only=False)
     results = {}
     try:
@@ -165,16 +164,7 @@ def _worker(rank, port, payload, out_dir):
                 results[e.name] = {"error": f"{type(ex).__name__}: {str(ex).splitlines()[0][:200]}"}
             dist.barrier()
     finally:
-        torch.save(results, os.path.join(out_dir, f"r{rank}.pt"))
-        dist.destroy_process_group()
-
-
-def _free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+        gloo_ranks.finish(out_dir, rank, results)
 
 
 def _match_any(seq, outs):
@@ -212,7 +202,6 @@ def _match(seq, outs, kind, d):
 
 def run(entries=None, seed=0, verbose=True) -> dict:
     """Run ``entries`` (default: the whole corpus); return {name: {label, gloo, detail}}."""
-    import torch.multiprocessing as mp
     if entries is None:
         from corpus import CORPUS as entries   # noqa: N811 (examples/soundness on sys.path)
     entries = list(entries)
@@ -230,8 +219,7 @@ def run(entries=None, seed=0, verbose=True) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         payload = os.path.join(tmp, "payload.pt")
         torch.save((entries, inputs), payload)
-        mp.spawn(_worker, args=(_free_port(), payload, tmp), nprocs=WORLD, join=True)
-        ranks = [torch.load(os.path.join(tmp, f"r{r}.pt"), weights_only=False) for r in range(WORLD)]
+        ranks = gloo_ranks.spawn(_worker, WORLD, (payload,))
     report = {}
     for e in entries:
         res = [ranks[r].get(e.name, {"error": "not run"}) for r in range(WORLD)]

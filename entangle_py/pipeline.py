@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from entangle_py.check import spec as S
 from entangle_py.check.checker import Checker, Result
 from entangle_py.config import Limits
+from entangle_py.frontend.decompose import decompose
 from entangle_py.frontend.fx_import import dump_files, import_fx
 from entangle_py.ir import graph as G
 from entangle_py.oracle.recheck import attach
@@ -36,7 +37,7 @@ def _load_graphs(path):
     """A bundle file, or FX text dumps (a .py file, or a directory of per-rank dumps) imported
     on the fly -- what `entangle import-fx` would write."""
     files = dump_files(path)
-    return G.load(path) if files is None else import_fx(files)
+    return decompose(G.load(path) if files is None else import_fx(files))
 
 
 def run_check_cli(args) -> int:

@@ -10,7 +10,7 @@ PKG = Path(__file__).resolve().parent.parent / "entangle_py"
 # lower layers first; a module may import its own layer or lower ones
 LAYERS = [
     {"errors", "config"},
-    {"ir"},
+    {"ir", "plugins"},
     {"frontend", "semantics"},
     {"engine"},
     {"check"},
@@ -78,3 +78,51 @@ def test_no_import_cycle():
     for m in graph:
         if m not in state:
             visit(m, [])
+
+
+# An op literal names one op by its target ("aten.mm.default", "_c10d_functional.all_reduce").
+_OP_LITERAL = __import__("re").compile(
+    r"^(aten|prims|_c10d_functional|c10d_functional|_c10d_functional_autograd|_dtensor|higher_order|tg|apex|_C|megatron)"
+    r"\.[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
+# where facts about ops live: their facts, their lowering, and the mutant writer (which creates
+# nodes, as a frontend does, so it must name the ops it writes)
+OP_REGISTRIES = {"entangle_py.ir.ops", "entangle_py.semantics.lower", "entangle_py.oracle.mutate",
+                 "entangle_py.plugins.vllm", "entangle_py.plugins.megatron"}
+
+
+def test_op_literals_only_in_the_registries():
+    """Adding an op touches its registry entry: no other module names an op (ARCHITECTURE.md)."""
+    bad = []
+    for mod, path in _modules():
+        if mod in OP_REGISTRIES:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and _OP_LITERAL.match(node.value):
+                bad.append(f"{path.relative_to(PKG.parent)}:{node.lineno}: {node.value!r}")
+    assert not bad, "op literals outside ir/ops.py and semantics/lower.py:\n" + "\n".join(bad)
+
+
+def test_op_literal_check_sees_a_literal():
+    """The check above can fail: it finds the literal in a module that names an op."""
+    tree = ast.parse('if n.target == "aten.mm.default": pass')
+    assert any(isinstance(x, ast.Constant) and _OP_LITERAL.match(str(x.value)) for x in ast.walk(tree))
+
+
+def test_every_lowering_names_a_real_op():
+    """The lowering registry answers "is this op supported?": each key is an op torch has."""
+    import torch
+
+    from entangle_py.ir import ops
+    from entangle_py.semantics import lower
+    missing = []
+    for target in lower.LOWERINGS:
+        if target in ops.BUILTIN_TARGETS:
+            continue
+        ns, name, *ov = target.split(".")
+        ov = ov[0] if ov else "default"
+        if ns in ("tg", "apex", "higher_order") or ns in ops.PLUGIN_NAMESPACES:   # other libraries' ops
+            continue
+        packet = getattr(getattr(torch.ops, ns), name, None)
+        if packet is None or ov not in packet.overloads():
+            missing.append(target)
+    assert not missing, missing

@@ -1,4 +1,4 @@
-"""The shared gloo harness (examples/gloo_ranks.py): results come back per rank, a rank killed by
+"""The shared gloo harness (examples/soundness/gloo_ranks.py): results come back per rank, a rank killed by
 a signal is run again once, and a second crash is raised rather than read as a result."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-import gloo_ranks  # noqa: E402
+from soundness import gloo_ranks  # noqa: E402
 
 
 def _worker(rank, world, port, out_dir, crash_marker, crashes):

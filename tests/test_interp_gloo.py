@@ -23,7 +23,7 @@ from entangle_py.ir import graph as G
 from entangle_py.oracle import interp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-import gloo_ranks  # noqa: E402  (examples/gloo_ranks.py)
+from soundness import gloo_ranks  # noqa: E402
 
 NS = "_c10d_functional"
 

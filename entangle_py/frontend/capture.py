@@ -64,7 +64,7 @@ from typing import Any
 
 import sympy
 
-from entangle_py.ir import graph
+from entangle_py.ir import graph, ops
 from entangle_py.ir import symbolic
 from entangle_py.errors import InputError
 
@@ -186,9 +186,9 @@ def cli_capture(args) -> int:
                      progress=progress)
     graph.save(bundle, args.output)
     g0 = bundle.rank(0)
-    ops = sum(1 for n in g0.nodes if not n.is_placeholder)
-    colls = sum(1 for n in g0.nodes if n.namespace in _COLLECTIVE_NS and "wait_tensor" not in n.target)
-    print(f"captured {args.script}: {bundle.kind}, {bundle.world_size} rank(s), {ops} ops/rank "
+    n_ops = sum(1 for n in g0.nodes if not n.is_placeholder)
+    colls = sum(1 for n in g0.nodes if ops.is_collective(n.target))
+    print(f"captured {args.script}: {bundle.kind}, {bundle.world_size} rank(s), {n_ops} ops/rank "
           f"({colls} collectives), {len(g0.inputs)} inputs, {len(g0.outputs)} outputs"
           f"{', dynamic' if args.dynamic else ''} -> {args.output} ({time.perf_counter() - t0:.1f} s)")
     return 0
@@ -206,7 +206,6 @@ class _DynamoInfo:
     no_grad_nodes: set = dataclasses.field(default_factory=set)       # Dynamo nodes run under no_grad
 
 
-_COLLECTIVE_NS = ("_c10d_functional", "c10d_functional", "_c10d_functional_autograd")
 
 
 def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool) -> graph.RankGraph:
@@ -753,6 +752,8 @@ class _Converter:
             return graph.TorchConst("layout", str(a).removeprefix("torch."))
         if isinstance(a, torch.memory_format):
             return graph.TorchConst("memory_format", str(a).removeprefix("torch."))
+        if isinstance(a, torch._ops.OpOverload):   # the op a higher-order op wraps (auto_functionalized)
+            return graph.check_target(str(a))
         raise CaptureError(f"rank {self.rank}: unsupported argument {a!r} of type {type(a).__name__}")
 
     # ---- provenance
@@ -872,7 +873,7 @@ def _convert(gm, info: _DynamoInfo, model, inputs, rank, script_file, joint, wor
             target = _target_name(n)
             args = tuple(conv.arg(a) for a in n.args)
             kwargs = {k: conv.arg(v) for k, v in n.kwargs.items()}
-            if isinstance(n.target, torch._ops.OpOverload) and n.target.namespace in _COLLECTIVE_NS:
+            if isinstance(n.target, torch._ops.OpOverload) and n.target.namespace in ops.COLLECTIVE_NAMESPACES:
                 _record_groups(n, groups, rank, conv.source(n))
             module = conv.module(n)
             if module is None and n.meta.get("partitioner_tag") == "is_backward":

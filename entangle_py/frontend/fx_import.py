@@ -7,7 +7,7 @@ with ``# File: path:line in fn, code: ...`` comments giving source locations.
 The file is never executed.  It is read line by line; single statements are parsed with Python's
 ``ast`` module (which only builds a syntax tree) and that tree is interpreted here against a small
 whitelist: ``torch.ops.<ns>.<op>.<overload>(...)`` calls in the namespaces of
-``graph.OP_NAMESPACES``, ``x[i]`` / ``operator.getitem(x, i)``, ``self.<constant>``, literals,
+``ops.NAMESPACES``, ``x[i]`` / ``operator.getitem(x, i)``, ``self.<constant>``, literals,
 ``torch.<dtype|layout|memory_format>`` and ``device(...)``.  Anything else is an ``InputError``
 naming the file and line.
 
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import sympy
 
-from entangle_py.ir import graph
+from entangle_py.ir import graph, ops
 from entangle_py.ir import symbolic
 from entangle_py.errors import InputError
 from entangle_py.ir.graph import Bundle, Node, Port, Ref, RankGraph, ScalarMeta, Source, SymIntMeta, TensorMeta, TorchConst
@@ -65,8 +65,6 @@ LAYOUTS = frozenset({"strided", "sparse_coo", "sparse_csr", "sparse_csc", "spars
                      "_mkldnn", "jagged"})
 MEMORY_FORMATS = frozenset({"contiguous_format", "channels_last", "channels_last_3d", "preserve_format"})
 
-AUTO_FUNCTIONALIZED = frozenset({"auto_functionalized", "auto_functionalized_v2"})
-COLLECTIVE_NAMESPACES = frozenset({"_c10d_functional", "_c10d_functional_autograd"})
 CONST_PORT_PREFIX = "const:"
 KINDS = ("forward", "joint", "imported")
 
@@ -346,7 +344,7 @@ class _FxParser:
         target = self._op_target(fn[len("torch.ops."):])
         ns, _, rest = target.partition(".")
         args = []
-        if ns == "higher_order" and rest in AUTO_FUNCTIONALIZED:
+        if ns == "higher_order" and rest in ops.AUTO_FUNCTIONALIZED_OPS:
             if not call.args:
                 self.fail(f"{target} without the op it wraps")
             wrapped = _dotted(call.args[0])
@@ -363,7 +361,7 @@ class _FxParser:
             if kw.arg is None:
                 self.fail("**kwargs in an op call")
             kwargs[kw.arg] = self._arg(kw.value)
-        if ns in COLLECTIVE_NAMESPACES:
+        if ns in ops.COLLECTIVE_NAMESPACES:
             group = kwargs.get("group_name")
             if group is None and args and isinstance(args[-1], str):
                 group = args[-1]
@@ -376,9 +374,9 @@ class _FxParser:
         if not 2 <= len(parts) <= 3 or not all(_IDENT.match(p) for p in parts):
             self.fail(f"malformed op name torch.ops.{dotted}")
         target = ".".join(parts)
-        if parts[0] not in graph.OP_NAMESPACES:
+        if parts[0] not in ops.NAMESPACES:
             self.fail(f"op torch.ops.{target} is in namespace {parts[0]!r}, which the graph format does "
-                      f"not allow (allowed: {', '.join(sorted(graph.OP_NAMESPACES))})")
+                      f"not allow (allowed: {', '.join(sorted(ops.NAMESPACES))})")
         try:
             return graph.check_target(target)
         except graph.GraphFormatError as e:
@@ -399,7 +397,7 @@ class _FxParser:
         if op is None:
             self.fail(f"unsupported expression: {_clip(ast.unparse(expr))}")
         target = f"operator.{op}"
-        if "operator" not in graph.OP_NAMESPACES:
+        if "operator" not in ops.NAMESPACES:
             self.fail(f"Python arithmetic on symbolic sizes ({_clip(ast.unparse(expr), 60)}) cannot be "
                       f"stored: the graph format has no 'operator' op namespace")
         return Node(name=name, target=graph.check_target(target),
@@ -583,7 +581,7 @@ class _FxParser:
         for n in self.nodes.values():
             if n.target == "getitem" and isinstance(n.args[0], Ref):
                 items.setdefault(n.args[0].name, {})[n.args[1]] = n.val
-            if n.target == "aten.lift_fresh_copy.default" and n.args and isinstance(n.args[0], Ref):
+            if n.target == ops.LIFT_FRESH_COPY and n.args and isinstance(n.args[0], Ref):
                 src = self.nodes[n.args[0].name]
                 if src.target == "placeholder" and src.val is None and isinstance(n.val, TensorMeta):
                     src.val = n.val

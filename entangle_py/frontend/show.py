@@ -17,12 +17,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from entangle_py.ir import graph
+from entangle_py.ir import graph, ops
 from entangle_py.errors import InputError
 from entangle_py.ir.graph import Bundle, Node, Ref, RankGraph, ScalarMeta, SymIntMeta, TensorMeta, TorchConst
 
-COLLECTIVE_NAMESPACES = frozenset({"_c10d_functional", "c10d_functional", "_c10d_functional_autograd"})
-NON_COLLECTIVE_OPS = frozenset({"wait_tensor"})
 MAX_RANK_COLUMNS = 8        # beyond this, per-rank tables show the first ranks only (use --rank)
 
 _DTYPE_SHORT = {
@@ -83,12 +81,6 @@ def group_of(node: Node) -> str | None:
     if node.args and isinstance(node.args[-1], str):
         return node.args[-1]
     return None
-
-
-def is_collective(node: Node) -> bool:
-    if node.namespace not in COLLECTIVE_NAMESPACES:
-        return False
-    return node.target.split(".")[1] not in NON_COLLECTIVE_OPS
 
 
 def _ranks_to_show(bundle: Bundle, rank: int | None) -> list[RankGraph]:
@@ -185,7 +177,7 @@ def _collective_table(graphs: list[RankGraph]) -> Table | None:
     members: dict[str, list[int] | None] = {}
     for i, g in enumerate(graphs):
         for n in g.nodes:
-            if is_collective(n):
+            if ops.is_collective(n.target):
                 grp = group_of(n) or "?"
                 rows.setdefault((n.op, grp), [0] * len(graphs))[i] += 1
                 if grp not in members or members[grp] is None:
@@ -255,7 +247,7 @@ def print_node(bundle: Bundle, name: str, console: Console, rank: int | None = N
         if n.kwargs:
             rows.append(("kwargs", ", ".join(f"{k}={fmt_arg(v)}" for k, v in n.kwargs.items())))
         rows.append(("value", fmt_val(n.val)))
-        if is_collective(n):
+        if ops.is_collective(n.target):
             grp = group_of(n)
             m = g.groups.get(grp) if grp else None
             rows.append(("group", f"{grp!r} (ranks {_fmt_ranks(m)})" if m else f"{grp!r} (members unknown)"))

@@ -28,19 +28,12 @@ from typing import Any, Iterator, Union
 
 import sympy
 
-from entangle_py.ir import symbolic
+from entangle_py.ir import ops, symbolic
 from entangle_py.errors import InputError
 
 FORMAT_NAME = "entangle-graph"
 FORMAT_VERSION = 1
 
-# Op namespaces a graph may name.  Anything else is rejected at load time.
-OP_NAMESPACES = frozenset({
-    "aten", "prims", "_c10d_functional", "c10d_functional", "_c10d_functional_autograd",
-    "_dtensor", "higher_order", "tg", "apex",
-})
-# Targets without a namespace: graph inputs and tuple projection.
-BUILTIN_TARGETS = frozenset({"placeholder", "getitem"})
 _TARGET = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){1,2}$")
 # Tags for torch constants that appear as op arguments (dtype=torch.float32, device=...).
 CONST_KINDS = frozenset({"dtype", "device", "layout", "memory_format"})
@@ -353,15 +346,15 @@ def check_target(target: str) -> str:
     """Accept only builtin targets and ops of whitelisted namespaces."""
     if not isinstance(target, str):
         raise GraphFormatError(f"op target must be a string, got {type(target).__name__}")
-    if target in BUILTIN_TARGETS:
+    if target in ops.BUILTIN_TARGETS:
         return target
     if not _TARGET.match(target):
         raise GraphFormatError(f"malformed op target {target!r}")
     ns = target.split(".", 1)[0]
-    if ns not in OP_NAMESPACES:
+    if ns not in ops.NAMESPACES:
         raise GraphFormatError(
             f"op {target!r} is in namespace {ns!r}, which is not one of the allowed namespaces "
-            f"({', '.join(sorted(OP_NAMESPACES))})")
+            f"({', '.join(sorted(ops.NAMESPACES))})")
     return target
 
 

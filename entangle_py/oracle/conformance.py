@@ -30,6 +30,7 @@ from typing import Any, Callable
 import torch
 
 from entangle_py.ir import graph as G
+from entangle_py.ir import ops
 from entangle_py.oracle import interp
 from entangle_py.semantics import lower as L
 from entangle_py.semantics import terms
@@ -158,7 +159,7 @@ def trace_sample(op, sample) -> tuple[G.RankGraph, dict[str, torch.Tensor], dict
                 inputs[port] = t.detach().clone()
             elif n.op == "call_function":
                 target = G.check_target(_target_name(n))
-                if (target == "aten.copy_.default" and n.args[0].op == "placeholder" and not n.users
+                if (target == ops.COPY_INTO and n.args[0].op == "placeholder" and not n.users
                         and isinstance(n.args[1], torch.fx.Node)):
                     # functionalization's epilogue for an input the op mutates (embedding with
                     # max_norm): like a captured graph, the new value is an output, not a mutation
@@ -377,7 +378,7 @@ def _describe(v) -> str:
 def _nondeterministic(g: G.RankGraph) -> bool:
     """Random ops and uninitialised allocations: a second run gives other values."""
     for n in g.nodes:
-        if n.target in L.ALLOCATIONS or "empty" in n.op:
+        if n.target in ops.ALLOCATIONS or "empty" in n.op:
             return True
         if n.namespace == "aten":
             try:

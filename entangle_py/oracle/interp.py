@@ -4,7 +4,7 @@ Used for capture-faithfulness tests and for failure evidence (DESIGN §6): rando
 inputs built from them through the input relation (``distribute``), run both programs (possibly
 only up to some nodes, ``upto``), compare.
 
-* Op targets resolve only against the whitelisted namespaces (``graph.OP_NAMESPACES``) with
+* Op targets resolve only against the whitelisted namespaces (``ir.ops.NAMESPACES``) with
   ``getattr`` on ``torch.ops`` -- nothing from a graph file is ever evaluated.
 * Device constants (meta, cuda, ...) become ``cpu``; ``pin_memory`` is dropped.  With
   ``float_dtype`` every floating-point dtype constant is replaced (run a float32/bf16 capture in
@@ -29,7 +29,8 @@ import sympy
 import torch
 
 from entangle_py.ir import graph as G
-from entangle_py.ir import symbolic
+from entangle_py.ir import ops
+from entangle_py import plugins
 from entangle_py.check import spec as S
 from entangle_py.errors import InputError
 
@@ -52,8 +53,6 @@ class ShapeMismatch(InterpError):
 
 # ----------------------------------------------------------------------------- op resolution
 
-_COLLECTIVE_NS = frozenset({"_c10d_functional", "c10d_functional", "_c10d_functional_autograd", "_dtensor"})
-_IDENTITY_TG = frozenset({"log_tensor", "inplace_log_tensor"})
 _OP_CACHE: dict[str, Any] = {}
 
 
@@ -76,8 +75,11 @@ def resolve_op(target: str) -> torch._ops.OpOverload:
     if target in _OP_CACHE:
         return _OP_CACHE[target]
     ns, op, overload = _split_target(target)
-    if ns not in G.OP_NAMESPACES:   # check_target already did; kept as the explicit gate
+    if ns not in ops.NAMESPACES:   # check_target already did; kept as the explicit gate
         raise UnsupportedOp(f"op {target!r}: namespace {ns!r} is not allowed")
+    if target in plugins.PURE:      # a custom op left whole (data-dependent): its reference runs
+        _OP_CACHE[target] = plugins.REGISTRY[target].reference
+        return _OP_CACHE[target]
     try:
         packet = getattr(getattr(torch.ops, ns), op)
         fn = getattr(packet, overload)
@@ -439,9 +441,7 @@ class _Runner:
         the same members are two communicators, each with its own order of collectives)."""
         A = _positional(node.target, *self._args(r, node))
         op = _split_target(node.target)[1]
-        idx = {"all_reduce": 2, "all_reduce_": 2, "all_gather_into_tensor": 2, "reduce_scatter_tensor": 3,
-               "all_to_all_single": 3, "broadcast": 2, "broadcast_": 2, "shard_dim_alltoall": 3}.get(op.replace(
-                   "_coalesced", ""), None)
+        idx = ops.GROUP_ARG.get(op.replace("_coalesced", ""))
         name = A[idx] if idx is not None and idx < len(A) else None
         members = tuple(self._group(r, node, name))
         return G.communicator(self.bundle.ranks, name, members)
@@ -469,7 +469,7 @@ class _Runner:
         ns, op, _ = _split_target(node.target)
         if op == "wait_tensor":
             return None, args[0]
-        legacy = ns == "c10d_functional"
+        legacy = ns == ops.LEGACY_COLLECTIVE_NAMESPACE
         A = _positional(node.target, args, kwargs)
 
         def grp(i_name, i_ranks):
@@ -582,7 +582,7 @@ class _Runner:
             try:
                 if target == "getitem":
                     v = args[0][args[1]]
-                elif ns in _COLLECTIVE_NS:
+                elif ns in ops.COLLECTIVE_NAMESPACES:
                     req, v = self._collective(r, node, args, kwargs)
                     if isinstance(req, tuple):      # isend: completes at once
                         v = req[1]
@@ -593,9 +593,9 @@ class _Runner:
                         req.comm = self._comm_of(r, node)
                         yield ("issue", req)
                         v = req
-                elif ns == "tg" and node.op.split(".")[1] in _IDENTITY_TG:
+                elif ns == "tg" and ops.op_name(node.target) in ops.NAMING_OP_NAMES:
                     v = args[0] if node.val is not None else None
-                elif ns == "higher_order" and node.op == "higher_order.auto_functionalized":
+                elif node.op in ops.AUTO_FUNCTIONALIZED:
                     v = self._auto_functionalized(r, node, args, kwargs)
                 else:
                     v = self._call(r, node, resolve_op(target), args, kwargs)
@@ -628,9 +628,11 @@ class _Runner:
             raise UnsupportedOp(f"rank {r} node {node.name!r}: auto_functionalized needs the op target as its first "
                                 f"argument (a string), got {node.args[:1]!r}")
         inner = node.args[0]
-        if inner.startswith("tg.") and inner.split(".")[1] in _IDENTITY_TG:
+        if ops.namespace(inner) == "tg" and ops.op_name(inner) in ops.NAMING_OP_NAMES:
             mutated = [kwargs[a] for a in kwargs if isinstance(kwargs[a], torch.Tensor)]
             return (None, *mutated)
+        if node.op != ops.AUTO_FUNCTIONALIZED_V1:
+            raise UnsupportedOp(f"rank {r} node {node.name!r}: {node.op} of {inner} (only naming ops)")
         fn = resolve_op(inner)
         kw = {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in kwargs.items()}
         out = fn(*args[1:], **kw)

@@ -31,9 +31,7 @@ import copy
 from dataclasses import dataclass
 
 from entangle_py.ir import graph as G
-
-COLLECTIVE_NS = frozenset({"_c10d_functional", "c10d_functional"})
-WAIT = "wait_tensor"
+from entangle_py.ir import ops
 
 KINDS = ("drop_collective", "dup_collective", "ar_to_ag", "ag_to_ar", "reduce_op", "group_reversed",
          "group_split", "swap_ranks", "swap_inputs", "slice_shift", "scalar", "swap_operands",
@@ -102,22 +100,16 @@ def _remove_unused(g: G.RankGraph) -> None:
 
 
 def _op_name(n: G.Node) -> str:
-    """'all_reduce' for '_c10d_functional.all_reduce.default'."""
-    parts = n.target.split(".")
-    return parts[1] if len(parts) >= 2 else n.target
-
-
-def _is_collective(n: G.Node) -> bool:
-    return n.namespace in COLLECTIVE_NS and _op_name(n) != WAIT
+    return ops.op_name(n.target)
 
 
 def _collectives(g: G.RankGraph) -> list[G.Node]:
-    return [n for n in g.nodes if _is_collective(n)]
+    return [n for n in g.nodes if ops.is_collective(n.target)]
 
 
 def _wait_of(g: G.RankGraph, name: str) -> G.Node | None:
     for n in g.nodes:
-        if n.namespace in COLLECTIVE_NS and _op_name(n) == WAIT and n.args and n.args[0] == G.Ref(name):
+        if ops.is_wait(n.target) and n.args and n.args[0] == G.Ref(name):
             return n
     return None
 

@@ -34,11 +34,12 @@ import sympy
 import torch
 
 from entangle_py.ir import graph as G
+from entangle_py.ir import ops
 from entangle_py.oracle import interp
 from entangle_py.semantics import lower as L
 from entangle_py.check import spec as S
 from entangle_py.check.checker import OpFailure, gd_leaf
-from entangle_py.semantics.terms import DROPMASK, DROPOUT, EvalError, Var, evaluate, is_clean, parse_sexpr, unary_fn
+from entangle_py.semantics.terms import DROPMASK, DROPOUT, EvalError, Var, evaluate, parse_sexpr, unary_fn
 
 F64 = torch.float64
 DEFAULT_BUDGET = 2 << 30
@@ -70,17 +71,13 @@ def attach(res, checker, draws: int = DEFAULT_DRAWS, budget_bytes: int = DEFAULT
 
 # ----------------------------------------------------------------------------- running both programs
 
-_EMPTY = {"aten.empty.memory_format", "aten.empty.default", "aten.empty_like.default", "aten.new_empty.default",
-          "aten.empty_strided.default", "aten.new_empty_strided.default"}
-
-
 class _Runner(interp._Runner):
     """The interpreter with given values for some inner nodes ([cut] tensors) and random draws
     given the term language's meaning."""
 
     def __init__(self, bundle, inputs, overrides, **kw):
         self.overrides = overrides
-        self.draw_index = [{n.name: k for k, n in enumerate(x for x in g.nodes if x.target in L.RANDOM_OPS)}
+        self.draw_index = [{n.name: k for k, n in enumerate(x for x in g.nodes if x.target in ops.RANDOM_OPS)}
                            for g in bundle.ranks]
         super().__init__(bundle, inputs, None, F64, True)
 
@@ -90,14 +87,14 @@ class _Runner(interp._Runner):
         return super()._arg(r, v, node)
 
     def _call(self, r, node, fn, args, kwargs):
-        if node.target == "aten.native_dropout.default":
+        if node.target == ops.DROPOUT:
             x, p = args[0], float(args[1])
             train = args[2] if len(args) > 2 else kwargs.get("train")
             if not train or p == 0:
                 return x.clone(), torch.ones_like(x, dtype=torch.bool)
             k = self.draw_index[r][node.name]
             return (unary_fn(f"{DROPOUT}{p!r}:{k}")(x).to(x.dtype), unary_fn(f"{DROPMASK}{p!r}:{k}")(x))
-        if node.target in _EMPTY:       # uninitialised memory: random, so that reading it shows
+        if node.target in ops.ALLOCATIONS:       # uninitialised memory: random, so that reading it shows
             v = fn(*args, **kwargs)
             return interp.random_tensor(v.shape, v.dtype, None, (-3, 4)) if isinstance(v, torch.Tensor) else v
         return fn(*args, **kwargs)
@@ -235,12 +232,6 @@ def _set_constants(g: G.RankGraph, inputs: dict, constants: dict):
             inputs[p.name] = torch.full(t.shape, constants[p.name], dtype=t.dtype)
 
 
-_PASS_THROUGH = {"aten.view.default", "aten.reshape.default", "aten._unsafe_view.default", "aten.flatten.using_ints",
-                 "aten.clone.default", "aten.alias.default", "aten.unsqueeze.default", "aten.squeeze.dim",
-                 "aten._to_copy.default", "aten.expand.default", "aten.permute.default", "aten.t.default",
-                 "aten.transpose.int", "aten.detach.default", "aten.contiguous.default"}
-
-
 def int_ranges(g: G.RankGraph) -> dict:
     """Integer inputs' ranges: [0, rows) for ids indexing a table (embedding, W[ids]), [0, C) for
     class targets; [0, 2) otherwise.  Ids are in range whether or not valid_indices is assumed:
@@ -260,15 +251,15 @@ def int_ranges(g: G.RankGraph) -> dict:
             for u in users[cur]:
                 un = g.node(u)
                 refs = [a.name if isinstance(a, G.Ref) else None for a in un.args]
-                if un.target == "aten.embedding.default" and len(refs) > 1 and refs[1] == cur:
-                    bound = _dim(g, refs[0], 0)
-                elif un.target.startswith("aten.nll_loss") and len(refs) > 1 and refs[1] == cur:
-                    bound = _dim(g, refs[0], -1)
-                elif un.target == "aten.index.Tensor" and len(un.args) > 1 and isinstance(un.args[1], (list, tuple)):
+                if un.target in ops.INDEXING:
+                    i_ids, i_table, d = ops.INDEXING[un.target]
+                    if len(refs) > max(i_ids, i_table) and refs[i_ids] == cur and refs[i_table] is not None:
+                        bound = _dim(g, refs[i_table], d)
+                elif un.target == ops.INDEX_TENSOR and len(un.args) > 1 and isinstance(un.args[1], (list, tuple)):
                     for j, a in enumerate(un.args[1]):
                         if isinstance(a, G.Ref) and a.name == cur and isinstance(un.args[0], G.Ref):
                             bound = _dim(g, un.args[0].name, j)
-                elif un.target in _PASS_THROUGH:
+                elif un.target in ops.VALUE_PRESERVING:
                     frontier.append(u)
                 if bound is not None:
                     break

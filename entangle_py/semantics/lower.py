@@ -16,22 +16,32 @@ from dataclasses import dataclass
 
 import sympy
 
-from entangle_py.ir.graph import Node, Ref, SymIntMeta, TensorMeta, TorchConst
+from entangle_py import plugins
+from entangle_py.ir import ops
+from entangle_py.ir.graph import Node, Ref, TensorMeta, TorchConst
 from entangle_py.semantics.terms import CASTS, DROPMASK, DROPOUT, INT_SCALAR_OPS, MASKED_FILL, THRESHOLD_BACKWARD, str_lit
 
-COLLECTIVES = {
-    "_c10d_functional.all_reduce.default": "all_reduce",
-    "_c10d_functional.all_gather_into_tensor.default": "all_gather",
-    "_c10d_functional.reduce_scatter_tensor.default": "reduce_scatter",
-    "_c10d_functional.all_to_all_single.default": "all_to_all",
-    "_c10d_functional.broadcast.default": "broadcast",
-}
+# The lowering registry: ATen target -> handler(lowerer, node).  One entry per target (a second
+# registration is an error); ``supported(target)`` is membership.  A handler may return None to
+# decline a call it cannot express; the op is then opaque if it is in OPAQUE_PURE, else it has
+# no semantics.
+LOWERINGS: dict = {}
 
-IDENTITY_OPS = {
-    "aten.clone.default", "aten.detach.default", "aten.alias.default", "aten.lift_fresh_copy.default",
-    "aten.contiguous.default", "_c10d_functional.wait_tensor.default", "tg.log_tensor.default",
-    "tg.inplace_log_tensor.default", "aten.clone", "aten.detach",
-}
+
+def lowers(*targets):
+    """Register the decorated function as the lowering of ``targets``."""
+    def register(fn):
+        for t in targets:
+            if t in LOWERINGS:
+                raise ValueError(f"{t} is lowered twice ({LOWERINGS[t].__name__}, {fn.__name__})")
+            LOWERINGS[t] = fn
+        return fn
+    return register
+
+
+def supported(target: str) -> bool:
+    return target in LOWERINGS
+
 
 UNARY = {
     "aten.gelu.default": None, "aten.relu.default": "relu", "aten.silu.default": "silu",
@@ -41,25 +51,25 @@ UNARY = {
     "aten.reciprocal.default": "reciprocal", "aten.logical_not.default": "logical_not",
 }
 
-BINARY = {
-    "add": "add", "sub": "sub", "mul": "mul", "div": "div", "maximum": "maximum", "minimum": "minimum",
-    "pow": "pow", "eq": "eq", "lt": "lt", "gt": "gt", "le": "le", "ge": "ge", "ne": "ne",
-    "bitwise_or": "bitwise_or", "bitwise_and": "bitwise_and", "logical_or": "logical_or",
-    "logical_and": "logical_and",
-}
-
-AUTO_FUNCTIONALIZED = {"higher_order.auto_functionalized", "higher_order.auto_functionalized_v2"}
-# Ops that only give a tensor a name (the name becomes an alias usable in spec files).
-NAMING_OPS = {"tg.log_tensor.default", "tg.inplace_log_tensor.default"}
-
+# Elementwise binary ops, by target -> the term's op.  Overloads that take (tensor, tensor |
+# scalar) and, for add/sub, alpha; div's *_mode overloads take rounding_mode (see _rounded).
+# Others (out=, in place, Python scalars) are not binary ops here.
+BINARY = {f"aten.{op}.{ov}": op for op, ovs in {
+    "add": ("Tensor", "Scalar"), "sub": ("Tensor", "Scalar"), "mul": ("Tensor", "Scalar"),
+    "div": ("Tensor", "Scalar", "Tensor_mode", "Scalar_mode"), "maximum": ("default",), "minimum": ("default",),
+    "pow": ("Tensor_Tensor", "Tensor_Scalar"), "eq": ("Tensor", "Scalar"), "lt": ("Tensor", "Scalar"),
+    "gt": ("Tensor", "Scalar"), "le": ("Tensor", "Scalar"), "ge": ("Tensor", "Scalar"), "ne": ("Tensor", "Scalar"),
+    "bitwise_or": ("Tensor", "Scalar"), "bitwise_and": ("Tensor", "Scalar"), "logical_or": ("default",),
+    "logical_and": ("default",),
+}.items() for ov in ovs}
 
 def naming_aliases(g) -> dict[str, str]:
     """name given by a naming op -> the node that holds the named tensor."""
     out = {}
     for n in g.nodes:
-        if n.target == "tg.log_tensor.default" and len(n.args) > 1 and isinstance(n.args[1], str):
+        if n.target == ops.LOG_TENSOR and len(n.args) > 1 and isinstance(n.args[1], str):
             out.setdefault(n.args[1], n.name)
-        elif n.target in AUTO_FUNCTIONALIZED and n.args and n.args[0] in NAMING_OPS:
+        elif n.target in ops.AUTO_FUNCTIONALIZED and n.args and n.args[0] in ops.NAMING_OPS:
             name = n.kwargs.get("s")
             holder = next((u.name for u in g.nodes if u.target == "getitem" and u.args
                            and isinstance(u.args[0], Ref) and u.args[0].name == n.name and u.args[1] == 1), None)
@@ -90,14 +100,6 @@ OPAQUE_PURE = {
     "aten.constant_pad_nd.default", "aten.eye.default", "aten.eye.m", "aten.slice_backward.default",
     "aten.select_backward.default", "aten.nonzero.default",
 }
-
-# Uninitialised allocations: their contents are arbitrary, so each is a free tensor equal to
-# nothing (two `empty` calls with the same arguments are NOT the same tensor).
-ALLOCATIONS = {
-    "aten.empty.memory_format", "aten.empty_like.default", "aten.new_empty.default",
-    "aten.new_empty_strided.default", "aten.empty_strided.default",
-}
-
 
 @dataclass(frozen=True)
 class Identity:
@@ -160,10 +162,6 @@ class Free:
 INT_DTYPES = {"int64", "int32", "int16", "int8", "uint8"}
 FLOAT_DTYPES = {"float64", "float32", "float16", "bfloat16"}
 CONST_PORT_PREFIX = "const:"
-# ops whose value is their first argument's (for looking through producers in lowering)
-_PASS_THROUGH = {"aten.clone.default", "aten.detach.default", "aten.alias.default", "aten.contiguous.default",
-                 "aten.lift_fresh_copy.default"}
-_RESHAPES = {"aten.view.default", "aten.reshape.default", "aten._unsafe_view.default"}
 
 
 class Lowerer:
@@ -178,7 +176,7 @@ class Lowerer:
         self.constants = constants or {}     # const port name -> declared value (spec [constants])
         self.same_rng = same_rng             # the same_rng assumption is in force
         # random draws in program order: the k-th draw of one program meets the k-th of another
-        self.draws = {m.name: k for k, m in enumerate(x for x in graph.nodes if x.target in RANDOM_OPS)}
+        self.draws = {m.name: k for k, m in enumerate(x for x in graph.nodes if x.target in ops.RANDOM_OPS)}
 
     def shape(self, name: str) -> tuple:
         v = self.g.node(name).val
@@ -195,70 +193,75 @@ class Lowerer:
         return self.var(a.name)
 
     def lower(self, n: Node):
-        tgt = n.target
         if not isinstance(n.val, (TensorMeta, tuple)):
             return NotTensor()
         refused = _audit_arguments(n)
         if refused is not None:
             return refused
-        a = n.args
-        if tgt == "getitem":
-            return Identity(f"{a[0].name}#{a[1]}")
-        if tgt == "aten.lift_fresh_copy.default":
-            out = self._lift_const(n)
-            if out is not None:
-                return out
-        if tgt in IDENTITY_OPS:
-            return Identity(a[0].name)
-        if tgt == "aten.copy.default" or tgt == "aten.copy_.default":
-            # copy(dst, src) is src broadcast to dst's shape and cast to its dtype
-            src = self.g.node(a[1].name).val
-            if not isinstance(src, TensorMeta) or (src.shape, src.dtype) != (n.val.shape, n.val.dtype):
-                return Refused(tgt, "src", "a copy that broadcasts or casts")
-            return Identity(a[1].name)
-        if tgt in COLLECTIVES:
-            return self._collective(n, COLLECTIVES[tgt])
-        if tgt in AUTO_FUNCTIONALIZED:
-            return self._auto_functionalized(n)
-        if tgt in ALLOCATIONS:
-            return Free(tgt)
-        op = tgt.split(".", 1)[1] if tgt.startswith("aten.") else None          # 'mm.default'
-        base = op.split(".")[0] if op else None                                  # 'mm'
-        if tgt == "aten._to_copy.default":
-            src = self.g.node(a[0].name).val
-            if isinstance(src, TensorMeta) and src.dtype == n.val.dtype:
-                return Identity(a[0].name)
-            if isinstance(src, TensorMeta) and n.val.dtype in CASTS and set(n.kwargs) <= {"dtype", "layout", "device"}:
-                return Term(f"(unary {str_lit('to_' + n.val.dtype)} {self.t(a[0])})")
-        if tgt in UNARY:
-            name = UNARY[tgt] or ("gelu_tanh" if n.kwargs.get("approximate") == "tanh" else "gelu")
-            return Term(f"(unary {str_lit(name)} {self.t(a[0])})")
-        if base in BINARY and len(a) >= 2 and op.split(".")[1] in BINARY_OVERLOADS:
-            out = self._binary(n, _rounded(BINARY[base], n))
-            if out is not None:
-                return out
-        if base == "rsub" and op.split(".")[1] in BINARY_OVERLOADS:
-            alpha = n.kwargs.get("alpha", a[2] if len(a) > 2 else 1)
-            if alpha != 1 or not isinstance(a[0], Ref):
-                return Refused(tgt, "alpha", f"alpha={alpha!r}")
-            if isinstance(a[1], Ref):
-                return Term(f"(binary \"sub\" {self.t(a[1])} {self.t(a[0])})")
-            return Term(f"(scalar \"rsub\" {self.t(a[0])} {_scalar(a[1])})")
-        # handlers: _h_<op>_<overload> for aten ops, _h_<ns>_<op>_<overload> for other namespaces
-        h = getattr(self, "_h_" + (op or tgt).replace(".", "_"), None)
-        if h is not None:
-            out = h(n)
-            if out is not None:
-                return out
-        if tgt in OPAQUE_PURE:
+        handler = LOWERINGS.get(n.target)
+        out = handler(self, n) if handler is not None else None
+        if out is None and n.target in OPAQUE_PURE:
             return self._opaque(n)
-        return NoSemantics(tgt)
+        return out if out is not None else NoSemantics(n.target)
 
+    # -- table-driven ops (registered below the class) ---------------------------------------
+    @lowers(ops.GETITEM)
+    def _getitem(self, n):
+        return Identity(f"{n.args[0].name}#{n.args[1]}")
+
+    @lowers(ops.LIFT_FRESH_COPY)
+    def _lift_fresh_copy(self, n):
+        return self._lift_const(n) or Identity(n.args[0].name)
+
+    def _identity(self, n):
+        return Identity(n.args[0].name)
+
+    @lowers(*sorted(ops.COPY_OPS))
+    def _copy(self, n):
+        """copy(dst, src) is src broadcast to dst's shape and cast to its dtype."""
+        src = self.g.node(n.args[1].name).val
+        if not isinstance(src, TensorMeta) or (src.shape, src.dtype) != (n.val.shape, n.val.dtype):
+            return Refused(n.target, "src", "a copy that broadcasts or casts")
+        return Identity(n.args[1].name)
+
+    def _allocation(self, n):
+        return Free(n.target)
+
+    @lowers(ops.TO_COPY)
+    def _to_copy(self, n):
+        a = n.args
+        src = self.g.node(a[0].name).val
+        if isinstance(src, TensorMeta) and src.dtype == n.val.dtype:
+            return Identity(a[0].name)
+        if isinstance(src, TensorMeta) and n.val.dtype in CASTS and set(n.kwargs) <= {"dtype", "layout", "device"}:
+            return Term(f"(unary {str_lit('to_' + n.val.dtype)} {self.t(a[0])})")
+        return None
+
+    def _unary(self, n):
+        name = UNARY[n.target] or ("gelu_tanh" if n.kwargs.get("approximate") == "tanh" else "gelu")
+        return Term(f"(unary {str_lit(name)} {self.t(n.args[0])})")
+
+    def _binary_op(self, n):
+        if len(n.args) < 2:
+            return None
+        return self._binary(n, _rounded(BINARY[n.target], n))
+
+    @lowers("aten.rsub.Tensor", "aten.rsub.Scalar")
+    def _rsub(self, n):
+        a = n.args
+        alpha = n.kwargs.get("alpha", a[2] if len(a) > 2 else 1)
+        if alpha != 1 or not isinstance(a[0], Ref):
+            return Refused(n.target, "alpha", f"alpha={alpha!r}")
+        if isinstance(a[1], Ref):
+            return Term(f"(binary \"sub\" {self.t(a[1])} {self.t(a[0])})")
+        return Term(f"(scalar \"rsub\" {self.t(a[0])} {_scalar(a[1])})")
+
+    @lowers(*sorted(ops.AUTO_FUNCTIONALIZED))
     def _auto_functionalized(self, n: Node):
         """A mutating op in functional form: outputs are (op result, new value of each base).
         Only the naming op is understood: it changes nothing, so every base is unchanged."""
         op = n.args[0] if n.args else None
-        if op not in NAMING_OPS:
+        if op not in ops.NAMING_OPS:
             return NoSemantics(f"{op} (in {n.target})")
         bases = n.kwargs.get("_all_bases") or [n.kwargs.get(k) for k in n.kwargs if isinstance(n.kwargs[k], Ref)]
         return TupleTerms((None,) + tuple(Identity(b.name) for b in bases))
@@ -320,16 +323,19 @@ class Lowerer:
         return None
 
     # -- movement --------------------------------------------------------------------------
+    @lowers("aten.t.default")
     def _h_t_default(self, n):
         x = n.args[0]
         return Term(f"(transpose {self.t(x)} 0 1)") if self.ndim(x.name) == 2 else Identity(x.name)
 
+    @lowers("aten.transpose.int")
     def _h_transpose_int(self, n):
         x, a, b = n.args[:3]
         nd = self.ndim(x.name)
         a, b = sorted((self._dim(a, nd), self._dim(b, nd)))
         return Identity(x.name) if a == b else Term(f"(transpose {self.t(x)} {a} {b})")
 
+    @lowers("aten.permute.default")
     def _h_permute_default(self, n):
         x, dims = n.args[:2]
         nd = self.ndim(x.name)
@@ -344,6 +350,8 @@ class Lowerer:
             lst = f"(ICons {d} {lst})"
         return Term(f"(permute {self.t(x)} {lst})")
 
+    @lowers(*sorted(ops.RESHAPES), "aten.unsqueeze.default", "aten.squeeze.dim", "aten.squeeze.dims",
+            "aten.squeeze.default", "aten.flatten.using_ints")
     def _reshape_to_output(self, n):
         x = n.args[0]
         picked = self._pick_operands(self._source(x.name))
@@ -354,16 +362,15 @@ class Lowerer:
             return Identity(x.name)
         return Term(f"(view {self.t(x)} {self._shape_list(n.val.shape)})")
 
-    _h_view_default = _h_reshape_default = _h__unsafe_view_default = _reshape_to_output
-    _h_unsqueeze_default = _h_squeeze_dim = _h_squeeze_dims = _h_squeeze_default = _reshape_to_output
-    _h_flatten_using_ints = _reshape_to_output
 
+    @lowers("aten.expand.default")
     def _h_expand_default(self, n):
         x = n.args[0]
         if tuple(self.shape(x.name)) == tuple(n.val.shape):
             return Identity(x.name)
         return Term(f"(expand {self.t(x)} {self._shape_list(n.val.shape)})")
 
+    @lowers("aten.slice.Tensor")
     def _h_slice_Tensor(self, n):
         x = n.args[0]
         dim = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim", 0)
@@ -392,12 +399,14 @@ class Lowerer:
             off += s
         return TupleTerms(tuple(items))
 
+    @lowers("aten.split_with_sizes.default")
     def _h_split_with_sizes_default(self, n):
         sizes = n.args[1]
         if not all(isinstance(s, int) for s in sizes):
             return None
         return self._split_parts(n, sizes)
 
+    @lowers("aten.split.Tensor")
     def _h_split_Tensor(self, n):
         x, size = n.args[0], n.args[1]
         dim = n.args[2] if len(n.args) > 2 else n.kwargs.get("dim", 0)
@@ -406,6 +415,7 @@ class Lowerer:
             return None
         return self._split_parts(n, [min(size, total - i) for i in range(0, total, size)])
 
+    @lowers("aten.cat.default")
     def _h_cat_default(self, n):
         parts = n.args[0]
         dim = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim", 0)
@@ -420,15 +430,18 @@ class Lowerer:
         return Term(f"(concat {lst} {d})")
 
     # -- linear algebra --------------------------------------------------------------------
+    @lowers("aten.mm.default")
     def _h_mm_default(self, n):
         return Term(f"(mm {self.t(n.args[0])} {self.t(n.args[1])})")
 
+    @lowers("aten.mv.default")
     def _h_mv_default(self, n):
         """mv(A, v) = mm(A, v viewed as a column), viewed back to a vector."""
         a, v = n.args[:2]
         col = f"(view {self.t(v)} {self._shape_list(tuple(self.shape(v.name)) + (1,))})"
         return Term(f"(view (mm {self.t(a)} {col}) {self._shape_list(n.val.shape)})")
 
+    @lowers("aten.stack.default")
     def _h_stack_default(self, n):
         """stack(ts, d) = concat of each t viewed with a size-1 dim inserted at d."""
         parts = n.args[0]
@@ -441,12 +454,15 @@ class Lowerer:
             lst = f"(Cons (view {self.t(p)} {self._shape_list(shape[:d] + [1] + shape[d:])}) {lst})"
         return Term(f"(concat {lst} {d})")
 
+    @lowers("aten.bmm.default")
     def _h_bmm_default(self, n):
         return Term(f"(bmm {self.t(n.args[0])} {self.t(n.args[1])})")
 
+    @lowers("aten.addmm.default")
     def _h_addmm_default(self, n):
         return self._add_product(n, "mm")
 
+    @lowers("aten.baddbmm.default")
     def _h_baddbmm_default(self, n):
         return self._add_product(n, "bmm")
 
@@ -462,6 +478,7 @@ class Lowerer:
             return Term(prod)
         return Term(f"(binary \"add\" {prod} {it})")
 
+    @lowers("aten.masked_fill.Scalar")
     def _h_masked_fill_Scalar(self, n):
         x, mask, c = n.args[:3]
         text = _fill_text(c, n.val.dtype) if isinstance(c, (int, float)) else None
@@ -469,6 +486,7 @@ class Lowerer:
             return None
         return Term(f"(binary {str_lit(MASKED_FILL + text)} {self.t(x)} {self.t(mask)})")
 
+    @lowers("aten.native_dropout.default")
     def _h_native_dropout_default(self, n):
         """Evaluation mode (train False, or p = 0): the value is the input, the mask all true.
         Training mode draws a mask: under the ``same_rng`` assumption the k-th draw of each
@@ -489,19 +507,19 @@ class Lowerer:
         return TupleTerms((Term(f"(unary {str_lit(f'{DROPOUT}{text}:{k}')} {self.t(x)})"),
                            Term(f"(unary {str_lit(f'{DROPMASK}{text}:{k}')} {self.t(x)})")))
 
+    @lowers("aten.native_dropout_backward.default")
     def _h_native_dropout_backward_default(self, n):
         grad, mask, scale = n.args[:3]
         if not isinstance(scale, (int, float)) or isinstance(scale, bool):
             return Refused(n.target, "scale", f"scale={scale!r}")
         return Term(f"(scalar \"mul\" (binary \"mul\" {self.t(grad)} {self.t(mask)}) {_scalar(scale)})")
 
+    @lowers("aten._softmax.default", "aten.softmax.int")
     def _h__softmax_default(self, n):
         x, dim = n.args[:2]
         if self._dtype(x.name) != n.val.dtype:      # half_to_float, softmax(dtype=...): a cast we do not model
             return Refused(n.target, "dtype", f"{self._dtype(x.name)} -> {n.val.dtype}")
         return Term(f"(softmax {self.t(x)} {self._dim(dim, self.ndim(x.name))})")
-
-    _h_softmax_int = _h__softmax_default
 
     # -- indexing --------------------------------------------------------------------------
     def _dtype(self, name):
@@ -512,9 +530,9 @@ class Lowerer:
         """The node whose value ``name`` has, looking through identity ops."""
         n = self.g.node(name)
         while True:
-            if n.target in _PASS_THROUGH and n.args and isinstance(n.args[0], Ref):
+            if n.target in ops.SAME_VALUE and n.args and isinstance(n.args[0], Ref):
                 n = self.g.node(n.args[0].name)
-            elif (n.target == "aten._to_copy.default" and n.args and isinstance(n.args[0], Ref)
+            elif (n.target == ops.TO_COPY and n.args and isinstance(n.args[0], Ref)
                   and self._dtype(n.args[0].name) == self._dtype(n.name)):
                 n = self.g.node(n.args[0].name)
             else:
@@ -549,6 +567,7 @@ class Lowerer:
             return Free(port)
         return Term(f"(cst {str_lit(text)} {self._shape_list(n.val.shape)})")
 
+    @lowers("aten.embedding.default")
     def _h_embedding_default(self, n):
         # The forward value of embedding is weight[ids] (padding_idx only affects gradients).
         # ``take`` has index semantics (negative ids wrap); embedding raises on them instead, so
@@ -556,6 +575,7 @@ class Lowerer:
         w, ids = n.args[:2]
         return Term(f"(take {self.t(w)} {self.t(ids)})")
 
+    @lowers("aten.index.Tensor")
     def _h_index_Tensor(self, n):
         x, idx = n.args[:2]
         if not isinstance(idx, (list, tuple)) or not all(isinstance(i, Ref) for i in idx):
@@ -609,7 +629,7 @@ class Lowerer:
             return None
         x, t = n.args[0], n.args[1][1]
         xn, tn = self._source(x.name), self._source(t.name)
-        if xn.target not in _RESHAPES or tn.target not in _RESHAPES:
+        if xn.target not in ops.RESHAPES or tn.target not in ops.RESHAPES:
             return None
         L, I = xn.args[0].name, tn.args[0].name
         ls, is_ = tuple(self.shape(L)), tuple(self.shape(I))
@@ -619,6 +639,7 @@ class Lowerer:
             return None
         return L, I
 
+    @lowers("aten.index_put.default")
     def _h_index_put_default(self, n):
         # x[mask] = c with a boolean mask on x's leading dims and a declared constant c:
         # masked_fill(x, mask reshaped to broadcast from the right, c)
@@ -644,6 +665,7 @@ class Lowerer:
             mt = f"(view {mt} {self._shape_list(ms + (1,) * (len(xs) - len(ms)))})"
         return Term(f"(binary {str_lit(MASKED_FILL + text)} {self.t(x)} {mt})")
 
+    @lowers("aten.masked_fill.Tensor")
     def _h_masked_fill_Tensor(self, n):
         x, mask, value = n.args[:3]
         c = self._const_value(value)
@@ -652,6 +674,7 @@ class Lowerer:
             return None
         return Term(f"(binary {str_lit(MASKED_FILL + text)} {self.t(x)} {self.t(mask)})")
 
+    @lowers("aten.slice_scatter.default")
     def _h_slice_scatter_default(self, n):
         # slice_scatter(x, src, dim, start, end, step) over the whole of dim is src
         x, src = n.args[:2]
@@ -671,6 +694,7 @@ class Lowerer:
         return Identity(src.name)
 
     # -- backward ops, reductions, layer norm ------------------------------------------------
+    @lowers("aten.gelu_backward.default")
     def _h_gelu_backward_default(self, n):
         grad, x = n.args[:2]
         approx = n.args[2] if len(n.args) > 2 else n.kwargs.get("approximate", "none")
@@ -683,15 +707,19 @@ class Lowerer:
         grad, x = n.args[:2]
         return Term(f"(binary {str_lit(op)} {self.t(grad)} {self.t(x)})")
 
+    @lowers("aten.silu_backward.default")
     def _h_silu_backward_default(self, n):
         return self._pointwise_backward(n, "silu_backward")
 
+    @lowers("aten.sigmoid_backward.default")
     def _h_sigmoid_backward_default(self, n):
         return self._pointwise_backward(n, "sigmoid_backward")
 
+    @lowers("aten.tanh_backward.default")
     def _h_tanh_backward_default(self, n):
         return self._pointwise_backward(n, "tanh_backward")
 
+    @lowers("aten.threshold_backward.default")
     def _h_threshold_backward_default(self, n):
         grad, x, c = n.args[:3]
         if not isinstance(c, (int, float)) or isinstance(c, bool):
@@ -732,18 +760,22 @@ class Lowerer:
         t = self._reduce_term(*args)
         return t if t is None or isinstance(t, Identity) else Term(t)
 
+    @lowers("aten.sum.dim_IntList")
     def _h_sum_dim_IntList(self, n):
         return self._reduction(n, "sum", n.args[0], self._arg(n, 1, "dim"), self._arg(n, 2, "keepdim", False),
                                n.kwargs.get("dtype"))
 
+    @lowers("aten.sum.default")
     def _h_sum_default(self, n):
         return self._reduction(n, "sum", n.args[0], None, False, self._arg(n, 1, "dtype"))
 
+    @lowers("aten.mean.dim")
     def _h_mean_dim(self, n):
         t = self._reduce_term(n, "mean", n.args[0], self._arg(n, 1, "dim"), self._arg(n, 2, "keepdim", False),
                               n.kwargs.get("dtype"))
         return self._mean_as_sum(n, t, self._arg(n, 1, "dim")) if isinstance(t, str) else t
 
+    @lowers("aten.mean.default")
     def _h_mean_default(self, n):
         t = self._reduce_term(n, "mean", n.args[0], None, False, self._arg(n, 1, "dtype"))
         return self._mean_as_sum(n, t, None) if isinstance(t, str) else t
@@ -763,9 +795,11 @@ class Lowerer:
         sum_term = mean_term.replace('(reduce "mean"', '(reduce "sum"', 1)
         return Decomposed("sum", Term(sum_term), f"(scalar \"div\" {{inner}} {_scalar(count)})")
 
+    @lowers("aten.amax.default")
     def _h_amax_default(self, n):
         return self._reduction(n, "amax", n.args[0], self._arg(n, 1, "dim", []), self._arg(n, 2, "keepdim", False))
 
+    @lowers("aten.max.dim")
     def _h_max_dim(self, n):
         """values = amax over the dim; the indices stay opaque (congruence only)."""
         dim = self._arg(n, 1, "dim")
@@ -788,6 +822,7 @@ class Lowerer:
             return None
         return f"(layernorm {self.t(x)} {self.t(w)} {self.t(b)} {k} {_scalar(float(eps))})"
 
+    @lowers("aten.native_layer_norm.default")
     def _h_native_layer_norm_default(self, n):
         x, ns, w, b, eps = n.args[:5]
         t = self._layer_norm(n, x, ns, w, b, eps)
@@ -795,12 +830,14 @@ class Lowerer:
             return None
         return TupleTerms((Term(t),) + tuple(self._opaque(n).items[1:]))   # mean, rstd: opaque
 
+    @lowers("aten.layer_norm.default")
     def _h_layer_norm_default(self, n):
         x, ns = n.args[:2]
         w, b = self._arg(n, 2, "weight"), self._arg(n, 3, "bias")
         t = self._layer_norm(n, x, ns, w, b, self._arg(n, 4, "eps", 1e-05))
         return Term(t) if t else None
 
+    @lowers("apex.fused_layer_norm_affine_fwd.default")
     def _h_apex_fused_layer_norm_affine_fwd_default(self, n):
         """apex (Megatron): args x, weight, bias, normalized_shape, eps; outputs y, mean and
         invvar (flattened to [rows]: opaque)."""
@@ -811,32 +848,16 @@ class Lowerer:
         return TupleTerms((Term(t),) + tuple(self._opaque(n).items[1:]))
 
     # -- collectives -----------------------------------------------------------------------
-    def _collective(self, n: Node, kind: str):
+    @lowers(*ops.COLLECTIVES)
+    def _collective(self, n: Node):
+        sig = ops.COLLECTIVES[n.target]
         a = n.args
-        if kind == "all_reduce":
-            return Collective(kind, a[0].name, str(a[2]), reduce=str(a[1]))
-        if kind == "all_gather":
-            return Collective(kind, a[0].name, str(a[2]), params=(a[1],))
-        if kind == "reduce_scatter":
-            return Collective(kind, a[0].name, str(a[3]), reduce=str(a[1]), params=(a[2],))
-        if kind == "all_to_all":
-            return Collective(kind, a[0].name, str(a[3]), params=(tuple(a[1] or ()), tuple(a[2] or ())))
-        if kind == "broadcast":
-            return Collective(kind, a[0].name, str(a[2]), params=(a[1],))
-        return NoSemantics(n.target)
+        params = tuple(tuple(a[i] or ()) if isinstance(a[i], (list, tuple, type(None))) else a[i] for i in sig.params)
+        reduce = str(a[sig.reduce]) if sig.reduce is not None else "sum"
+        return Collective(sig.kind, a[0].name, str(a[sig.group]), reduce=reduce, params=params)
 
 
-# Overloads of the elementwise binary ops that take (tensor, tensor|scalar) and, for add/sub,
-# alpha; div's *_mode overloads take rounding_mode (see _rounded).  Others (out=, in place)
-# are not lowered as binary ops.
 _COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
-BINARY_OVERLOADS = {"Tensor", "Scalar", "default", "Tensor_Tensor", "Tensor_Scalar", "Tensor_mode", "Scalar_mode"}
-
-# Ops that draw random numbers: the k-th draw of a program is numbered k (see native_dropout).
-RANDOM_OPS = {"aten.native_dropout.default", "aten.bernoulli.default", "aten.bernoulli.p", "aten.rand.default",
-              "aten.randn.default", "aten.rand_like.default", "aten.randn_like.default", "aten.randint.default",
-              "aten.randint.low", "aten.randperm.default", "aten.normal.Tensor_float", "aten.uniform.default"}
-
 
 def _rounded(op: str, n: Node) -> str:
     """div with rounding_mode 'floor' / 'trunc' is another op (div_floor / div_trunc)."""
@@ -947,3 +968,12 @@ def _const_key(v) -> str:
         return to_text(v)
     return repr(v)
 
+
+# the table-driven ops: one handler for each table
+lowers(*sorted(ops.IDENTITY_OPS - {ops.LIFT_FRESH_COPY}))(Lowerer._identity)
+lowers(*sorted(ops.ALLOCATIONS))(Lowerer._allocation)
+lowers(*UNARY)(Lowerer._unary)
+lowers(*BINARY)(Lowerer._binary_op)
+lowers(*sorted(OPAQUE_PURE - set(LOWERINGS)))(Lowerer._opaque)
+# custom ops a plugin leaves whole (data-dependent control flow): congruence only
+lowers(*sorted(plugins.PURE))(Lowerer._opaque)

@@ -88,6 +88,9 @@ CORPUS = [
     _e("swiglu_unfused_swapped_shard", "swiglu_unfused", bug=("_swiglu.py", "other rank's rows")),
     _e("swiglu_fused_correct", "swiglu_fused"),
     _e("swiglu_fused_swapped_halves", "swiglu_fused", bug=("_swiglu.py", "[up; gate]")),
+    # vLLM custom kernels (torch.ops._C), given their meaning by entangle's plugin
+    _e("vllm_mlp_correct", "vllm_mlp"),
+    _e("vllm_mlp_swapped_halves", "vllm_mlp", bug=("_vllm.py", "[up; gate]")),
     # uneven shards (pad, gather, cut)
     _e("uneven_gather_correct", "uneven_gather"),
     _e("uneven_gather_local_size", "uneven_gather", bug=("_uneven.py", "local size")),

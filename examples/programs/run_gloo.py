@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-import gloo_ranks  # noqa: E402
+from soundness import gloo_ranks  # noqa: E402
 from soundness.run_gloo import _materialise, _ports, load_script, named_outputs  # noqa: E402
 
 TOL = 1e-9

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import gloo_ranks  # noqa: E402  (examples/gloo_ranks.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # examples/: not soundness/, whose corpus.py
+from soundness import gloo_ranks  # noqa: E402                  # would shadow other corpora
 
 WORLD = 2
 TOL = 1e-9

@@ -89,7 +89,8 @@ def explain(data: dict, op: str | None = None, k: int = 5) -> list[str]:
         lines.append(f"  G_d neighbourhood considered (rank {nb['rank']}; {len(nb['nodes'])} operators):")
         for n in nb["nodes"]:
             role = f" [{n['role']}]" if n.get("role") not in (None, "context") else ""
-            lines.append(f"    {node_text(n)}{role}{paren_phase(n)} at {where(n)}")
+            at = f"({where(n)})" if n.get("input") else f"at {where(n)}"
+            lines.append(f"    {node_text(n)}{role}{paren_phase(n)} {at}")
     else:
         keys = _leaves_of(rec.get("relation_sexpr") or "") if not failing else []
         if keys:

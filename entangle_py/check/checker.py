@@ -985,7 +985,7 @@ class Checker:
         else:
             why = "it has no clean term at all"
         return OpFailure(node=p.node, target=n.target, source=_src(n), inputs={}, best=self.show_term(best),
-                         considered=sorted({self.show_term(l) for l in _leaves(best)}),
+                         best_term=to_sexpr(best), considered=sorted({self.show_term(l) for l in _leaves(best)}),
                          reason=f"output {p.name}: {why} (returned: {', '.join(returned[:8])}"
                                 f"{' ...' if len(returned) > 8 else ''})")
 

@@ -409,8 +409,8 @@ def annotate(checker, res) -> None:
             cand["text"] = show(cand["sexpr"])
         producers = [prov.leaf(k) for k in R.leaves(R.parse(f.best_term))]
         detail["producers"] = producers
-        try:
-            found = locate(checker, f)
+        try:      # an output not returned is computed right: nothing in G_d differs from it
+            found = [] if f.reason.startswith("output ") else locate(checker, f)
             detail["culprits"] = _merge(found, prov, show)
         except Exception as e:     # noqa: BLE001 - a diagnostic must never turn a verdict into a crash
             detail["culprits"] = []

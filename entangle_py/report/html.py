@@ -61,9 +61,9 @@ def svg_graph(sub: dict, title: str) -> str:
     pos = {}
     for c, members in cols.items():
         for j, i in enumerate(members):
-            pos[i] = (10 + c * (BOX_W + GAP_X), 30 + j * (BOX_H + GAP_Y))
+            pos[i] = (10 + c * (BOX_W + GAP_X), 46 + j * (BOX_H + GAP_Y))
     width = 20 + (max(cols) + 1) * (BOX_W + GAP_X)
-    height = 40 + max(len(m) for m in cols.values()) * (BOX_H + GAP_Y)
+    height = 56 + max(len(m) for m in cols.values()) * (BOX_H + GAP_Y)
     out = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
            f"aria-label='{escape(title)}'>",
            "<defs><marker id='arr' viewBox='0 0 10 10' refX='9' refY='5' markerWidth='7' markerHeight='7' "
@@ -72,8 +72,14 @@ def svg_graph(sub: dict, title: str) -> str:
     for a, b in edges:
         if a in pos and b in pos:
             (x1, y1), (x2, y2) = pos[a], pos[b]
-            out.append(f"<line x1='{x1 + BOX_W}' y1='{y1 + BOX_H / 2}' x2='{x2 - 2}' y2='{y2 + BOX_H / 2}' "
-                       f"stroke='#6b7585' stroke-width='1.2' marker-end='url(#arr)'/>")
+            x1, y1, x2, y2 = x1 + BOX_W, y1 + BOX_H / 2, x2 - 2, y2 + BOX_H / 2
+            if level[b] - level[a] == 1:
+                out.append(f"<line x1='{x1}' y1='{y1}' x2='{x2}' y2='{y2}' "
+                           f"stroke='#6b7585' stroke-width='1.2' marker-end='url(#arr)'/>")
+            else:     # past the columns between: arc over their boxes
+                top = min(y1, y2) - BOX_H - 8     # a cubic's apex is 3/4 of the way to its controls
+                out.append(f"<path d='M{x1},{y1} C{x1 + GAP_X},{top} {x2 - GAP_X},{top} {x2},{y2}' fill='none' "
+                           f"stroke='#6b7585' stroke-width='1.2' marker-end='url(#arr)'/>")
     for n in nodes:
         x, y = pos[n["node"]]
         role = n.get("role", "context")

@@ -1,4 +1,4 @@
-"""Command line: ``entangle capture | show | check | import-fx``.
+"""Command line: ``entangle capture | show | check | explain | import-fx``.
 
 Each subcommand lives in the module that does the job; this file only parses arguments and turns
 errors a user can act on into one line on stderr and exit code 2 (no traceback).
@@ -47,7 +47,9 @@ def _add_check(sub):
     p.add_argument("dist", help="distributed bundle (every rank), or a directory of per-rank FX text dumps")
     p.add_argument("--spec", help="spec file (TOML): input relation, outputs to check, expectations")
     p.add_argument("--write-spec", metavar="F", help="write the (inferred) spec to F")
-    p.add_argument("--json", metavar="REPORT", help="write the report as JSON")
+    p.add_argument("--json", metavar="REPORT", help="write the report as JSON (schema: docs/report-schema.md)")
+    p.add_argument("--html", metavar="FILE", help="write the report as one self-contained HTML page")
+    p.add_argument("--sarif", metavar="FILE", help="write the failing source lines as SARIF 2.1.0 (CI annotations)")
     p.add_argument("-v", "--verbose", action="store_true", help="phase timings and details")
     p.add_argument("--lemmas", action="append", default=[], metavar="FILE.py",
                    help="extra lemma file (custom ops); may repeat")
@@ -68,6 +70,18 @@ def _add_check(sub):
     def run(args):
         from entangle_py.pipeline import run_check_cli
         return run_check_cli(args)
+    p.set_defaults(run=run)
+
+
+def _add_explain(sub):
+    p = sub.add_parser("explain", help="explain one operator of a JSON report (default: the failing one)")
+    p.add_argument("report", help="a report written by `entangle check ... --json REPORT`")
+    p.add_argument("--op", metavar="NAME", help="operator (G_s node or output name; default: the failing one)")
+    p.add_argument("-k", type=int, default=5, help="candidate terms to show (default 5)")
+
+    def run(args):
+        from entangle_py.report.explain import cli_explain
+        return cli_explain(args)
     p.set_defaults(run=run)
 
 
@@ -99,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"entangle-py {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_capture, _add_show, _add_check, _add_import_fx):
+    for add in (_add_capture, _add_show, _add_check, _add_explain, _add_import_fx):
         add(sub)
     return parser
 

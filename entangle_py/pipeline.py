@@ -17,7 +17,8 @@ from entangle_py.frontend.decompose import decompose
 from entangle_py.frontend.fx_import import dump_files, import_fx
 from entangle_py.ir import graph as G
 from entangle_py.oracle.recheck import attach
-from entangle_py.report import print_result, to_json
+from entangle_py.report.jsonout import to_json
+from entangle_py.report.text import print_result
 
 
 def check_files(seq_path, dist_path, spec_path=None, lemma_files=(), limits=None, progress=None,
@@ -38,6 +39,24 @@ def _load_graphs(path):
     on the fly -- what `entangle import-fx` would write."""
     files = dump_files(path)
     return decompose(G.load(path) if files is None else import_fx(files))
+
+
+def _write_reports(res: Result, args):
+    """--json, --html, --sarif: all three written from the one JSON report."""
+    if not (args.json or getattr(args, "html", None) or getattr(args, "sarif", None)):
+        return
+    data = to_json(res, args.seq, args.dist, args.spec)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(data, fh, indent=1)
+    if getattr(args, "html", None):
+        from entangle_py.report.html import to_html
+        with open(args.html, "w", encoding="utf-8") as fh:
+            fh.write(to_html(data))
+    if getattr(args, "sarif", None):
+        from entangle_py.report.sarif import to_sarif
+        with open(args.sarif, "w") as fh:
+            json.dump(to_sarif(data), fh, indent=1)
 
 
 def run_check_cli(args) -> int:
@@ -67,9 +86,7 @@ def run_check_cli(args) -> int:
         console.print(f"wrote spec to {args.write_spec}")
     res.timings["report"] = time.perf_counter() - t_report
     res.timings["total"] = time.perf_counter() - t0
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(to_json(res, args.seq, args.dist), fh, indent=1)
+    _write_reports(res, args)
     if args.verbose:
         console.print(f"report {res.timings['report']:.3f} s, total {res.timings['total']:.3f} s")
     return res.exit_code

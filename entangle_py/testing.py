@@ -28,7 +28,7 @@ def assert_refines(build, world_size: int = 2, spec=None, joint: bool = False, d
 
     from entangle_py.frontend.capture import capture
     from entangle_py.check.checker import Checker
-    from entangle_py.report import print_result
+    from entangle_py.report.text import print_result
 
     module = types.ModuleType(f"entangle_build_{getattr(build, '__name__', 'build')}")
     module.build = build

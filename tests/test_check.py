@@ -409,8 +409,9 @@ def test_every_checked_output_gets_its_own_verdict(tmp_path):
                         "--json", str(rep)], capture_output=True, text=True)
     assert r.returncode == 1, r.stdout + r.stderr
     outs = json.loads(rep.read_text())["outputs"]
-    assert outs["out"] == {"verdict": "fails", "at": "add"}
-    assert outs["grad:fc1.weight"] == {"verdict": "not reached", "at": "add"}
+    assert {k: outs["out"][k] for k in ("verdict", "at")} == {"verdict": "fails", "at": "add"}
+    assert {k: outs["grad:fc1.weight"][k] for k in ("verdict", "at")} == {"verdict": "not reached", "at": "add"}
+    assert outs["out"]["location"]["file"].endswith("mlp.py") and outs["out"]["location"]["rank"] is None
     assert "output grad:fc2.bias: not reached (the check stopped at add)" in r.stdout
     good = subprocess.run([sys.executable, "-m", "entangle_py", "check", seq, _example("mlp_tp2_joint")[1],
                            "--spec", _example("mlp_tp2_joint")[2], "--no-numeric", "--json", str(rep)],

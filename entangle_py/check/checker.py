@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from collections import Counter
 
 import sympy
 from dataclasses import dataclass, field, replace
@@ -23,6 +24,7 @@ from entangle_py.errors import InputError
 from entangle_py.engine.lemma import load_library
 from entangle_py.semantics.terms import BIG, EvalError, Var, clean_meta, is_clean, parse_sexpr, str_lit, to_sexpr
 from entangle_py.check.window import DistFacts, Window, leaves_in
+from entangle_py.check import culprit
 
 SVAR = re.compile(r"\$v\d+")     # a G_s tensor's egglog global
 CLEAN_VARIANTS = 32               # terms extracted per proven tensor to find its related G_d tensors
@@ -43,6 +45,14 @@ class OpFailure:
     reason: str             # 'no clean term' | limit text
     later: list = field(default_factory=list)   # deferred ops after it, also without a clean term
     best_term: str = ""     # the best term as an s-expression (G_d leaves by key), for the witness
+    # what a report needs to explain it (culprit.py): the inputs' relations and the best few terms
+    # as s-expressions with their costs, lemma matches and lemma steps spent on it, and (filled
+    # once the check is over) locations, producers, culprits in G_d, neighbourhoods
+    inputs_terms: dict = field(default_factory=dict)
+    candidates: list = field(default_factory=list)     # [{"sexpr", "cost"}], cheapest first
+    lemmas: dict = field(default_factory=dict)
+    iterations: int = 0
+    detail: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -64,6 +74,14 @@ class Result:
     retired: int = 0             # times proven facts were retired for a fresh e-graph
     rechecked: bool = False      # a failure found after retiring was decided again keeping all facts
     numeric: dict | None = None  # the interpreter's second opinion (recheck.py), when it ran
+    # for reports (culprit.py): each proved or failed G_s operator's lemma steps, matches and
+    # location; every G_d tensor named in a relation, certificate or failure, with its location
+    operators: dict = field(default_factory=dict)
+    input_relations: dict = field(default_factory=dict)   # G_s input (or given tensor) -> relation
+    gd_nodes: dict = field(default_factory=dict)
+    limits: dict = field(default_factory=dict)
+    world_size: int = 0
+    joint: bool = False
 
     @property
     def exit_code(self) -> int:
@@ -576,6 +594,9 @@ class Checker:
     def _run(self) -> Result:
         res = Result("refines")
         self.op_relations = res.op_relations
+        self.op_stats = res.operators
+        res.limits = {"iterations": self.limits.iterations, "enodes": self.limits.nodes,
+                      "seconds": self.limits.seconds}
         from entangle_py.engine.lemma import ASSUMPTIONS
         res.assumptions = [(a, ASSUMPTIONS[a]) for a in self.spec.assume if a != "same_rng"]
         self.no_semantics: dict[str, list] = {}
@@ -590,6 +611,7 @@ class Checker:
         self._refuse_unsupported()   # before inserting anything: never guess an op's meaning
         self.insert_dist()
         res.inferred_inputs = {k: str(v) for k, v in self.inferred.items()}
+        res.input_relations = {k: str(v) for k, v in rels.items()}
         self.insert_inputs(rels)
         res.collectives = self.collectives
         self._refuse_unsupported()   # collectives with a reduction we do not model
@@ -642,6 +664,11 @@ class Checker:
         else:
             self._expectations_blocked_by(res, res.failure.node)
         self._output_verdicts(res)
+        f = res.failure
+        for d in [f.node, *f.later] if f and not f.reason.startswith("output ") else ():
+            if d in self.op_stats:
+                self.op_stats[d]["status"] = "unknown" if f.reason.startswith("limit") and d == f.node else "failed"
+        culprit.annotate(self, res)       # where it is in both programs (reports only)
         return res
 
     def _expectations_blocked_by(self, res: Result, failed: str):
@@ -768,9 +795,15 @@ class Checker:
     def _prove(self, n: G.Node, v: str) -> OpFailure | None:
         self._bring(v)
         self._explore(v)
+        matches = self.engine.matches.copy()
         outcome = self.engine.prove_clean(v, self.limits)
+        steps, seconds = outcome.iterations, outcome.seconds
         if outcome.status != "clean" and self._widen():   # never fail for want of G_d facts
             outcome = self.engine.prove_clean(v, self.limits)
+            steps, seconds = steps + outcome.iterations, seconds + outcome.seconds
+        stats = self.op_stats[n.name] = {"status": "related" if outcome.status == "clean" else "not clean",
+                                         "iterations": steps, "seconds": round(seconds, 4),
+                                         "lemmas": dict((self.engine.matches - matches).most_common())}
         if outcome.status == "clean":
             self._proved = n.name
             if not self.window.complete:   # where exploration goes on from
@@ -799,7 +832,23 @@ class Checker:
             reason = "no clean term"
         return OpFailure(node=n.name, target=n.target, source=_src(n),
                          inputs=inputs, best=self.show_term(best), considered=considered, reason=reason,
-                         best_term=to_sexpr(best))
+                         best_term=to_sexpr(best), inputs_terms=self._input_terms(n),
+                         candidates=self._candidates(v), lemmas=stats["lemmas"], iterations=steps)
+
+    def _input_terms(self, n: G.Node) -> dict:
+        """The best term of each G_s tensor ``n`` reads, as s-expressions (for reports)."""
+        out = {}
+        for ref in dict.fromkeys(n.refs()):
+            if ref in self.svar:
+                out[self.seq_names.show(ref)] = to_sexpr(self.engine.extract(self.svar[ref])[1])
+        return out
+
+    def _candidates(self, v: str) -> list[dict]:
+        """The cheapest few terms of ``v`` (egglog's variants) with their costs, cheapest first."""
+        out = self.engine.run1(f"(extract {v} {culprit.CANDIDATES})")[0]
+        found = [_term_from_dag(out.termdag, tid) for tid in out.terms]
+        return sorted(({"sexpr": to_sexpr(t), "cost": culprit.term_cost(t)} for t in found),
+                      key=lambda c: c["cost"])
 
     def _retire(self, remaining, needed):
         """A fresh e-graph holding only what the remaining operators can use: each live G_s
@@ -936,7 +985,7 @@ class Checker:
         else:
             why = "it has no clean term at all"
         return OpFailure(node=p.node, target=n.target, source=_src(n), inputs={}, best=self.show_term(best),
-                         considered=sorted({self.show_term(l) for l in _leaves(best)}),
+                         best_term=to_sexpr(best), considered=sorted({self.show_term(l) for l in _leaves(best)}),
                          reason=f"output {p.name}: {why} (returned: {', '.join(returned[:8])}"
                                 f"{' ...' if len(returned) > 8 else ''})")
 

@@ -7,7 +7,9 @@ term (early stop) or a limit is hit; ``extract`` returns the best term, clean or
 """
 from __future__ import annotations
 
+import re
 import time
+from collections import Counter
 from dataclasses import dataclass
 
 from egglog import bindings
@@ -51,6 +53,11 @@ class Engine:
         self._asked_cmul, self._folded = None, set()
         self.run1("(push)")      # the empty e-graph with its rules compiled: reset() comes back here
         self.total_runs = 0
+        # lemma name -> egglog matches of its rule, summed over every lemma step (explain / reports)
+        self.matches: Counter = Counter()
+        self._rule_name = {_rule_key(part): lem.name for lem in library.lemmas
+                           for part in lem.egglog(lem.ruleset).split("\n")}
+        self._seen_rules: dict[str, str | None] = {}
 
     def reset(self):
         """Empty the e-graph, keeping declarations and rules (cheaper than a new one)."""
@@ -185,6 +192,17 @@ class Engine:
         out = self.saturate(lambda: self.is_clean(var), limits)
         return Outcome("clean", out.iterations, out.seconds) if out.status == "reached" else out
 
+    def _count_matches(self, per_rule: dict):
+        """Add one step's matches per lemma (egglog reports them per rule text)."""
+        for text, n in per_rule.items():
+            if not n:
+                continue
+            name = self._seen_rules.get(text, "")
+            if name == "":
+                name = self._seen_rules[text] = self._rule_name.get(_rule_key(text))
+            if name is not None:
+                self.matches[name] += n
+
     def saturate(self, goal, limits: Limits) -> Outcome:
         """Lemma steps until ``goal()`` holds ('reached'), nothing changes ('saturated') or a limit
         is hit ('limit', naming it).  The e-graph's size is checked after every step: one step
@@ -197,6 +215,8 @@ class Engine:
             out = self.run1(STEP)
             self.total_runs += 1
             updated = out[0].report.updated if out else True
+            if out:
+                self._count_matches(out[0].report.num_matches_per_rule)
             if self.side_step():
                 self.settle()
                 updated = True
@@ -211,6 +231,13 @@ class Engine:
                 return Outcome("limit", it, elapsed, f"{limits.nodes} e-nodes")
         return Outcome("limit", limits.iterations, time.perf_counter() - start,
                        f"{limits.iterations} iterations per operator")
+
+
+def _rule_key(text: str) -> str:
+    """A rule's text as egglog prints it back and as a lemma writes it, made one: whitespace
+    collapsed, strings in one quote style, no space inside parentheses."""
+    text = re.sub(r"\s+", " ", text.replace('"', "'")).strip()
+    return text.replace("( ", "(").replace(" )", ")")
 
 
 def _split_commands(text: str):

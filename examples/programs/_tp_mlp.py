@@ -1,7 +1,14 @@
 """Megatron TP MLP written with nn.Linear: column-parallel fc1 (bias sharded), relu, row-parallel
 fc2 (bias replicated, added after the all-reduce).  On a 3-D input nn.Linear lowers to
-view -> addmm -> view in G_s and mm -> all_reduce -> add in G_d."""
+view -> addmm -> view in G_s and mm -> all_reduce -> add in G_d.
+
+``funcol_all_reduce``: the row-parallel partial sums are all-reduced with a bare
+``funcol.all_reduce`` instead of the region's autograd.Function.  The forward is the same; the
+backward of funcol.all_reduce all-reduces the output gradient as well, so fc2's and fc1's weight
+gradients come out W times too large (joint mode only)."""
 import torch
+import torch.distributed as dist
+import torch.distributed._functional_collectives as funcol
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -25,6 +32,8 @@ class TPMLP(nn.Module):
         y = F.linear(h, self.fc2.weight)
         if self.bug == "missing_allreduce":
             y = y  # BUG: the row-parallel partial sums are never all-reduced
+        elif self.bug == "funcol_all_reduce":
+            y = funcol.all_reduce(y, "sum", dist.group.WORLD)  # BUG: its backward all-reduces the gradient again
         else:
             y = reduce_from(y, self.ws)
         return y + self.fc2.bias

@@ -53,6 +53,7 @@ CORPUS = [
     _e("tp_mlp2d_correct", "tp_mlp", "joint"),
     _e("tp_mlp2d_missing_allreduce", "tp_mlp", bug=("_tp_mlp.py", "never all-reduced")),
     _e("tp_mlp2d_missing_allreduce", "tp_mlp", "joint", bug=("_tp_mlp.py", "never all-reduced")),
+    _e("tp_mlp2d_funcol_all_reduce", "tp_mlp", "joint", bug=("_tp_mlp.py", "all-reduces the gradient again")),
     _e("tp_mlp3d_correct", "tp_mlp"),
     _e("tp_mlp3d_correct", "tp_mlp", "joint"),
     _e("tp_mlp3d_bias_before_reduce", "tp_mlp", bug=("_tp_mlp.py", "then summed")),

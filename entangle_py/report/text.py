@@ -1,43 +1,20 @@
-"""Reporting a check: terminal output (rich), the JSON report, and exit codes.
+"""Terminal output of a check (rich).
 
 Exit codes: 0 refines, 1 refinement fails, 2 bad input, 3 unknown (a limit was hit), 4 internal
 soundness error (the numeric re-check disagrees with a proof).
+
+Certificates and relations print in spec syntax (``sum(r0.x, r1.x)``, pasteable into a spec); a
+failure's terms print in words (``sum over ranks of x``, check/readable.py), with the distributed
+program's operators and source lines that the failure comes from (check/culprit.py).
 """
 from __future__ import annotations
-
-import json
-import sys
-import time
-from dataclasses import asdict
 
 from rich.console import Console
 from rich.markup import escape
 
 from entangle_py.check.checker import Result
 from entangle_py.oracle.recheck import print_numeric
-
-
-def to_json(res: Result, seq: str, dist: str) -> dict:
-    return {
-        "seq": seq,
-        "dist": dist,
-        "status": res.status,
-        "exit_code": res.exit_code,
-        "relations": res.relations,
-        "expectations": [{"output": o, "required": req, "found": found, "holds": ok}
-                         for o, req, found, ok in res.expectations],
-        "outputs": res.outputs,
-        "failure": asdict(res.failure) if res.failure else None,
-        "inferred_inputs": res.inferred_inputs,
-        "collectives": [{"group": g, "kind": k, "nodes": {str(r): n for r, n in nodes.items()}}
-                        for g, k, nodes in res.collectives],
-        "ops_checked": res.ops_checked,
-        "assumptions": [{"name": a, "meaning": d} for a, d in res.assumptions],
-        "timings_s": {k: round(v, 4) for k, v in res.timings.items()},
-        "retired": res.retired,
-        "rechecked": res.rechecked,
-        "numeric": res.numeric,
-    }
+from entangle_py.report.common import MAX_LISTED, culprit_lines, paren_phase
 
 
 def print_result(res: Result, console: Console, verbose: bool = False):
@@ -72,16 +49,20 @@ def print_result(res: Result, console: Console, verbose: bool = False):
         head = ("first operator without a clean mapping" if f.reason == "no clean term"
                 else "output not returned by the distributed program" if f.reason.startswith("output ")
                 else "stopped at")
-        console.print(f"[bold]{head}[/]: {f.node} = {f.target}", highlight=False)
+        detail = f.detail or {}
+        console.print(f"[bold]{head}[/]: {f.node} = {f.target}{paren_phase(detail.get('location'))}",
+                      highlight=False)
         if f.source:
             console.print(f"  at {f.source}", highlight=False)
         if f.reason != "no clean term":
             console.print(f"  {f.reason}", highlight=False)
-        for name, rel in f.inputs.items():
+        for name, rel in detail.get("inputs", f.inputs).items():
             console.print(f"  input {name} = {rel}", highlight=False)
-        console.print(f"  best term found: {f.best}", highlight=False)
+        console.print(f"  best term found: {detail.get('best', f.best)}", highlight=False)
         if f.considered:
-            console.print(f"  G_d tensors in it: {', '.join(f.considered[:12])}", highlight=False)
+            console.print(f"  G_d tensors in it: {', '.join(f.considered[:MAX_LISTED])}", highlight=False)
+        for line in culprit_lines(detail):
+            console.print(line, highlight=False)
         if f.later:
             console.print(f"  later operators without a clean mapping either: {', '.join(f.later[:12])}"
                           + (" ..." if len(f.later) > 12 else ""), highlight=False)

@@ -1,0 +1,78 @@
+"""Pieces every report form shares: locations and the culprit in the distributed program as text.
+
+Reads the dicts of a JSON report (``check/culprit.py`` makes them); no torch, no egglog.
+"""
+from __future__ import annotations
+
+import re
+
+MAX_LISTED = 12
+
+
+def where(loc: dict | None) -> str:
+    """``file:line in fn: code`` of a location (or what little is known)."""
+    if not loc:
+        return "?"
+    if loc.get("input"):
+        return "an input of " + ("the sequential program" if loc.get("rank") is None else f"rank {loc['rank']}")
+    if not loc.get("file"):
+        return "no source line"
+    out = f"{loc['file']}:{loc['line']}"
+    if loc.get("code"):
+        out += f" in {loc.get('function') or '?'}: {loc['code']}"
+    return out
+
+
+def node_text(loc: dict) -> str:
+    """``mm_2 = aten.mm.default`` (``out (add) = ...`` when a port names the node)."""
+    if loc.get("input"):
+        return loc["name"]
+    name = loc["name"] if loc["name"] == loc["node"] else f"{loc['name']} ({loc['node']})"
+    return f"{name} = {loc.get('target')}"
+
+
+def describe(loc: dict) -> str:
+    """``mm_2 = aten.mm.default at file:line in fn: code`` (``input:x (an input of rank 0)``)."""
+    if loc.get("input"):
+        return f"{loc['name']} ({where(loc)})"
+    return f"{node_text(loc)} at {where(loc)}"
+
+
+def phase_text(loc: dict | None) -> str:
+    return f", {loc['phase']}" if loc and loc.get("phase") else ""
+
+
+def paren_phase(loc: dict | None) -> str:
+    return f" ({loc['phase']})" if loc and loc.get("phase") else ""
+
+
+def _across_ranks(sexpr: str) -> bool:
+    """Whether a G_d definition reads other ranks' tensors (a collective)."""
+    return len(set(re.findall(r'\(Gd "r(\d+)\.', sexpr))) > 1
+
+
+def culprit_lines(detail: dict) -> list[str]:
+    """The failure in the distributed program, as lines (text report and pytest helper)."""
+    out = []
+    producers = [p for p in detail.get("producers", []) if not p.get("input")]
+    for p in producers[:MAX_LISTED]:
+        out.append(f"    {p['display']}: rank {p['rank']} {node_text(p)}{paren_phase(p)}"
+                   f" at {where(p)}")
+    for cu in detail.get("culprits", []):
+        loc, reader = cu["location"], cu["reader"]
+        ranks = cu["ranks"]
+        head = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, sorted(ranks)))}"
+        out.append(f"  in the distributed program ({head}{phase_text(loc)}):")
+        out.append(f"    {describe(loc)}")
+        op = (detail.get("location") or {}).get("node") or "operator"
+        if loc["node"] != reader["node"] or loc["rank"] != reader["rank"]:
+            if cu.get("found_definition") and _across_ranks(cu.get("found_definition_sexpr") or ""):
+                out.append(f"      computes {cu['found_definition']}")
+            out.append(f"    read by {node_text(reader)}{paren_phase(reader)}"
+                       f" at {where(reader)}")
+            out.append(f"      where the sequential {op} needs {cu['needed']}")
+        else:
+            out.append(f"      has {cu['found']} where the sequential {op} needs {cu['needed']}")
+    if detail.get("culprit_error"):
+        out.append(f"  (locating the culprit in the distributed program failed: {detail['culprit_error']})")
+    return out

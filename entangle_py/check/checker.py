@@ -224,39 +224,50 @@ class Checker:
                 dims.add_guard(self._canonical_size(guard, graph))
 
     def _term_of(self, t: S.Term, where: str) -> str:
-        """egglog text of a spec term over G_d tensors."""
+        """egglog text of a spec term over G_d tensors (normalised: ``S.normalize_term``)."""
         if isinstance(t, S.Leaf):
-            if not 0 <= t.rank < self.dist.world_size:
-                raise CheckInputError(f"{where}: rank {t.rank} does not exist (world size {self.dist.world_size})")
-            node = self.dist_names[t.rank].node(t.name)
-            if node is None:
-                raise CheckInputError(f"{where}: rank {t.rank} has no tensor named {t.name!r}")
-            return self.dvar[t.rank].get(node) or gd_leaf(t.rank, node)
+            return self.dvar[t.rank].get(self._spec_node(t, where)) or gd_leaf(t.rank, self._spec_node(t, where))
         args = [self._term_of(a, where) for a in t.args]
         if t.op in ("sum", "max"):
             return f"({'rsum' if t.op == 'sum' else 'rmax'} {_list(args)})"
         if t.op == "concat":
-            nd, d = self._spec_ndim(t.args[0], where), t.attr("dim", 0)
-            if not isinstance(d, int) or not -nd <= d < nd:
-                raise CheckInputError(f"{where}: concat along dim {d} of {nd}-D tensors")
-            return f"(concat {_list(args)} {d % nd})"      # dims are non-negative in terms
+            return f"(concat {_list(args)} {t.attr('dim')})"      # dims are non-negative in terms
+        if t.op == "slice":
+            return f"(slice {args[0]} {t.attr('dim')} {L.dim_term(t.attr('start'))} {L.dim_term(t.attr('end'))})"
         raise CheckInputError(f"{where}: operator {t.op!r} is not supported in input relations yet")
 
-    def _spec_ndim(self, t: S.Term, where: str) -> int:
-        """Number of dims of a spec term's value (its first leaf's: clean ops keep it)."""
-        while not isinstance(t, S.Leaf):
-            if not t.args:
-                raise CheckInputError(f"{where}: {t.op}() has no tensor argument")
-            t = t.args[0]
-        val = self.dist.ranks[t.rank].node(self.dist_names[t.rank].node(t.name)).val
-        return len(val.shape) if isinstance(val, G.TensorMeta) else 0
+    def _spec_node(self, t: S.Leaf, where: str) -> str:
+        if not 0 <= t.rank < self.dist.world_size:
+            raise CheckInputError(f"{where}: rank {t.rank} does not exist (world size {self.dist.world_size})")
+        node = self.dist_names[t.rank].node(t.name)
+        if node is None:
+            raise CheckInputError(f"{where}: rank {t.rank} has no tensor named {t.name!r}")
+        return node
 
-    def _relation_terms(self, rel: S.Relation, name: str) -> list:
+    def _normalize(self, t: S.Term, where: str) -> S.Term:
+        """An explicit relation with its dims and slice bounds checked against the ranks' shapes
+        and written out (``S.normalize_term``); exit 2 on what the term language cannot say."""
+        def shape_of(leaf):
+            val = self.dist.ranks[leaf.rank].node(self._spec_node(leaf, where)).val
+            if not isinstance(val, G.TensorMeta):
+                raise CheckInputError(f"{where}: r{leaf.rank}.{leaf.name} is not a tensor")
+            return tuple(self._canonical_size(s, leaf.rank) for s in val.shape)
+
+        def le(a, b):
+            return self.engine.dims.proves_le(sympy.sympify(a), sympy.sympify(b))
+        try:
+            return S.normalize_term(t, shape_of, where, le)[0]
+        except S.SpecError as e:
+            raise CheckInputError(str(e)) from None
+
+    def _relation_terms(self, rel: S.Relation, name: str, where: str | None = None) -> list:
         """The spec's relation for G_s tensor ``name`` as clean terms (dims normalised by its
         number of dims)."""
         node = self.seq_names.node(name)
         val = self.seq.node(node).val if node is not None else None
         ndim = len(val.shape) if isinstance(val, G.TensorMeta) else None
+        if rel.term is not None:
+            return [self._normalize(rel.term, where or f"relation for {name!r}")]
         try:
             return S.relation_terms(rel, name, self.dist.world_size, self.spec.mesh, ndim=ndim)
         except S.SpecError as e:
@@ -556,8 +567,13 @@ class Checker:
             node = self.seq_names.node(pname)
             v = self._new_svar(f"(Gs {str_lit(pname)})", self.seq.node(node).val)
             self.svar[node] = v
-            for t in self._relation_terms(rel, pname):
-                self._add_sfact(v, self._term_of(t, f'input {pname!r}'))
+            for t in self._relation_terms(rel, pname, f"input {pname!r}"):
+                text = self._term_of(t, f"input {pname!r}")
+                if rel.term is not None:     # an explicit term must have the tensor's shape
+                    mismatch = self._shape_mismatch(parse_sexpr(text), self.seq.node(node).val)
+                    if mismatch:
+                        raise CheckInputError(f"input {pname!r}: the relation {rel} {mismatch}")
+                self._add_sfact(v, text)
 
     # -- main loop -------------------------------------------------------------------------
     def run(self) -> Result:
@@ -855,7 +871,7 @@ class Checker:
             if node not in self.svar:
                 raise CheckInputError(f"[expect] names {name!r}, which is not a checked output of the sequential graph")
             ok = True
-            for t in self._relation_terms(rel, pname):
+            for t in self._relation_terms(rel, pname, f"[expect] {name!r}"):
                 tv = self._new_svar(self._term_of(t, f"[expect] {name!r}"))
                 self._bring(tv)
                 self._bring(self.svar[node])
@@ -907,7 +923,7 @@ class Checker:
                 if node is not None:
                     keys |= leaves_in(self.dvar[r].get(node, ""))
         for name, rel in self._given_tensors().items():
-            for t in self._relation_terms(rel, name):
+            for t in self._relation_terms(rel, name, f"spec {name!r}"):
                 keys |= leaves_in(self._term_of(t, f"spec {name!r}"))
         return keys
 

@@ -87,7 +87,10 @@ CORPUS = [
     _e("swiglu_unfused_correct", "swiglu_unfused", "joint"),
     _e("swiglu_unfused_swapped_shard", "swiglu_unfused", bug=("_swiglu.py", "other rank's rows")),
     _e("swiglu_fused_correct", "swiglu_fused"),
-    _e("swiglu_fused_swapped_halves", "swiglu_fused", bug=("_swiglu.py", "[up; gate]")),
+    _e("swiglu_fused_swapped_halves", "swiglu_fused", bug=("_swiglu.py", "[up; gate] read from")),
+    _e("swiglu_fused_rank1_swapped", "swiglu_fused", bug=("_swiglu.py", "rank 1 alone")),
+    _e("swiglu_fused_t_correct", "swiglu_fused_t"),
+    _e("swiglu_fused_t_swapped_halves", "swiglu_fused_t", bug=("_swiglu.py", "Conv1D weight")),
     # uneven shards (pad, gather, cut)
     _e("uneven_gather_correct", "uneven_gather"),
     _e("uneven_gather_local_size", "uneven_gather", bug=("_uneven.py", "local size")),

@@ -23,7 +23,6 @@ from corpus import CORPUS  # noqa: E402
 _LN = "lemma gap: native_layer_norm over sequence-sharded rows (its mean/rstd outputs, getitem_1) in the backward"
 _MQA = "capture: torch.ones(s, s) created in forward without a device is CPU while inputs are meta (Tensor device mismatch)"
 _MOE = "no semantics for aten.topk / aten.all (top-k routing, one_hot)"
-_PP = "capture: ranks of a pipeline take different parameters (rank 0 only fc1, rank 1 only fc2); ports must be equal"
 _MEAN = "lemma gap (joint): the backward of a mean over a batch-sharded dim, with the loss averaged over ranks"
 
 XFAIL = {
@@ -48,8 +47,6 @@ XFAIL = {
     "fsdp_correct[joint]": _MEAN,
     "moe_ep_correct[forward]": _MOE,
     "moe_ep_wrong_block[forward]": _MOE,
-    "pp_two_stage_correct[forward]": _PP,
-    "pp_two_stage_wrong_peer[forward]": _PP,
     "mesh_dp_tp_correct[forward]": "lemma gap: mm of a dp-sharded input with a tp-sharded weight on a 2-D mesh (map_mm_r over mixed groups)",
 }
 XFAIL = {k: v for k, v in XFAIL.items() if v}

@@ -278,6 +278,7 @@ class Checker:
         """Every G_d node: a leaf, unioned with its lowered definition (collectives across ranks),
         as facts that the exploration window puts into the e-graph."""
         pending_coll = []   # (rank, node, Collective)
+        self._pending_p2p = []   # (rank, node, PointToPoint), in each rank's issue order
         for r, g in enumerate(self.dist.ranks):
             low = L.Lowerer(g, lambda name, r=r: self.dvar[r][name], constants=self.spec.constants,
                              same_rng=self.same_rng, canon=lambda size, r=r: self._canonical_size(size, r))
@@ -292,6 +293,7 @@ class Checker:
                     continue
                 self._bind_dist(r, n, res, pending_coll)
         self._lower_collectives(pending_coll)
+        self._lower_p2p(self._pending_p2p)
         self.window = Window(self.dfacts, self.policy.window_depth)
 
     def _dist_leaf(self, r, name, val):
@@ -347,6 +349,12 @@ class Checker:
         if isinstance(res, L.Collective):
             v = self._dist_leaf(r, n.name, n.val)
             pending_coll.append((r, n, res))
+            return
+        if isinstance(res, L.PointToPoint):   # leaves; a receive is defined once paired (_lower_p2p)
+            for i, val in enumerate(n.val if res.batch else (n.val,)):
+                if isinstance(val, G.TensorMeta):
+                    self._dist_leaf(r, f"{n.name}#{i}" if res.batch else n.name, val)
+            self._pending_p2p.append((r, n, res))
             return
         if isinstance(res, L.Decomposed):    # the middle value is a G_d tensor of its own
             mid = self._dist_leaf(r, f"{n.name}:{res.name}", n.val)
@@ -456,6 +464,56 @@ class Checker:
                     continue
                 self.no_semantics.setdefault("all_to_all_single with sizes it cannot split", []).append((r, n))
 
+    def _lower_p2p(self, pending):
+        """Pair point-to-point transfers (pipeline stages): the k-th receive rank d posts from
+        rank s with tag t on a communicator gets the k-th tensor rank s sends to d with tag t on
+        it -- peers and issue order, not the group's member set (c10d matches sends and receives
+        per process group, source, destination and tag, in order).  A receive's value is the sent
+        tensor; a transfer without its counterpart, or whose shape or dtype differ, is refused
+        (exit 2: the program would hang or fail there)."""
+        sends, recvs = {}, {}
+        for r, n, p in pending:
+            g = self.dist.ranks[r]
+            members = tuple(g.groups.get(p.group, ()))
+            if r not in members:
+                raise CheckInputError(f"rank {r} node {n.name}: point-to-point on group {p.group!r} "
+                                      f"{list(members)}, which rank {r} is not a member of")
+            comm = G.communicator(self.dist.ranks, p.group, members)
+            for i, (kind, peer, tag, tensor) in enumerate(p.ops):
+                if peer not in members:
+                    raise CheckInputError(f"rank {r} node {n.name}: {kind} with rank {peer}, which is not in "
+                                          f"its group {list(members)}")
+                out = f"{n.name}#{i}" if p.batch else n.name
+                if kind == "isend":
+                    sends.setdefault((comm, r, peer, tag), []).append((r, n, tensor))
+                else:
+                    recvs.setdefault((comm, peer, r, tag), []).append((r, n, tensor, out))
+        for key in sorted(set(sends) | set(recvs), key=str):
+            (_, members), src, dst, tag = key
+            ss, rs = sends.get(key, []), recvs.get(key, [])
+            if len(ss) != len(rs):
+                raise CheckInputError(
+                    f"point-to-point transfers from rank {src} to rank {dst} (tag {tag}, group {list(members)}) "
+                    f"do not pair: rank {src} sends {len(ss)}"
+                    f"{' (' + ', '.join(n.name for _, n, _ in ss) + ')' if ss else ''}, rank {dst} receives "
+                    f"{len(rs)}{' (' + ', '.join(n.name for _, n, _, _ in rs) + ')' if rs else ''}")
+            for (sr, sn, tensor), (dr, dn, buf, out) in zip(ss, rs):
+                sent = self.dist.ranks[sr].node(tensor).val
+                got = self.dist.ranks[dr].node(buf).val
+                if not (isinstance(sent, G.TensorMeta) and isinstance(got, G.TensorMeta)) or \
+                        sent.dtype != got.dtype or len(sent.shape) != len(got.shape) or \
+                        not all(self._same_size(self._canonical_size(a, sr), self._canonical_size(b, dr))
+                                for a, b in zip(sent.shape, got.shape)):
+                    raise CheckInputError(
+                        f"rank {dr} node {dn.name} receives {_meta_text(got)} from rank {sr}, whose matching "
+                        f"send {sn.name} sends {_meta_text(sent)}")
+                self._define(self.dvar[dr][out], self.dvar[sr][tensor])
+                self.collectives.append(([src, dst], "send/recv", {sr: sn.name, dr: dn.name}))
+
+    def _same_size(self, a, b) -> bool:
+        a, b = sympy.sympify(a), sympy.sympify(b)
+        return sympy.expand(a - b) == 0 or (self.engine.dims.proves_le(a, b) and self.engine.dims.proves_le(b, a))
+
     @staticmethod
     def _splits(sizes, val, world, rank):
         """Block sizes of an all_to_all input along dim 0: given, or equal blocks."""
@@ -514,7 +572,11 @@ class Checker:
             node = names.node(pname)
             dv = self.dist.ranks[r].node(node).val if node else None
             if not isinstance(dv, G.TensorMeta):
-                raise CheckInputError(f"input {pname!r}: rank {r} has no such tensor input; add it to [inputs] in the spec")
+                held = [q for q, nm in enumerate(self.dist_names) if nm.node(pname) is not None]
+                raise CheckInputError(
+                    f"input {pname!r}: rank {r} has no such tensor input; add it to [inputs] in the spec" +
+                    (f", naming the rank that holds it (a pipeline stage's tensor), e.g. \"{pname}\" = "
+                     f"\"r{held[0]}.{pname}\"" if held else ""))
             shapes.append(tuple(dv.shape))
         seq_shape = tuple(val.shape)
         if all(s == seq_shape for s in shapes):
@@ -747,6 +809,8 @@ class Checker:
                 continue
             if isinstance(res, L.NoSemantics):
                 self.no_semantics.setdefault(_unsupported_key(res), []).append((rank, n))
+            elif isinstance(res, L.PointToPoint) and rank == "seq":   # a one-rank program has no peer
+                self.no_semantics.setdefault(f"{n.target} in the sequential program", []).append((rank, n))
 
     def _relate(self, low: L.Lowerer, n: G.Node) -> OpFailure | None:
         res = low.lower(n)
@@ -1034,6 +1098,10 @@ def _unsupported_key(res: L.NoSemantics) -> str:
     if isinstance(res, L.Refused):
         return f"{res.op} called with {res.why} (the term language cannot express it)"
     return res.op
+
+
+def _meta_text(v) -> str:
+    return f"{v.dtype}{list(v.shape)}" if isinstance(v, G.TensorMeta) else "no tensor"
 
 
 def _src(n: G.Node) -> str | None:

@@ -34,7 +34,11 @@ gradients as outputs.  A graph break (data-dependent ``if``, ``print``, ``.item(
 construct Dynamo/AOTAutograd rejects raises :class:`CaptureError` naming the construct and the
 script's ``file:line``.
 
-Stable port names (the same on every rank; spec files rely on them):
+Stable port names (the same on every rank that has the port; spec files rely on them).  Ranks may
+have different ports: a pipeline stage takes only its own parameters (and only the inputs its
+graph reads), and returns what it returns.  Point-to-point ops (``dist.isend`` / ``irecv`` /
+``batch_isend_irecv``, ``funcol.isend_inplace`` / ``irecv_inplace``) are traced with Dynamo's
+``enable_p2p_compilation``; a receive whose value the trace drops is a CaptureError.
 
 * inputs: ``param:<fqn>``, ``buffer:<fqn>``, ``input:<name>`` (keys of the inputs dict),
   ``tangent:<output name>`` (joint), ``size:<tensor port>:<dim>`` (a symbolic size, dynamic);
@@ -157,13 +161,11 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
         ranks.append(_capture_rank(module, r, world_size, joint, dynamic))
         if progress is not None:
             progress(r, world_size, time.perf_counter() - t0)
-    names0 = ([p.name for p in ranks[0].inputs], [p.name for p in ranks[0].outputs])
-    for g in ranks[1:]:
-        names = ([p.name for p in g.inputs], [p.name for p in g.outputs])
-        if names != names0:
-            raise CaptureError(
-                f"rank {g.rank} has ports {names} but rank 0 has {names0}: every rank must take the "
-                f"same named inputs and return the same outputs")
+    # Ranks may take different inputs and return different outputs (pipeline stages hold their
+    # own parameters): every rank's graph has its own ports, and the spec's input relation names
+    # the ranks that hold a tensor (``"param:fc2" = "r1.param:fc2"``; see check/spec.py).
+    for g in ranks:
+        _check_received_values_read(g)
     script_file = _script_file(module)
     meta = {
         "torch": str(torch.__version__),
@@ -330,8 +332,11 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
 
     compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=None if dynamic else False)
     grad_ctx = contextlib.nullcontext() if joint else torch.no_grad()
+    # point-to-point ops (dist.isend / irecv / batch_isend_irecv) trace only with this flag;
+    # receives whose value torch's tracing drops are refused (_check_received_values_read)
+    p2p = torch._dynamo.config.patch(enable_p2p_compilation=True)
     try:
-        with grad_ctx, _quiet_torch_logs(), warnings.catch_warnings(record=True) as caught:
+        with grad_ctx, p2p, _quiet_torch_logs(), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = compiled(**inputs)
     except InputError:
@@ -354,6 +359,39 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
         raise CaptureError("the program produced no graph (does forward compute anything?)")
     info.result_structure = _output_names(result, info.num_outputs)
     return captured[key], info
+
+
+def _check_received_values_read(g: graph.RankGraph) -> None:
+    """A point-to-point receive whose received tensor nothing reads is refused.
+
+    ``dist.irecv(buf, src).wait()`` traces (torch 2.13) to an ``irecv`` whose result only
+    ``wait_tensor`` reads, while the program's later reads of ``buf`` read the buffer as it was
+    before: the received value is silently dropped.  ``dist.batch_isend_irecv`` and the return
+    value of ``funcol.irecv_inplace`` keep it."""
+    users = g.users()
+    returned = {p.node for p in g.outputs}
+
+    def read(name):      # returned, or read by something other than a chain of wait_tensor
+        return name in returned or any(
+            read(u) if g.node(u).target == "_c10d_functional.wait_tensor.default" else True
+            for u in users.get(name, ()))
+
+    for n in g.nodes:
+        if n.target == "_c10d_functional.irecv.default":
+            lost = not read(n.name)
+        elif n.target == "_c10d_functional.batch_p2p_ops.default" and n.args and isinstance(n.args[0], (list, tuple)):
+            got = {g.node(u).args[1]: u for u in users.get(n.name, ()) if g.node(u).target == "getitem"}
+            lost = any(k == "irecv" and not (i in got and read(got[i])) for i, k in enumerate(n.args[0]))
+        else:
+            continue
+        if lost:
+            where = f" at {n.source}" if n.source else ""
+            raise CaptureError(
+                f"rank {g.rank}: the tensor received by {n.name} ({n.target}){where} is never read: torch's "
+                f"tracing of dist.irecv drops the received value (later reads of the buffer see what it "
+                f"held before), so the graph would not be the program; receive with "
+                f"dist.batch_isend_irecv([dist.P2POp(dist.irecv, buf, src)]) or use the tensor "
+                f"funcol.irecv_inplace returns")
 
 
 _NO_AUTOGRAD_KERNEL = re.compile(r"(\S+): an autograd kernel was not registered")

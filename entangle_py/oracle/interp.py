@@ -517,9 +517,9 @@ class _Runner:
                                      f"group has {len(members)} ranks {list(members)}")
 
     def _p2p(self, r, node, op, A):
-        if op == "isend":
+        if op == "isend":       # a send's own output is an empty tensor (as torch's kernel returns)
             self._post(r, int(A[1]), int(A[2]), A[0])
-            return ("value", A[0])
+            return ("value", A[0].new_empty(0))
         if op == "irecv":
             return _Request(r, node, "recv", (int(A[1]), r), [A[0]], {"recvs": [(0, int(A[1]), int(A[2]), A[0])]})
         ops, peers, tags, tensors = A[0], A[1], A[2], A[3]
@@ -552,7 +552,7 @@ class _Runner:
             got[i] = msg.to(buf.dtype)
         if req.kind == "recv":
             return True, got[0]
-        return True, [got.get(i, x) for i, x in enumerate(req.tensors)]
+        return True, [got[i] if i in got else x.new_empty(0) for i, x in enumerate(req.tensors)]
 
     # -- one rank
     def _program(self, r):

@@ -218,6 +218,8 @@ class Lowerer:
             return Identity(a[1].name)
         if tgt in COLLECTIVES:
             return self._collective(n, COLLECTIVES[tgt])
+        if tgt in P2P:                                   # point-to-point: see the block at the end
+            return point_to_point(n)
         if tgt in AUTO_FUNCTIONALIZED:
             return self._auto_functionalized(n)
         if tgt in ALLOCATIONS:
@@ -946,4 +948,48 @@ def _const_key(v) -> str:
         from entangle_py.ir.symbolic import to_text
         return to_text(v)
     return repr(v)
+
+
+# ----------------------------------------------------------------------------- point-to-point
+# Pipeline parallelism: isend / irecv / batch_p2p_ops (what Dynamo makes of dist.isend / irecv /
+# batch_isend_irecv and funcol.isend_inplace / irecv_inplace).  Not a collective over a group's
+# members: the checker (``Checker._lower_p2p``) pairs each receive with the send of its peer by
+# communicator, (source, destination, tag) and issue order, and the received tensor IS the sent
+# one (a clean data movement).  A send's own output is an empty placeholder tensor (a free leaf).
+# Every argument is read: the peer (a global rank), the tag, the tensor, the group.
+
+P2P = {
+    "_c10d_functional.isend.default": "isend",
+    "_c10d_functional.irecv.default": "irecv",
+    "_c10d_functional.batch_p2p_ops.default": "batch",
+}
+
+
+@dataclass(frozen=True)
+class PointToPoint:
+    group: str
+    ops: tuple      # (("isend" | "irecv", peer global rank, tag, tensor node name), ...) in issue order
+    batch: bool     # outputs are a tuple, one per op (batch_p2p_ops)
+
+
+def point_to_point(n: Node):
+    a = n.args
+    if P2P[n.target] == "batch":
+        kinds, peers, tags, tensors, group = (list(a[0]), list(a[1]), list(a[2]), list(a[3]), a[4])
+        batch = True
+    else:
+        kinds, peers, tags, tensors, group = [P2P[n.target]], [a[1]], [a[2]], [a[0]], a[3]
+        batch = False
+    if not (len(kinds) == len(peers) == len(tags) == len(tensors)) or not kinds:
+        return Refused(n.target, "op_list", "lists of different lengths")
+    ops = []
+    for k, p, t, x in zip(kinds, peers, tags, tensors):
+        if k not in ("isend", "irecv"):
+            return Refused(n.target, "op_list", f"op {k!r}")
+        if not isinstance(p, int) or isinstance(p, bool) or not isinstance(t, int) or isinstance(t, bool):
+            return Refused(n.target, "peer", f"a peer {p!r} / tag {t!r} that is not a constant integer")
+        if not isinstance(x, Ref):
+            return Refused(n.target, "tensor", f"{x!r}, not a tensor")
+        ops.append((k, p, t, x.name))
+    return PointToPoint(str(group), tuple(ops), batch)
 

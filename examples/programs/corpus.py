@@ -110,6 +110,10 @@ CORPUS = [
     _e("moe_ep_wrong_block", "moe_ep", bug=("_moe.py", "wrong expert")),
     _e("pp_two_stage_correct", "pp_two_stage"),
     _e("pp_two_stage_wrong_peer", "pp_two_stage", bug=("_pp.py", "comes from rank 1")),
+    _e("pp_p2p_correct", "pp_p2p"),
+    _e("pp_p2p_reordered", "pp_p2p", bug=("_pp.py", "micro-batch 1 before")),
+    _e("pp_skip_correct", "pp_skip", ws=3),
+    _e("pp_skip_swapped_peers", "pp_skip", ws=3, bug=("_pp.py", "h2 taken from rank 0")),
     _e("mesh_dp_tp_correct", "mesh_dp_tp", ws=4),
     _e("mesh_dp_tp_wrong_group", "mesh_dp_tp", ws=4, bug=("_mesh.py", "wrong mesh dimension")),
 ]

@@ -32,6 +32,8 @@ sys.path.insert(0, str(HERE.parent))
 import gloo_ranks  # noqa: E402
 from soundness.run_gloo import _materialise, _ports, load_script, named_outputs  # noqa: E402
 
+from entangle_py.check import spec as S  # noqa: E402
+
 TOL = 1e-9
 
 
@@ -53,6 +55,8 @@ def _derive(v, rel, rank, ws, mesh, fn=None):
     """rank's part of seq tensor v under relation rel (placements)."""
     if fn is not None:
         return fn(v, rank, ws).clone()
+    if isinstance(rel.term, S.Leaf):      # one rank holds it whole (a pipeline stage's tensor)
+        return v.clone() if rel.term.rank == rank else None
     if rel.term is not None:
         raise ValueError(f"relation {rel} needs GLOO_DERIVE")
     coords = mesh.coords(rank) if mesh.shape else (rank,)
@@ -99,7 +103,9 @@ def _case(entry, seed):
         for port, v in list(values.items()) + [(f"tangent:{o}", t) for o, t in (tangents or {}).items()]:
             if port not in spec.inputs:
                 raise ValueError(f"{entry.id}: spec has no relation for {port}")
-            given[port] = _derive(v, spec.inputs[port], r, ws, spec.mesh, fns.get(port))
+            part = _derive(v, spec.inputs[port], r, ws, spec.mesh, fns.get(port))
+            if part is not None:
+                given[port] = part
         per_rank.append(given)
     expect = {o: spec.expect[o] for o in (spec.check or spec.expect)}
     return res, per_rank, expect, grad_inputs
@@ -136,8 +142,14 @@ def _run_rank(entry, rank, given, grad_inputs):
     mod = load_script(entry.script)
     model, inputs = mod.build(rank, entry.world_size)
     model = model.to(torch.float64)
+    given = dict(given)
     with torch.no_grad():
         for port, t in _ports(model, inputs).items():
+            if port not in given and port.startswith("input:"):
+                # an input the relation gives another rank (a pipeline's batch enters at stage 0):
+                # NaN, so that a rank reading it shows
+                given[port] = torch.full(tuple(t.shape), float("nan"), dtype=torch.float64) \
+                    if t.is_floating_point() else torch.zeros(tuple(t.shape), dtype=t.dtype)
             v = given[port]
             if tuple(t.shape) != tuple(v.shape):
                 raise ValueError(f"rank {rank} {port}: build() gives {tuple(t.shape)}, the relation {tuple(v.shape)}")
@@ -170,6 +182,8 @@ def _worker(rank, ws, port, out_dir, payload):
 def _compare(seq, outs, rel, mesh, ws):
     if any(not isinstance(o, torch.Tensor) for o in outs):
         return False, "no tensor"
+    if isinstance(rel.term, S.Leaf) and not 0 <= rel.term.rank < ws:
+        return False, f"no rank {rel.term.rank}"
     if rel.term is None and any(type(p).__name__ == "Partial" for p in rel.placements):
         if any(o.shape != seq.shape for o in outs):
             return False, "shapes differ"
@@ -177,6 +191,8 @@ def _compare(seq, outs, rel, mesh, ws):
         return torch.allclose(s, seq, rtol=TOL, atol=TOL), "partial"
     for r, o in enumerate(outs):
         want = _derive(seq, rel, r, ws, mesh)
+        if want is None:          # the relation names another rank's output
+            continue
         if o.shape != want.shape:
             return False, f"rank {r}: shape {tuple(o.shape)} vs {tuple(want.shape)}"
         if not torch.allclose(o, want, rtol=TOL, atol=TOL):

@@ -559,11 +559,34 @@ class Checker:
                 # leaf: its value is never assumed, nor inferred equal to the ranks'
                 self.free_inputs.append(pname)
                 continue
-            rel = self._infer_placement(pname, val)
+            rel = self._dtensor_relation(pname) or self._infer_placement(pname, val)
             rels[pname] = rel
             inferred[pname] = rel
         self.inferred = inferred
         return rels
+
+    def _dtensor_relation(self, pname: str) -> S.Relation | None:
+        """The relation a DTensor program declares for an input by its placements (recorded by
+        capture), or None when it holds the input as a plain tensor."""
+        import json
+        from entangle_py.frontend.capture import DTENSOR_PLACEMENTS
+        text = self.dist.meta.get(DTENSOR_PLACEMENTS)
+        if not text:
+            return None
+        try:
+            placements = json.loads(text)
+        except ValueError:
+            raise CheckInputError(f"the distributed bundle's {DTENSOR_PLACEMENTS} is not valid JSON") from None
+        rel = placements.get(pname) if isinstance(placements, dict) else None
+        if rel is None:
+            return None
+        if not isinstance(rel, str) or rel.startswith("unmapped:"):
+            raise CheckInputError(f"input {pname!r} is a DTensor whose placements the spec language cannot say "
+                                  f"({str(rel)[len('unmapped: '):]}); give its relation in [inputs]")
+        try:
+            return S.parse_relation(rel, f"DTensor placements of {pname!r}", S.Mesh())
+        except S.SpecError as e:
+            raise CheckInputError(str(e)) from None
 
     def _infer_placement(self, pname: str, val: G.TensorMeta) -> S.Relation:
         W = self.dist.world_size

@@ -40,6 +40,11 @@ graph reads), and returns what it returns.  Point-to-point ops (``dist.isend`` /
 ``batch_isend_irecv``, ``funcol.isend_inplace`` / ``irecv_inplace``) are traced with Dynamo's
 ``enable_p2p_compilation``; a receive whose value the trace drops is a CaptureError.
 
+DTensor programs (``parallelize_module``, ``distribute_tensor``): a DTensor parameter, buffer or
+input is its rank's local tensor in the graph, under its own port name; its placements are
+recorded in the bundle's ``meta[DTENSOR_PLACEMENTS]`` as spec relations (see ``_placement_text``),
+which ``entangle check`` uses for inputs the spec does not relate.
+
 * inputs: ``param:<fqn>``, ``buffer:<fqn>``, ``input:<name>`` (keys of the inputs dict),
   ``tangent:<output name>`` (joint), ``size:<tensor port>:<dim>`` (a symbolic size, dynamic);
 * outputs: ``out`` for a single tensor, ``out:0``, ``out:1``, ... for a tuple/list, ``out:<key>`` for
@@ -56,6 +61,7 @@ import contextlib
 import dataclasses
 import hashlib
 import importlib.util
+import json
 import operator
 import os
 import re
@@ -155,10 +161,11 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
     if dist.is_available() and dist.is_initialized():
         raise CaptureError("a default process group is already initialized in this process; "
                            "capture simulates ranks with its own fake process group")
-    ranks = []
+    ranks, placements = [], []
     for r in range(world_size):
         t0 = time.perf_counter()
-        ranks.append(_capture_rank(module, r, world_size, joint, dynamic))
+        placements.append({})
+        ranks.append(_capture_rank(module, r, world_size, joint, dynamic, placements[-1]))
         if progress is not None:
             progress(r, world_size, time.perf_counter() - t0)
     # Ranks may take different inputs and return different outputs (pipeline stages hold their
@@ -175,6 +182,9 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
         "dynamic": str(bool(dynamic)).lower(),
         "captured_by": "entangle capture",
     }
+    dtensor = _merge_placements(placements)
+    if dtensor:
+        meta[DTENSOR_PLACEMENTS] = json.dumps(dtensor, sort_keys=True)
     return graph.Bundle(ranks=ranks, kind="joint" if joint else "forward", meta=meta)
 
 
@@ -211,7 +221,8 @@ class _DynamoInfo:
 _COLLECTIVE_NS = ("_c10d_functional", "c10d_functional", "_c10d_functional_autograd")
 
 
-def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool) -> graph.RankGraph:
+def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool,
+                  placements: dict | None = None) -> graph.RankGraph:
     import torch
     import torch.distributed as dist
 
@@ -224,6 +235,8 @@ def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool
             dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=world_size)
             pg = True
         model, inputs = _build(module, rank, world_size, script_file)
+        if placements is not None:
+            placements.update(_dtensor_placements(model, inputs, world_size))
         gm, info = _trace(model, inputs, module, joint, dynamic, script_file, rank)
         return _convert(gm, info, model, inputs, rank, script_file, joint, world_size)
     finally:
@@ -413,8 +426,11 @@ def _to_fake_cpu(model, inputs):
 
     def fake(t, param=False):
         if id(t) not in done:
-            with mode:
-                f = torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="cpu")
+            if _is_dtensor(t):     # a DTensor keeps its mesh and placements around a fake local tensor
+                f = _fake_dtensor(t, mode)
+            else:
+                with mode:
+                    f = torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="cpu")
             if param:
                 f = torch.nn.Parameter(f, requires_grad=t.requires_grad)
             else:
@@ -433,6 +449,73 @@ def _to_fake_cpu(model, inputs):
             if isinstance(v, torch.Tensor) and not isinstance(v, torch.nn.Parameter) and v.device.type == "meta":
                 setattr(mod, k, fake(v))
     return mode, {k: fake(v) for k, v in inputs.items()}
+
+
+# ----------------------------------------------------------------------------- DTensor
+
+# Bundle meta key: {port: relation text} for the inputs a DTensor program holds as DTensors, read
+# from their placements (``Shard(d)`` -> ``shard(d)``, ``Replicate()`` -> ``replicate``,
+# ``Partial()`` -> ``partial``).  ``entangle check`` takes an input's relation from here when the
+# spec does not give one, and prints it for review like a relation inferred from shapes.  A
+# placement the spec language cannot say (an N-D or partial mesh, a strided shard, Partial(avg))
+# is recorded as ``unmapped: <why>``: the spec must then give that input's relation.
+DTENSOR_PLACEMENTS = "dtensor_placements"
+
+
+def _dtensor_placements(model, inputs, world_size) -> dict[str, str]:
+    items = [(f"param:{n}", p) for n, p in model.named_parameters(remove_duplicate=True)]
+    items += [(f"buffer:{n}", b) for n, b in model.named_buffers(remove_duplicate=True)]
+    items += [(f"input:{k}", v) for k, v in inputs.items()]
+    return {port: _placement_text(t, world_size) for port, t in items if _is_dtensor(t)}
+
+
+def _placement_text(t, world_size) -> str:
+    from torch.distributed.tensor import Partial, Replicate, Shard
+    mesh = t.device_mesh
+    ranks = mesh.mesh.flatten().tolist()
+    if mesh.ndim != 1 or ranks != list(range(world_size)):
+        return f"unmapped: a DTensor on the mesh {mesh.mesh.tolist()} (only a 1-D mesh of every rank in order maps to a placement)"
+    (p,) = t.placements
+    if type(p) is Shard:
+        return f"shard({p.dim})"
+    if type(p) is Replicate:
+        return "replicate"
+    if type(p) is Partial and p.reduce_op in ("sum", "max"):
+        return "partial" if p.reduce_op == "sum" else "partial(max)"
+    return f"unmapped: placement {p} has no spec form"
+
+
+def _merge_placements(per_rank: list[dict]) -> dict[str, str]:
+    out = {}
+    for port in sorted(set().union(*per_rank)):
+        texts = {d.get(port) for d in per_rank if port in d}
+        out[port] = texts.pop() if len(texts) == 1 else "unmapped: the ranks' placements differ"
+    return out
+
+
+def _is_opaque_object(v) -> bool:
+    """A graph input that is an opaque script object (torch 2.13 passes a DeviceMesh so)."""
+    import torch
+    return not isinstance(v, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)) \
+        and v is not None
+
+
+def _is_dtensor(t) -> bool:
+    try:
+        from torch.distributed.tensor import DTensor
+    except ImportError:
+        return False
+    return isinstance(t, DTensor)
+
+
+def _fake_dtensor(t, mode):
+    """A DTensor (built on ``meta``) as the same DTensor over a fake CPU local tensor."""
+    import torch
+    from torch.distributed.tensor import DTensor
+    local = t._local_tensor
+    with mode:
+        f = torch.empty_strided(tuple(local.shape), tuple(local.stride()), dtype=local.dtype, device="cpu")
+    return DTensor.from_local(f, t.device_mesh, t.placements, run_check=False, shape=t.shape, stride=t.stride())
 
 
 @contextlib.contextmanager
@@ -873,6 +956,8 @@ def _convert(gm, info: _DynamoInfo, model, inputs, rank, script_file, joint, wor
             return f"param:{desc.target}"
         if isinstance(desc, D.BufferAOTInput):
             return f"buffer:{desc.target}"
+        if isinstance(desc, D.SubclassGetAttrAOTInput) and desc.attr == "_local_tensor":
+            return plain_in_name(desc.base)     # a DTensor's local tensor: the rank's part of it
         raise CaptureError(f"rank {rank}: unsupported graph input kind {type(desc).__name__} ({desc})")
 
     def out_name(desc) -> str:
@@ -883,6 +968,8 @@ def _convert(gm, info: _DynamoInfo, model, inputs, rank, script_file, joint, wor
             return "grad:" + (p[len("param:"):] if p.startswith("param:") else p)
         if isinstance(desc, D.InputMutationAOTOutput):   # e.g. a buffer updated in place
             return "mutated:" + plain_in_name(desc.mutated_input)
+        if isinstance(desc, D.SubclassGetAttrAOTOutput) and desc.attr == "_local_tensor":
+            return out_name(desc.base)          # a DTensor output (a parameter's gradient): its local tensor
         raise CaptureError(f"rank {rank}: unsupported graph output kind {type(desc).__name__} ({desc}); "
                            f"in-place updates of inputs are not supported")
 
@@ -895,13 +982,23 @@ def _convert(gm, info: _DynamoInfo, model, inputs, rank, script_file, joint, wor
     for n in gm.graph.nodes:
         if n.op == "placeholder":
             desc = n.meta.get("desc")
+            if isinstance(desc, D.SubclassGetAttrAOTInput) and desc.attr != "_local_tensor":
+                # a DTensor's other flattened attribute (its device mesh: an opaque object, not a
+                # tensor); the graph must not compute with it
+                if any(u.op != "output" for u in n.users) or isinstance(n.meta.get("val"), torch.Tensor):
+                    raise CaptureError(f"rank {rank}: the graph reads {desc.expr()} of a tensor subclass "
+                                       f"({type(n.meta.get('val')).__name__}); only its local tensor is supported")
+                continue
             if isinstance(desc, D.TangentAOTInput):
                 port = "tangent:" + out_name(desc.output)
             elif desc is not None:
                 port = plain_in_name(desc)
             else:
                 raise CaptureError(f"rank {rank}: graph input {n.name} has no descriptor")
-            nodes.append(graph.Node(n.name, "placeholder", val=conv.val(n.meta.get("val"))))
+            val = conv.val(n.meta.get("val"))
+            if val is None and _is_opaque_object(n.meta.get("val")) and all(u.op == "output" for u in n.users):
+                continue      # an opaque object nothing computes with (a DTensor hook's DeviceMesh)
+            nodes.append(graph.Node(n.name, "placeholder", val=val))
             ports_in.append(graph.Port(port, n.name))
         elif n.op == "call_function":
             if _is_sym_arith(n):
@@ -924,6 +1021,13 @@ def _convert(gm, info: _DynamoInfo, model, inputs, rank, script_file, joint, wor
             if descs is None or len(descs) != len(outs):
                 raise CaptureError(f"rank {rank}: graph outputs carry no descriptors")
             for o, desc in zip(outs, descs):
+                if isinstance(desc, D.SubclassGetAttrAOTOutput):
+                    if desc.attr != "_local_tensor":      # a DTensor's device mesh: not a tensor
+                        continue
+                    if o is not None:
+                        ports_out.append(graph.Port(out_name(desc), o.name))
+                        continue
+                    desc = desc.base
                 if o is None and isinstance(desc, D.GradAOTOutput):
                     _check_no_gradient_is_needed(gm, desc, outs, descs, out_name(desc), rank,
                                                  info.no_grad_nodes)

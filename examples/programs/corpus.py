@@ -114,6 +114,12 @@ CORPUS = [
     _e("pp_p2p_reordered", "pp_p2p", bug=("_pp.py", "micro-batch 1 before")),
     _e("pp_skip_correct", "pp_skip", ws=3),
     _e("pp_skip_swapped_peers", "pp_skip", ws=3, bug=("_pp.py", "h2 taken from rank 0")),
+    # DTensor / parallelize_module: input relations from the placements
+    _e("dtensor_mlp_correct", "dtensor_mlp"),
+    _e("dtensor_mlp_correct", "dtensor_mlp", "joint"),
+    _e("dtensor_mlp_partial_output", "dtensor_mlp", bug=("_dtensor.py", "never all-reduced")),
+    _e("dtensor_mlp_partial_output", "dtensor_mlp", "joint", bug=("_dtensor.py", "never all-reduced")),
+    _e("dtensor_sp_correct", "dtensor_sp"),
     _e("mesh_dp_tp_correct", "mesh_dp_tp", ws=4),
     _e("mesh_dp_tp_wrong_group", "mesh_dp_tp", ws=4, bug=("_mesh.py", "wrong mesh dimension")),
 ]

@@ -101,8 +101,9 @@ def _case(entry, seed):
     for r in range(ws):
         given = {}
         for port, v in list(values.items()) + [(f"tangent:{o}", t) for o, t in (tangents or {}).items()]:
-            if port not in spec.inputs:
-                raise ValueError(f"{entry.id}: spec has no relation for {port}")
+            if port not in spec.inputs:     # a DTensor's part comes from its placements (_run_rank)
+                given[port] = _FromPlacements(v)
+                continue
             part = _derive(v, spec.inputs[port], r, ws, spec.mesh, fns.get(port))
             if part is not None:
                 given[port] = part
@@ -131,11 +132,38 @@ def _run(model, inputs, values, grad_inputs, joint, tangents):
     torch.autograd.backward([out[o] for o in out], [tangents[o] for o in out])
     for n, p in model.named_parameters():
         if p.grad is not None:
-            res[f"grad:{n}"] = _materialise(p.grad)
+            res[f"grad:{n}"] = _materialise(_local(p.grad))    # a DTensor parameter's: its local part
     for k in grad_inputs:
         if args[k].grad is not None:
             res[f"grad:input:{k}"] = _materialise(args[k].grad)
     return res, None
+
+
+class _FromPlacements:
+    """A seq tensor the spec gives no relation for: the rank's DTensor parameter of that name gets
+    its part by the DTensor's own placements (as parallelize_module / distribute_tensor lays it
+    out: torch.chunk along a sharded dim), independently of the checker's reading of them."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def part(self, t, rank, ws, port):
+        from torch.distributed.tensor import DTensor, Replicate, Shard
+        if not isinstance(t, DTensor):
+            raise ValueError(f"spec has no relation for {port}, which is not a DTensor")
+        if t.device_mesh.ndim != 1:
+            raise ValueError(f"{port}: a DTensor on a {t.device_mesh.ndim}-D mesh")
+        (p,) = t.placements
+        if isinstance(p, Shard):
+            return torch.chunk(self.value, ws, dim=p.dim)[rank].clone()
+        if isinstance(p, Replicate):
+            return self.value.clone()
+        raise ValueError(f"{port}: placement {p} is not derived here")
+
+
+def _local(t):
+    from torch.distributed.tensor import DTensor
+    return t._local_tensor if isinstance(t, DTensor) else t
 
 
 def _run_rank(entry, rank, given, grad_inputs):
@@ -151,6 +179,9 @@ def _run_rank(entry, rank, given, grad_inputs):
                 given[port] = torch.full(tuple(t.shape), float("nan"), dtype=torch.float64) \
                     if t.is_floating_point() else torch.zeros(tuple(t.shape), dtype=t.dtype)
             v = given[port]
+            if isinstance(v, _FromPlacements):
+                v = given[port] = v.part(t, rank, entry.world_size, port)
+            t = _local(t)
             if tuple(t.shape) != tuple(v.shape):
                 raise ValueError(f"rank {rank} {port}: build() gives {tuple(t.shape)}, the relation {tuple(v.shape)}")
             if port.startswith(("param:", "buffer:")):

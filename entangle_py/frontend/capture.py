@@ -40,8 +40,8 @@ graph reads), and returns what it returns.  Point-to-point ops (``dist.isend`` /
 ``batch_isend_irecv``, ``funcol.isend_inplace`` / ``irecv_inplace``) are traced with Dynamo's
 ``enable_p2p_compilation``; a receive whose value the trace drops is a CaptureError.
 
-DTensor programs (``parallelize_module``, ``distribute_tensor``): a DTensor parameter, buffer or
-input is its rank's local tensor in the graph, under its own port name; its placements are
+DTensor programs (``parallelize_module``, ``distribute_tensor``): a DTensor parameter or buffer is
+its rank's local tensor in the graph, under its own port name; its placements are
 recorded in the bundle's ``meta[DTENSOR_PLACEMENTS]`` as spec relations (see ``_placement_text``),
 which ``entangle check`` uses for inputs the spec does not relate.
 

@@ -223,3 +223,37 @@ def test_batched_receives_keep_their_value(tmp_path):
     # the add reads the received tensor (a getitem of batch_p2p_ops), not the empty buffer
     src = g1.node(add.args[0].name)
     assert src.target == "getitem" and g1.node(src.args[0].name).target.endswith("batch_p2p_ops.default")
+
+
+@pytest.mark.parametrize("src, status", [(0, "refines"), (1, "fails")])
+def test_functional_sends_and_receives_pair_by_peer(tmp_path, src, status):
+    # funcol.isend_inplace / irecv_inplace: rank 2 takes the activation of rank `src`; only
+    # rank 0 computes the program's h (rank 1 sends its x unchanged)
+    p = tmp_path / "pp_funcol.py"
+    p.write_text(textwrap.dedent(f'''
+        import torch, torch.nn as nn, torch.nn.functional as F
+        import torch.distributed._functional_collectives as funcol
+
+        class M(nn.Module):
+            def __init__(self, rank, ws):
+                super().__init__()
+                self.rank, self.ws = rank, ws
+                if ws == 1 or rank == 0:
+                    self.w = nn.Parameter(torch.empty(4, 4))
+
+            def forward(self, x):
+                if self.ws == 1:
+                    return F.linear(x, self.w)
+                if self.rank == 0:
+                    return funcol.isend_inplace(F.linear(x, self.w), 2)
+                if self.rank == 1:
+                    return funcol.isend_inplace(x * 1.0, 2)
+                got = [funcol.irecv_inplace(torch.empty(2, 4), 0), funcol.irecv_inplace(torch.empty(2, 4), 1)]
+                return got[{src}]      # a received tensor nobody reads is fine (not a dropped one)
+
+        def build(rank, ws):
+            return M(rank, ws), {{"x": torch.randn(2, 4)}}
+        '''))
+    seq, dist = capture(str(p), 1), capture(str(p), 3)
+    spec = S.parse_spec({"inputs": {"input:x": "r0.input:x", "param:w": "r0.param:w"}, "expect": {"out": "r2.out"}})
+    assert Checker(seq, dist, spec).run().status == status

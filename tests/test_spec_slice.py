@@ -182,3 +182,12 @@ def test_slices_that_overlap_with_different_values_cannot_be_inverted():
     leaves = interp.distribute_term(torch.ones(2, 1, dtype=torch.float64),
                                     S.parse_term("slice(r0.w, dim=0, start=1, end=3)"), _bundle([(4, 1)]))
     assert torch.equal(leaves[(0, "w")][1:3], torch.ones(2, 1, dtype=torch.float64))
+
+
+def test_an_expected_relation_of_the_wrong_shape_is_bad_input():
+    spec = _mlp_spec("shard(0)")
+    spec.expect["out"] = S.parse_relation("slice(r0.out, dim=1, end=3)", "out", S.Mesh())
+    with pytest.raises(InputError, match=r"\[expect\] 'out'.*has shape"):
+        _check(spec)
+    spec.expect["out"] = S.parse_relation("slice(r0.out, dim=1, start=-6)", "out", S.Mesh())
+    assert _check(spec).status == "refines"      # the whole of dim 1 (6 rows): r0.out itself

@@ -226,7 +226,8 @@ class Checker:
     def _term_of(self, t: S.Term, where: str) -> str:
         """egglog text of a spec term over G_d tensors (normalised: ``S.normalize_term``)."""
         if isinstance(t, S.Leaf):
-            return self.dvar[t.rank].get(self._spec_node(t, where)) or gd_leaf(t.rank, self._spec_node(t, where))
+            node = self._spec_node(t, where)
+            return self.dvar[t.rank].get(node) or gd_leaf(t.rank, node)
         args = [self._term_of(a, where) for a in t.args]
         if t.op in ("sum", "max"):
             return f"({'rsum' if t.op == 'sum' else 'rmax'} {_list(args)})"
@@ -959,7 +960,11 @@ class Checker:
                 raise CheckInputError(f"[expect] names {name!r}, which is not a checked output of the sequential graph")
             ok = True
             for t in self._relation_terms(rel, pname, f"[expect] {name!r}"):
-                tv = self._new_svar(self._term_of(t, f"[expect] {name!r}"))
+                text = self._term_of(t, f"[expect] {name!r}")
+                mismatch = self._shape_mismatch(parse_sexpr(text), self.seq.node(node).val) if rel.term else None
+                if mismatch:         # an explicit term must have the output's shape
+                    raise CheckInputError(f"[expect] {name!r}: the relation {rel} {mismatch}")
+                tv = self._new_svar(text)
                 self._bring(tv)
                 self._bring(self.svar[node])
                 if not self._prove_equal(self.svar[node], tv):

@@ -375,7 +375,8 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
 
 
 def _check_received_values_read(g: graph.RankGraph) -> None:
-    """A point-to-point receive whose received tensor nothing reads is refused.
+    """A point-to-point receive whose received tensor nothing reads, while the program reads the
+    buffer it received into, is refused.
 
     ``dist.irecv(buf, src).wait()`` traces (torch 2.13) to an ``irecv`` whose result only
     ``wait_tensor`` reads, while the program's later reads of ``buf`` read the buffer as it was
@@ -389,12 +390,17 @@ def _check_received_values_read(g: graph.RankGraph) -> None:
             read(u) if g.node(u).target == "_c10d_functional.wait_tensor.default" else True
             for u in users.get(name, ()))
 
+    def buffer_read_elsewhere(buf, n):     # the program reads the buffer it received into
+        return isinstance(buf, graph.Ref) and any(u != n.name for u in users.get(buf.name, ()))
+
     for n in g.nodes:
-        if n.target == "_c10d_functional.irecv.default":
-            lost = not read(n.name)
-        elif n.target == "_c10d_functional.batch_p2p_ops.default" and n.args and isinstance(n.args[0], (list, tuple)):
+        if n.target == "_c10d_functional.irecv.default" and n.args:
+            lost = not read(n.name) and buffer_read_elsewhere(n.args[0], n)
+        elif n.target == "_c10d_functional.batch_p2p_ops.default" and len(n.args) > 3 \
+                and isinstance(n.args[0], (list, tuple)) and isinstance(n.args[3], (list, tuple)):
             got = {g.node(u).args[1]: u for u in users.get(n.name, ()) if g.node(u).target == "getitem"}
-            lost = any(k == "irecv" and not (i in got and read(got[i])) for i, k in enumerate(n.args[0]))
+            lost = any(k == "irecv" and not (i in got and read(got[i])) and buffer_read_elsewhere(buf, n)
+                       for i, (k, buf) in enumerate(zip(n.args[0], n.args[3])))
         else:
             continue
         if lost:

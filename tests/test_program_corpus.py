@@ -22,9 +22,7 @@ from corpus import CORPUS  # noqa: E402
 
 _LN = "lemma gap: native_layer_norm over sequence-sharded rows (its mean/rstd outputs, getitem_1) in the backward"
 _MQA = "capture: torch.ones(s, s) created in forward without a device is CPU while inputs are meta (Tensor device mismatch)"
-_FUSED = "spec: 'slice' is not supported in input relations (interleaved [gate_r; up_r] fused weight)"
 _MOE = "no semantics for aten.topk / aten.all (top-k routing, one_hot)"
-_PP = "capture: ranks of a pipeline take different parameters (rank 0 only fc1, rank 1 only fc2); ports must be equal"
 _MEAN = "lemma gap (joint): the backward of a mean over a batch-sharded dim, with the loss averaged over ranks"
 
 XFAIL = {
@@ -42,8 +40,6 @@ XFAIL = {
     "rope_cp_correct[forward]": "lemma gap: concat over ranks (dim 1) of concat (dim 3) parts: concat interchange for the rotate-half cat",
     "cp_attention_correct[forward]": "lemma gap: rank-dependent positions (arange + rank offset) for the causal mask of all-gathered K/V",
     "swiglu_unfused_correct[joint]": "lemma gap: add of two partial sums (grad of x through gate and up) = partial of the adds",
-    "swiglu_fused_correct[forward]": _FUSED,
-    "swiglu_fused_swapped_halves[forward]": _FUSED,
     "uneven_gather_correct[forward]": "lemma gap: pad -> all_gather -> per-rank slice -> cat back to the uneven concat",
     "dp_avg_correct[joint]": _MEAN,
     "grad_accum_correct[forward]": "lemma gap: sum of micro-batch sums divided by an all-reduced token count",
@@ -51,8 +47,8 @@ XFAIL = {
     "fsdp_correct[joint]": _MEAN,
     "moe_ep_correct[forward]": _MOE,
     "moe_ep_wrong_block[forward]": _MOE,
-    "pp_two_stage_correct[forward]": _PP,
-    "pp_two_stage_wrong_peer[forward]": _PP,
+    "dtensor_sp_correct[forward]": "lemma gap: DTensor's Shard(1) reduce-scatter (cat of the split along dim 1, "
+                                   "reduce_scatter along dim 0): the rank's block is a slice along dim 1 of the sum",
     "mesh_dp_tp_correct[forward]": "lemma gap: mm of a dp-sharded input with a tp-sharded weight on a 2-D mesh (map_mm_r over mixed groups)",
 }
 XFAIL = {k: v for k, v in XFAIL.items() if v}

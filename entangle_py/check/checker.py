@@ -242,39 +242,51 @@ class Checker:
                 dims.add_guard(self._canonical_size(guard, graph))
 
     def _term_of(self, t: S.Term, where: str) -> str:
-        """egglog text of a spec term over G_d tensors."""
+        """egglog text of a spec term over G_d tensors (normalised: ``S.normalize_term``)."""
         if isinstance(t, S.Leaf):
-            if not 0 <= t.rank < self.dist.world_size:
-                raise CheckInputError(f"{where}: rank {t.rank} does not exist (world size {self.dist.world_size})")
-            node = self.dist_names[t.rank].node(t.name)
-            if node is None:
-                raise CheckInputError(f"{where}: rank {t.rank} has no tensor named {t.name!r}")
+            node = self._spec_node(t, where)
             return self.dvar[t.rank].get(node) or gd_leaf(t.rank, node)
         args = [self._term_of(a, where) for a in t.args]
         if t.op in ("sum", "max"):
             return f"({'rsum' if t.op == 'sum' else 'rmax'} {_list(args)})"
         if t.op == "concat":
-            nd, d = self._spec_ndim(t.args[0], where), t.attr("dim", 0)
-            if not isinstance(d, int) or not -nd <= d < nd:
-                raise CheckInputError(f"{where}: concat along dim {d} of {nd}-D tensors")
-            return f"(concat {_list(args)} {d % nd})"      # dims are non-negative in terms
+            return f"(concat {_list(args)} {t.attr('dim')})"      # dims are non-negative in terms
+        if t.op == "slice":
+            return f"(slice {args[0]} {t.attr('dim')} {L.dim_term(t.attr('start'))} {L.dim_term(t.attr('end'))})"
         raise CheckInputError(f"{where}: operator {t.op!r} is not supported in input relations yet")
 
-    def _spec_ndim(self, t: S.Term, where: str) -> int:
-        """Number of dims of a spec term's value (its first leaf's: clean ops keep it)."""
-        while not isinstance(t, S.Leaf):
-            if not t.args:
-                raise CheckInputError(f"{where}: {t.op}() has no tensor argument")
-            t = t.args[0]
-        val = self.dist.ranks[t.rank].node(self.dist_names[t.rank].node(t.name)).val
-        return len(val.shape) if isinstance(val, G.TensorMeta) else 0
+    def _spec_node(self, t: S.Leaf, where: str) -> str:
+        if not 0 <= t.rank < self.dist.world_size:
+            raise CheckInputError(f"{where}: rank {t.rank} does not exist (world size {self.dist.world_size})")
+        node = self.dist_names[t.rank].node(t.name)
+        if node is None:
+            raise CheckInputError(f"{where}: rank {t.rank} has no tensor named {t.name!r}")
+        return node
 
-    def _relation_terms(self, rel: S.Relation, name: str) -> list:
+    def _normalize(self, t: S.Term, where: str) -> S.Term:
+        """An explicit relation with its dims and slice bounds checked against the ranks' shapes
+        and written out (``S.normalize_term``); exit 2 on what the term language cannot say."""
+        def shape_of(leaf):
+            val = self.dist.ranks[leaf.rank].node(self._spec_node(leaf, where)).val
+            if not isinstance(val, G.TensorMeta):
+                raise CheckInputError(f"{where}: r{leaf.rank}.{leaf.name} is not a tensor")
+            return tuple(self._canonical_size(s, leaf.rank) for s in val.shape)
+
+        def le(a, b):
+            return self.engine.dims.proves_le(sympy.sympify(a), sympy.sympify(b))
+        try:
+            return S.normalize_term(t, shape_of, where, le)[0]
+        except S.SpecError as e:
+            raise CheckInputError(str(e)) from None
+
+    def _relation_terms(self, rel: S.Relation, name: str, where: str | None = None) -> list:
         """The spec's relation for G_s tensor ``name`` as clean terms (dims normalised by its
         number of dims)."""
         node = self.seq_names.node(name)
         val = self.seq.node(node).val if node is not None else None
         ndim = len(val.shape) if isinstance(val, G.TensorMeta) else None
+        if rel.term is not None:
+            return [self._normalize(rel.term, where or f"relation for {name!r}")]
         try:
             return S.relation_terms(rel, name, self.dist.world_size, self.spec.mesh, ndim=ndim)
         except S.SpecError as e:
@@ -285,6 +297,7 @@ class Checker:
         """Every G_d node: a leaf, unioned with its lowered definition (collectives across ranks),
         as facts that the exploration window puts into the e-graph."""
         pending_coll = []   # (rank, node, Collective)
+        self._pending_p2p = []   # (rank, node, PointToPoint), in each rank's issue order
         for r, g in enumerate(self.dist.ranks):
             low = L.Lowerer(g, lambda name, r=r: self.dvar[r][name], constants=self.spec.constants,
                              same_rng=self.same_rng, canon=lambda size, r=r: self._canonical_size(size, r))
@@ -299,6 +312,7 @@ class Checker:
                     continue
                 self._bind_dist(r, n, res, pending_coll)
         self._lower_collectives(pending_coll)
+        self._lower_p2p(self._pending_p2p)
         self.window = Window(self.dfacts, self.policy.window_depth)
 
     def _dist_leaf(self, r, name, val):
@@ -354,6 +368,12 @@ class Checker:
         if isinstance(res, L.Collective):
             v = self._dist_leaf(r, n.name, n.val)
             pending_coll.append((r, n, res))
+            return
+        if isinstance(res, L.PointToPoint):   # leaves; a receive is defined once paired (_lower_p2p)
+            for i, val in enumerate(n.val if res.batch else (n.val,)):
+                if isinstance(val, G.TensorMeta):
+                    self._dist_leaf(r, f"{n.name}#{i}" if res.batch else n.name, val)
+            self._pending_p2p.append((r, n, res))
             return
         if isinstance(res, L.Decomposed):    # the middle value is a G_d tensor of its own
             mid = self._dist_leaf(r, f"{n.name}:{res.name}", n.val)
@@ -463,6 +483,56 @@ class Checker:
                     continue
                 self.no_semantics.setdefault("all_to_all_single with sizes it cannot split", []).append((r, n))
 
+    def _lower_p2p(self, pending):
+        """Pair point-to-point transfers (pipeline stages): the k-th receive rank d posts from
+        rank s with tag t on a communicator gets the k-th tensor rank s sends to d with tag t on
+        it -- peers and issue order, not the group's member set (c10d matches sends and receives
+        per process group, source, destination and tag, in order).  A receive's value is the sent
+        tensor; a transfer without its counterpart, or whose shape or dtype differ, is refused
+        (exit 2: the program would hang or fail there)."""
+        sends, recvs = {}, {}
+        for r, n, p in pending:
+            g = self.dist.ranks[r]
+            members = tuple(g.groups.get(p.group, ()))
+            if r not in members:
+                raise CheckInputError(f"rank {r} node {n.name}: point-to-point on group {p.group!r} "
+                                      f"{list(members)}, which rank {r} is not a member of")
+            comm = G.communicator(self.dist.ranks, p.group, members)
+            for i, (kind, peer, tag, tensor) in enumerate(p.ops):
+                if peer not in members:
+                    raise CheckInputError(f"rank {r} node {n.name}: {kind} with rank {peer}, which is not in "
+                                          f"its group {list(members)}")
+                out = f"{n.name}#{i}" if p.batch else n.name
+                if kind == "isend":
+                    sends.setdefault((comm, r, peer, tag), []).append((r, n, tensor))
+                else:
+                    recvs.setdefault((comm, peer, r, tag), []).append((r, n, tensor, out))
+        for key in sorted(set(sends) | set(recvs), key=str):
+            (_, members), src, dst, tag = key
+            ss, rs = sends.get(key, []), recvs.get(key, [])
+            if len(ss) != len(rs):
+                raise CheckInputError(
+                    f"point-to-point transfers from rank {src} to rank {dst} (tag {tag}, group {list(members)}) "
+                    f"do not pair: rank {src} sends {len(ss)}"
+                    f"{' (' + ', '.join(n.name for _, n, _ in ss) + ')' if ss else ''}, rank {dst} receives "
+                    f"{len(rs)}{' (' + ', '.join(n.name for _, n, _, _ in rs) + ')' if rs else ''}")
+            for (sr, sn, tensor), (dr, dn, buf, out) in zip(ss, rs):
+                sent = self.dist.ranks[sr].node(tensor).val
+                got = self.dist.ranks[dr].node(buf).val
+                if not (isinstance(sent, G.TensorMeta) and isinstance(got, G.TensorMeta)) or \
+                        sent.dtype != got.dtype or len(sent.shape) != len(got.shape) or \
+                        not all(self._same_size(self._canonical_size(a, sr), self._canonical_size(b, dr))
+                                for a, b in zip(sent.shape, got.shape)):
+                    raise CheckInputError(
+                        f"rank {dr} node {dn.name} receives {_meta_text(got)} from rank {sr}, whose matching "
+                        f"send {sn.name} sends {_meta_text(sent)}")
+                self._define(self.dvar[dr][out], self.dvar[sr][tensor])
+                self.collectives.append(([src, dst], "send/recv", {sr: sn.name, dr: dn.name}))
+
+    def _same_size(self, a, b) -> bool:
+        a, b = sympy.sympify(a), sympy.sympify(b)
+        return sympy.expand(a - b) == 0 or (self.engine.dims.proves_le(a, b) and self.engine.dims.proves_le(b, a))
+
     @staticmethod
     def _splits(sizes, val, world, rank):
         """Block sizes of an all_to_all input along dim 0: given, or equal blocks."""
@@ -508,11 +578,34 @@ class Checker:
                 # leaf: its value is never assumed, nor inferred equal to the ranks'
                 self.free_inputs.append(pname)
                 continue
-            rel = self._infer_placement(pname, val)
+            rel = self._dtensor_relation(pname) or self._infer_placement(pname, val)
             rels[pname] = rel
             inferred[pname] = rel
         self.inferred = inferred
         return rels
+
+    def _dtensor_relation(self, pname: str) -> S.Relation | None:
+        """The relation a DTensor program declares for an input by its placements (recorded by
+        capture), or None when it holds the input as a plain tensor."""
+        import json
+        from entangle_py.frontend.capture import DTENSOR_PLACEMENTS
+        text = self.dist.meta.get(DTENSOR_PLACEMENTS)
+        if not text:
+            return None
+        try:
+            placements = json.loads(text)
+        except ValueError:
+            raise CheckInputError(f"the distributed bundle's {DTENSOR_PLACEMENTS} is not valid JSON") from None
+        rel = placements.get(pname) if isinstance(placements, dict) else None
+        if rel is None:
+            return None
+        if not isinstance(rel, str) or rel.startswith("unmapped:"):
+            raise CheckInputError(f"input {pname!r} is a DTensor whose placements the spec language cannot say "
+                                  f"({str(rel)[len('unmapped: '):]}); give its relation in [inputs]")
+        try:
+            return S.parse_relation(rel, f"DTensor placements of {pname!r}", S.Mesh())
+        except S.SpecError as e:
+            raise CheckInputError(str(e)) from None
 
     def _infer_placement(self, pname: str, val: G.TensorMeta) -> S.Relation:
         W = self.dist.world_size
@@ -521,7 +614,11 @@ class Checker:
             node = names.node(pname)
             dv = self.dist.ranks[r].node(node).val if node else None
             if not isinstance(dv, G.TensorMeta):
-                raise CheckInputError(f"input {pname!r}: rank {r} has no such tensor input; add it to [inputs] in the spec")
+                held = [q for q, nm in enumerate(self.dist_names) if nm.node(pname) is not None]
+                raise CheckInputError(
+                    f"input {pname!r}: rank {r} has no such tensor input; add it to [inputs] in the spec" +
+                    (f", naming the rank that holds it (a pipeline stage's tensor), e.g. \"{pname}\" = "
+                     f"\"r{held[0]}.{pname}\"" if held else ""))
             shapes.append(tuple(dv.shape))
         seq_shape = tuple(val.shape)
         if all(s == seq_shape for s in shapes):
@@ -574,8 +671,13 @@ class Checker:
             node = self.seq_names.node(pname)
             v = self._new_svar(f"(Gs {str_lit(pname)})", self.seq.node(node).val)
             self.svar[node] = v
-            for t in self._relation_terms(rel, pname):
-                self._add_sfact(v, self._term_of(t, f'input {pname!r}'))
+            for t in self._relation_terms(rel, pname, f"input {pname!r}"):
+                text = self._term_of(t, f"input {pname!r}")
+                if rel.term is not None:     # an explicit term must have the tensor's shape
+                    mismatch = self._shape_mismatch(parse_sexpr(text), self.seq.node(node).val)
+                    if mismatch:
+                        raise CheckInputError(f"input {pname!r}: the relation {rel} {mismatch}")
+                self._add_sfact(v, text)
 
     # -- main loop -------------------------------------------------------------------------
     def run(self) -> Result:
@@ -758,6 +860,8 @@ class Checker:
                 continue
             if isinstance(res, L.NoSemantics):
                 self.no_semantics.setdefault(_unsupported_key(res), []).append((rank, n))
+            elif isinstance(res, L.PointToPoint) and rank == "seq":   # a one-rank program has no peer
+                self.no_semantics.setdefault(f"{n.target} in the sequential program", []).append((rank, n))
 
     def _relate(self, low: L.Lowerer, n: G.Node) -> OpFailure | None:
         res = low.lower(n)
@@ -904,8 +1008,12 @@ class Checker:
             if node not in self.svar:
                 raise CheckInputError(f"[expect] names {name!r}, which is not a checked output of the sequential graph")
             ok = True
-            for t in self._relation_terms(rel, pname):
-                tv = self._new_svar(self._term_of(t, f"[expect] {name!r}"))
+            for t in self._relation_terms(rel, pname, f"[expect] {name!r}"):
+                text = self._term_of(t, f"[expect] {name!r}")
+                mismatch = self._shape_mismatch(parse_sexpr(text), self.seq.node(node).val) if rel.term else None
+                if mismatch:         # an explicit term must have the output's shape
+                    raise CheckInputError(f"[expect] {name!r}: the relation {rel} {mismatch}")
+                tv = self._new_svar(text)
                 self._bring(tv)
                 self._bring(self.svar[node])
                 if not self._prove_equal(self.svar[node], tv):
@@ -956,7 +1064,7 @@ class Checker:
                 if node is not None:
                     keys |= leaves_in(self.dvar[r].get(node, ""))
         for name, rel in self._given_tensors().items():
-            for t in self._relation_terms(rel, name):
+            for t in self._relation_terms(rel, name, f"spec {name!r}"):
                 keys |= leaves_in(self._term_of(t, f"spec {name!r}"))
         return keys
 
@@ -1067,6 +1175,10 @@ def _unsupported_key(res: L.NoSemantics) -> str:
     if isinstance(res, L.Refused):
         return f"{res.op} called with {res.why} (the term language cannot express it)"
     return res.op
+
+
+def _meta_text(v) -> str:
+    return f"{v.dtype}{list(v.shape)}" if isinstance(v, G.TensorMeta) else "no tensor"
 
 
 def _src(n: G.Node) -> str | None:

@@ -11,6 +11,7 @@ A spec is TOML::
     "input:x" = "replicate"                 # every rank holds the same tensor
     partial_in = "partial"                  # sum over ranks
     w = "concat(r0.w, r1.w, dim=1)"         # an explicit clean expression over rank-qualified names
+    v = "concat(slice(r0.v, dim=0, end=4), slice(r1.v, dim=0, end=4), dim=0)"   # rows [0, 4) of each
     "param:w2" = "shard(0)@tp"              # on a mesh: sharded over tp, replicated over the rest
     "input:y" = "shard(0)@dp, shard(1)@tp"  # one placement per mesh dim that is not replicated
 
@@ -458,3 +459,94 @@ def _product(ranges):
     for i in ranges[0]:
         for rest in _product(ranges[1:]):
             yield (i,) + rest
+
+
+# ----------------------------------------------------------------------------- explicit terms
+
+# Operators the checker seeds from an explicit relation, with the attributes each takes.  Any
+# other attribute is refused: a misspelt key (``dimm=1``) must never fall back to a default and
+# silently change what the relation says.
+TERM_ATTRS = {"concat": frozenset({"dim"}), "sum": frozenset(), "max": frozenset(),
+              "slice": frozenset({"dim", "start", "end", "step"})}
+
+
+def normalize_term(t: Term, shape_of, where: str, le=None) -> tuple[Term, tuple]:
+    """``t`` with every dim and slice bound explicit and non-negative, checked against the
+    leaves' shapes; returns (term, shape).
+
+    ``shape_of(leaf)`` gives a rank tensor's shape (ints or sympy sizes); ``le(a, b)`` is True
+    only when ``a <= b`` is proven for symbolic sizes (without it, a bound on a symbolic dim that
+    is not literally within it is refused).  ``slice(x, dim=d, start=a, end=b)`` keeps rows
+    ``[a, b)`` of dim ``d``: ``start`` defaults to 0, ``end`` to the dim's size, a negative bound
+    counts from the end (as in Python), ``step`` must be 1; a bound outside ``[0, size]`` or
+    ``start > end`` is refused (never clamped).  Raises SpecError (exit 2) on anything the
+    term language cannot express."""
+    if isinstance(t, Leaf):
+        return t, tuple(shape_of(t))
+    if t.op not in TERM_ATTRS:
+        raise SpecError(f"{where}: operator {t.op!r} is not supported in input relations yet "
+                        f"(supported: {', '.join(sorted(TERM_ATTRS))})")
+    keys = [k for k, _ in t.attrs]
+    bad = [k for k in keys if k not in TERM_ATTRS[t.op]]
+    if bad or len(set(keys)) != len(keys):
+        raise SpecError(f"{where}: {t.op}() takes " +
+                        (", ".join(f"{k}=" for k in sorted(TERM_ATTRS[t.op])) or "no attributes") +
+                        f"; got {', '.join(f'{k}=' for k in keys)}")
+    if not t.args:
+        raise SpecError(f"{where}: {t.op}() has no tensor argument")
+    parts = [normalize_term(a, shape_of, where, le) for a in t.args]
+    args = tuple(a for a, _ in parts)
+    shapes = [s for _, s in parts]
+    shape = shapes[0]
+    if any(len(s) != len(shape) for s in shapes):
+        raise SpecError(f"{where}: {t.op}() of tensors with different numbers of dims in {t}")
+    if t.op in ("sum", "max"):
+        return Call(t.op, args), shape
+    d = _term_dim(t, len(shape), where)
+    if t.op == "concat":
+        total = shapes[0][d]
+        for s in shapes[1:]:
+            total = total + s[d]
+        return Call("concat", args, (("dim", d),)), shape[:d] + (total,) + shape[d + 1:]
+    # slice
+    if len(args) != 1:
+        raise SpecError(f"{where}: slice() takes one tensor, got {len(args)} in {t}")
+    step = t.attr("step", 1)
+    if step != 1:
+        raise SpecError(f"{where}: slice with step={step} in {t}: the term language has no strided "
+                        f"slice (write the rows as a concat of step-1 slices)")
+    size = shape[d]
+    bounds = []
+    for key, default in (("start", 0), ("end", size)):
+        b = t.attr(key, default)
+        if key in dict(t.attrs) and not isinstance(b, int):
+            raise SpecError(f"{where}: slice {key}={_fmt_attr(b)} is not an integer in {t}")
+        bounds.append(size + b if isinstance(b, int) and b < 0 else b)
+    start, end = bounds
+
+    def within(a, b):          # a <= b, proven
+        if isinstance(a, int) and isinstance(b, int):
+            return a <= b
+        try:
+            import sympy
+            diff = sympy.expand(sympy.sympify(b) - sympy.sympify(a))
+            if diff.is_Integer:
+                return int(diff) >= 0
+            if diff.is_nonnegative:     # from the symbols' own facts (sizes are positive)
+                return True
+        except (TypeError, ValueError):
+            return False
+        return bool(le is not None and le(a, b))
+
+    if not (within(0, start) and within(start, end) and within(end, size)):
+        raise SpecError(f"{where}: slice [{t.attr('start', 0)}, {t.attr('end', size)}) of dim {d} is not "
+                        f"inside a dim of size {size} in {t} (bounds are never clamped)")
+    return (Call("slice", args, (("dim", d), ("start", start), ("end", end))),
+            shape[:d] + (end - start,) + shape[d + 1:])
+
+
+def _term_dim(t: Call, ndim: int, where: str) -> int:
+    d = t.attr("dim", 0)
+    if not isinstance(d, int) or not -ndim <= d < ndim:
+        raise SpecError(f"{where}: {t.op} along dim {_fmt_attr(d)} of {ndim}-D tensors in {t}")
+    return d % ndim

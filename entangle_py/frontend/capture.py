@@ -34,7 +34,16 @@ gradients as outputs.  A graph break (data-dependent ``if``, ``print``, ``.item(
 construct Dynamo/AOTAutograd rejects raises :class:`CaptureError` naming the construct and the
 script's ``file:line``.
 
-Stable port names (the same on every rank; spec files rely on them):
+Stable port names (the same on every rank that has the port; spec files rely on them).  Ranks may
+have different ports: a pipeline stage takes only its own parameters (and only the inputs its
+graph reads), and returns what it returns.  Point-to-point ops (``dist.isend`` / ``irecv`` /
+``batch_isend_irecv``, ``funcol.isend_inplace`` / ``irecv_inplace``) are traced with Dynamo's
+``enable_p2p_compilation``; a receive whose value the trace drops is a CaptureError.
+
+DTensor programs (``parallelize_module``, ``distribute_tensor``): a DTensor parameter or buffer is
+its rank's local tensor in the graph, under its own port name; its placements are
+recorded in the bundle's ``meta[DTENSOR_PLACEMENTS]`` as spec relations (see ``_placement_text``),
+which ``entangle check`` uses for inputs the spec does not relate.
 
 * inputs: ``param:<fqn>``, ``buffer:<fqn>``, ``input:<name>`` (keys of the inputs dict),
   ``tangent:<output name>`` (joint), ``size:<tensor port>:<dim>`` (a symbolic size, dynamic);
@@ -52,6 +61,7 @@ import contextlib
 import dataclasses
 import hashlib
 import importlib.util
+import json
 import operator
 import os
 import re
@@ -151,19 +161,18 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
     if dist.is_available() and dist.is_initialized():
         raise CaptureError("a default process group is already initialized in this process; "
                            "capture simulates ranks with its own fake process group")
-    ranks = []
+    ranks, placements = [], []
     for r in range(world_size):
         t0 = time.perf_counter()
-        ranks.append(_capture_rank(module, r, world_size, joint, dynamic))
+        placements.append({})
+        ranks.append(_capture_rank(module, r, world_size, joint, dynamic, placements[-1]))
         if progress is not None:
             progress(r, world_size, time.perf_counter() - t0)
-    names0 = ([p.name for p in ranks[0].inputs], [p.name for p in ranks[0].outputs])
-    for g in ranks[1:]:
-        names = ([p.name for p in g.inputs], [p.name for p in g.outputs])
-        if names != names0:
-            raise CaptureError(
-                f"rank {g.rank} has ports {names} but rank 0 has {names0}: every rank must take the "
-                f"same named inputs and return the same outputs")
+    # Ranks may take different inputs and return different outputs (pipeline stages hold their
+    # own parameters): every rank's graph has its own ports, and the spec's input relation names
+    # the ranks that hold a tensor (``"param:fc2" = "r1.param:fc2"``; see check/spec.py).
+    for g in ranks:
+        _check_received_values_read(g)
     script_file = _script_file(module)
     meta = {
         "torch": str(torch.__version__),
@@ -173,6 +182,9 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
         "dynamic": str(bool(dynamic)).lower(),
         "captured_by": "entangle capture",
     }
+    dtensor = _merge_placements(placements)
+    if dtensor:
+        meta[DTENSOR_PLACEMENTS] = json.dumps(dtensor, sort_keys=True)
     return graph.Bundle(ranks=ranks, kind="joint" if joint else "forward", meta=meta)
 
 
@@ -208,7 +220,8 @@ class _DynamoInfo:
 
 
 
-def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool) -> graph.RankGraph:
+def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool,
+                  placements: dict | None = None) -> graph.RankGraph:
     import torch
     import torch.distributed as dist
 
@@ -221,6 +234,8 @@ def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool
             dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=world_size)
             pg = True
         model, inputs = _build(module, rank, world_size, script_file)
+        if placements is not None:
+            placements.update(_dtensor_placements(model, inputs, world_size))
         gm, info = _trace(model, inputs, module, joint, dynamic, script_file, rank)
         return _convert(gm, info, model, inputs, rank, script_file, joint, world_size)
     finally:
@@ -329,8 +344,11 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
 
     compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=None if dynamic else False)
     grad_ctx = contextlib.nullcontext() if joint else torch.no_grad()
+    # point-to-point ops (dist.isend / irecv / batch_isend_irecv) trace only with this flag;
+    # receives whose value torch's tracing drops are refused (_check_received_values_read)
+    p2p = torch._dynamo.config.patch(enable_p2p_compilation=True)
     try:
-        with grad_ctx, _quiet_torch_logs(), warnings.catch_warnings(record=True) as caught:
+        with grad_ctx, p2p, _quiet_torch_logs(), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = compiled(**inputs)
     except InputError:
@@ -355,6 +373,45 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
     return captured[key], info
 
 
+def _check_received_values_read(g: graph.RankGraph) -> None:
+    """A point-to-point receive whose received tensor nothing reads, while the program reads the
+    buffer it received into, is refused.
+
+    ``dist.irecv(buf, src).wait()`` traces (torch 2.13) to an ``irecv`` whose result only
+    ``wait_tensor`` reads, while the program's later reads of ``buf`` read the buffer as it was
+    before: the received value is silently dropped.  ``dist.batch_isend_irecv`` and the return
+    value of ``funcol.irecv_inplace`` keep it."""
+    users = g.users()
+    returned = {p.node for p in g.outputs}
+
+    def read(name):      # returned, or read by something other than a chain of wait_tensor
+        return name in returned or any(
+            read(u) if ops.is_wait(g.node(u).target) else True
+            for u in users.get(name, ()))
+
+    def buffer_read_elsewhere(buf, n):     # the program reads the buffer it received into
+        return isinstance(buf, graph.Ref) and any(u != n.name for u in users.get(buf.name, ()))
+
+    for n in g.nodes:
+        if n.target == ops.IRECV and n.args:
+            lost = not read(n.name) and buffer_read_elsewhere(n.args[0], n)
+        elif n.target == ops.BATCH_P2P and len(n.args) > 3 \
+                and isinstance(n.args[0], (list, tuple)) and isinstance(n.args[3], (list, tuple)):
+            got = {g.node(u).args[1]: u for u in users.get(n.name, ()) if g.node(u).target == "getitem"}
+            lost = any(k == "irecv" and not (i in got and read(got[i])) and buffer_read_elsewhere(buf, n)
+                       for i, (k, buf) in enumerate(zip(n.args[0], n.args[3])))
+        else:
+            continue
+        if lost:
+            where = f" at {n.source}" if n.source else ""
+            raise CaptureError(
+                f"rank {g.rank}: the tensor received by {n.name} ({n.target}){where} is never read: torch's "
+                f"tracing of dist.irecv drops the received value (later reads of the buffer see what it "
+                f"held before), so the graph would not be the program; receive with "
+                f"dist.batch_isend_irecv([dist.P2POp(dist.irecv, buf, src)]) or use the tensor "
+                f"funcol.irecv_inplace returns")
+
+
 _NO_AUTOGRAD_KERNEL = re.compile(r"(\S+): an autograd kernel was not registered")
 
 
@@ -374,8 +431,11 @@ def _to_fake_cpu(model, inputs):
 
     def fake(t, param=False):
         if id(t) not in done:
-            with mode:
-                f = torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="cpu")
+            if _is_dtensor(t):     # a DTensor keeps its mesh and placements around a fake local tensor
+                f = _fake_dtensor(t, mode)
+            else:
+                with mode:
+                    f = torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="cpu")
             if param:
                 f = torch.nn.Parameter(f, requires_grad=t.requires_grad)
             else:
@@ -394,6 +454,73 @@ def _to_fake_cpu(model, inputs):
             if isinstance(v, torch.Tensor) and not isinstance(v, torch.nn.Parameter) and v.device.type == "meta":
                 setattr(mod, k, fake(v))
     return mode, {k: fake(v) for k, v in inputs.items()}
+
+
+# ----------------------------------------------------------------------------- DTensor
+
+# Bundle meta key: {port: relation text} for the inputs a DTensor program holds as DTensors, read
+# from their placements (``Shard(d)`` -> ``shard(d)``, ``Replicate()`` -> ``replicate``,
+# ``Partial()`` -> ``partial``).  ``entangle check`` takes an input's relation from here when the
+# spec does not give one, and prints it for review like a relation inferred from shapes.  A
+# placement the spec language cannot say (an N-D or partial mesh, a strided shard, Partial(avg))
+# is recorded as ``unmapped: <why>``: the spec must then give that input's relation.
+DTENSOR_PLACEMENTS = "dtensor_placements"
+
+
+def _dtensor_placements(model, inputs, world_size) -> dict[str, str]:
+    items = [(f"param:{n}", p) for n, p in model.named_parameters(remove_duplicate=True)]
+    items += [(f"buffer:{n}", b) for n, b in model.named_buffers(remove_duplicate=True)]
+    items += [(f"input:{k}", v) for k, v in inputs.items()]
+    return {port: _placement_text(t, world_size) for port, t in items if _is_dtensor(t)}
+
+
+def _placement_text(t, world_size) -> str:
+    from torch.distributed.tensor import Partial, Replicate, Shard
+    mesh = t.device_mesh
+    ranks = mesh.mesh.flatten().tolist()
+    if mesh.ndim != 1 or ranks != list(range(world_size)):
+        return f"unmapped: a DTensor on the mesh {mesh.mesh.tolist()} (only a 1-D mesh of every rank in order maps to a placement)"
+    (p,) = t.placements
+    if type(p) is Shard:
+        return f"shard({p.dim})"
+    if type(p) is Replicate:
+        return "replicate"
+    if type(p) is Partial and p.reduce_op in ("sum", "max"):
+        return "partial" if p.reduce_op == "sum" else "partial(max)"
+    return f"unmapped: placement {p} has no spec form"
+
+
+def _merge_placements(per_rank: list[dict]) -> dict[str, str]:
+    out = {}
+    for port in sorted(set().union(*per_rank)):
+        texts = {d.get(port) for d in per_rank if port in d}
+        out[port] = texts.pop() if len(texts) == 1 else "unmapped: the ranks' placements differ"
+    return out
+
+
+def _is_opaque_object(v) -> bool:
+    """A graph input that is an opaque script object (torch 2.13 passes a DeviceMesh so)."""
+    import torch
+    return not isinstance(v, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)) \
+        and v is not None
+
+
+def _is_dtensor(t) -> bool:
+    try:
+        from torch.distributed.tensor import DTensor
+    except ImportError:
+        return False
+    return isinstance(t, DTensor)
+
+
+def _fake_dtensor(t, mode):
+    """A DTensor (built on ``meta``) as the same DTensor over a fake CPU local tensor."""
+    import torch
+    from torch.distributed.tensor import DTensor
+    local = t._local_tensor
+    with mode:
+        f = torch.empty_strided(tuple(local.shape), tuple(local.stride()), dtype=local.dtype, device="cpu")
+    return DTensor.from_local(f, t.device_mesh, t.placements, run_check=False, shape=t.shape, stride=t.stride())
 
 
 @contextlib.contextmanager
@@ -836,6 +963,8 @@ def _convert(gm, info: _DynamoInfo, model, inputs, rank, script_file, joint, wor
             return f"param:{desc.target}"
         if isinstance(desc, D.BufferAOTInput):
             return f"buffer:{desc.target}"
+        if isinstance(desc, D.SubclassGetAttrAOTInput) and desc.attr == "_local_tensor":
+            return plain_in_name(desc.base)     # a DTensor's local tensor: the rank's part of it
         raise CaptureError(f"rank {rank}: unsupported graph input kind {type(desc).__name__} ({desc})")
 
     def out_name(desc) -> str:
@@ -846,6 +975,8 @@ def _convert(gm, info: _DynamoInfo, model, inputs, rank, script_file, joint, wor
             return "grad:" + (p[len("param:"):] if p.startswith("param:") else p)
         if isinstance(desc, D.InputMutationAOTOutput):   # e.g. a buffer updated in place
             return "mutated:" + plain_in_name(desc.mutated_input)
+        if isinstance(desc, D.SubclassGetAttrAOTOutput) and desc.attr == "_local_tensor":
+            return out_name(desc.base)          # a DTensor output (a parameter's gradient): its local tensor
         raise CaptureError(f"rank {rank}: unsupported graph output kind {type(desc).__name__} ({desc}); "
                            f"in-place updates of inputs are not supported")
 
@@ -858,13 +989,23 @@ def _convert(gm, info: _DynamoInfo, model, inputs, rank, script_file, joint, wor
     for n in gm.graph.nodes:
         if n.op == "placeholder":
             desc = n.meta.get("desc")
+            if isinstance(desc, D.SubclassGetAttrAOTInput) and desc.attr != "_local_tensor":
+                # a DTensor's other flattened attribute (its device mesh: an opaque object, not a
+                # tensor); the graph must not compute with it
+                if any(u.op != "output" for u in n.users) or isinstance(n.meta.get("val"), torch.Tensor):
+                    raise CaptureError(f"rank {rank}: the graph reads {desc.expr()} of a tensor subclass "
+                                       f"({type(n.meta.get('val')).__name__}); only its local tensor is supported")
+                continue
             if isinstance(desc, D.TangentAOTInput):
                 port = "tangent:" + out_name(desc.output)
             elif desc is not None:
                 port = plain_in_name(desc)
             else:
                 raise CaptureError(f"rank {rank}: graph input {n.name} has no descriptor")
-            nodes.append(graph.Node(n.name, "placeholder", val=conv.val(n.meta.get("val"))))
+            val = conv.val(n.meta.get("val"))
+            if val is None and _is_opaque_object(n.meta.get("val")) and all(u.op == "output" for u in n.users):
+                continue      # an opaque object nothing computes with (a DTensor hook's DeviceMesh)
+            nodes.append(graph.Node(n.name, "placeholder", val=val))
             ports_in.append(graph.Port(port, n.name))
         elif n.op == "call_function":
             if _is_sym_arith(n):
@@ -887,6 +1028,13 @@ def _convert(gm, info: _DynamoInfo, model, inputs, rank, script_file, joint, wor
             if descs is None or len(descs) != len(outs):
                 raise CaptureError(f"rank {rank}: graph outputs carry no descriptors")
             for o, desc in zip(outs, descs):
+                if isinstance(desc, D.SubclassGetAttrAOTOutput):
+                    if desc.attr != "_local_tensor":      # a DTensor's device mesh: not a tensor
+                        continue
+                    if o is not None:
+                        ports_out.append(graph.Port(out_name(desc), o.name))
+                        continue
+                    desc = desc.base
                 if o is None and isinstance(desc, D.GradAOTOutput):
                     _check_no_gradient_is_needed(gm, desc, outs, descs, out_name(desc), rank,
                                                  info.no_grad_nodes)

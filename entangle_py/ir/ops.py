@@ -52,6 +52,16 @@ COLLECTIVES = {
     "_c10d_functional.broadcast.default": CollectiveSig("broadcast", group=2, params=(1,)),
 }
 
+# Point-to-point transfers (pipeline parallelism), by target -> kind: paired by the checker per
+# communicator, (source, destination, tag) and issue order -- never by member set.
+POINT_TO_POINT = {
+    "_c10d_functional.isend.default": "isend",
+    "_c10d_functional.irecv.default": "irecv",
+    "_c10d_functional.batch_p2p_ops.default": "batch",
+}
+IRECV = "_c10d_functional.irecv.default"
+BATCH_P2P = "_c10d_functional.batch_p2p_ops.default"
+
 # Position of the group argument of every collective op the numeric oracle runs, by op name
 # (any collective namespace; ``_coalesced`` variants take the same position).
 GROUP_ARG = {"all_reduce": 2, "all_reduce_": 2, "all_gather_into_tensor": 2, "reduce_scatter_tensor": 3,

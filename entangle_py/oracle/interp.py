@@ -517,9 +517,9 @@ class _Runner:
                                      f"group has {len(members)} ranks {list(members)}")
 
     def _p2p(self, r, node, op, A):
-        if op == "isend":
+        if op == "isend":       # a send's own output is an empty tensor (as torch's kernel returns)
             self._post(r, int(A[1]), int(A[2]), A[0])
-            return ("value", A[0])
+            return ("value", A[0].new_empty(0))
         if op == "irecv":
             return _Request(r, node, "recv", (int(A[1]), r), [A[0]], {"recvs": [(0, int(A[1]), int(A[2]), A[0])]})
         ops, peers, tags, tensors = A[0], A[1], A[2], A[3]
@@ -552,7 +552,7 @@ class _Runner:
             got[i] = msg.to(buf.dtype)
         if req.kind == "recv":
             return True, got[0]
-        return True, [got.get(i, x) for i, x in enumerate(req.tensors)]
+        return True, [got[i] if i in got else x.new_empty(0) for i, x in enumerate(req.tensors)]
 
     # -- one rank
     def _program(self, r):
@@ -968,8 +968,14 @@ def _place(value, placements_by_dim, mesh: S.Mesh, bundle, name, generator):
 _DIM_ATTRS = ("dim",)
 
 
-def _invert(term: S.Term, value: torch.Tensor, bundle, generator, out: dict):
-    """Assign tensors to the leaves of ``term`` so that it evaluates to ``value``."""
+def _invert(term: S.Term, value: torch.Tensor, bundle, generator, out: dict, parts: dict | None = None):
+    """Assign tensors to the leaves of ``term`` so that it evaluates to ``value``.
+
+    A slice of a leaf fixes only its rows: ``parts[(rank, name)] = (tensor, known mask)`` gathers
+    them (several slices of one leaf, e.g. an interleaved fused weight ``[gate_r; up_r]``), and
+    ``distribute_term`` fills what no slice fixed with random values."""
+    if parts is None:
+        parts = {}
     if isinstance(term, S.Leaf):
         key = (term.rank, term.name)
         if key in out and not (out[key].shape == value.shape and torch.equal(out[key], value)):
@@ -981,37 +987,50 @@ def _invert(term: S.Term, value: torch.Tensor, bundle, generator, out: dict):
         d = term.attr("dim", 0) % max(value.dim(), 1)
         sizes = _solve_sizes([_term_size(a, d, bundle) for a in args], value.shape[d], f"{term}")
         for a, part in zip(args, torch.split(value, sizes, dim=d)):
-            _invert(a, part.contiguous(), bundle, generator, out)
+            _invert(a, part.contiguous(), bundle, generator, out, parts)
     elif op in ("sum", "max"):
         for a, part in zip(args, _random_parts(value, len(args), op, generator, str(term))):
-            _invert(a, part, bundle, generator, out)
+            _invert(a, part, bundle, generator, out, parts)
     elif op == "neg" and len(args) == 1:
-        _invert(args[0], -value, bundle, generator, out)
+        _invert(args[0], -value, bundle, generator, out, parts)
     elif op == "transpose" and len(args) == 1:
         d0, d1 = _transpose_dims(term)
-        _invert(args[0], value.transpose(d0, d1).contiguous(), bundle, generator, out)
+        _invert(args[0], value.transpose(d0, d1).contiguous(), bundle, generator, out, parts)
     elif op == "permute" and len(args) == 1:
         dims = list(term.attr("dims", ()))
         inv = [dims.index(i) for i in range(len(dims))]
-        _invert(args[0], value.permute(inv).contiguous(), bundle, generator, out)
+        _invert(args[0], value.permute(inv).contiguous(), bundle, generator, out, parts)
     elif op == "reshape" and len(args) == 1 and isinstance(args[0], S.Leaf):
         shape = _leaf_shape(bundle, args[0].rank, args[0].name)
         _invert(args[0], value.reshape([int(s) if not isinstance(s, sympy.Basic) or s.is_Integer else -1 for s in shape]),
-                bundle, generator, out)
+                bundle, generator, out, parts)
     elif op == "slice" and len(args) == 1 and isinstance(args[0], S.Leaf):
         shape = _leaf_shape(bundle, args[0].rank, args[0].name)
         d = term.attr("dim", 0) % value.dim()
-        start, step = term.attr("start", 0), term.attr("step", 1)
-        full_shape = list(value.shape)
-        full_shape[d] = int(shape[d]) if not isinstance(shape[d], sympy.Basic) or shape[d].is_Integer else None
-        if full_shape[d] is None or step != 1:
+        if term.attr("step", 1) != 1 or any(isinstance(s, sympy.Basic) and not s.is_Integer for s in shape):
             raise InterpError(f"{term}: cannot invert a slice with a symbolic size or a step")
-        full = random_tensor(full_shape, value.dtype, generator)
-        full.narrow(d, start, value.shape[d]).copy_(value)
-        _invert(args[0], full, bundle, generator, out)
+        full_shape = [int(s) for s in shape]
+        start, stop, _ = slice(term.attr("start", 0), term.attr("end", None)).indices(full_shape[d])
+        if stop - start != value.shape[d] or list(value.shape[:d]) + list(value.shape[d + 1:]) != \
+                full_shape[:d] + full_shape[d + 1:]:
+            raise InterpError(f"{term}: the slice has shape {_slice_shape(full_shape, d, start, stop)}, "
+                              f"the value {list(value.shape)}")
+        key = (args[0].rank, args[0].name)
+        if key not in parts:
+            parts[key] = (torch.zeros(full_shape, dtype=value.dtype), torch.zeros(full_shape, dtype=torch.bool))
+        full, known = parts[key]
+        region, seen = full.narrow(d, start, stop - start), known.narrow(d, start, stop - start)
+        if bool(seen.any()) and not torch.equal(region[seen], value[seen]):
+            raise InterpError(f"{term}: rows of {args[0]} appear twice in the relation with different values")
+        region.copy_(value)
+        seen.fill_(True)
     else:
         raise InterpError(f"cannot build the ranks' inputs from the relation {term}: {op!r} is not invertible here "
                           f"(use concat / sum / max / neg / transpose / permute over rank tensors)")
+
+
+def _slice_shape(shape, d, start, stop):
+    return shape[:d] + [max(stop - start, 0)] + shape[d + 1:]
 
 
 def _transpose_dims(term: S.Call):
@@ -1021,21 +1040,44 @@ def _transpose_dims(term: S.Call):
     return int(term.attr("dim0", 0)), int(term.attr("dim1", 1))
 
 
+def _term_ndim(t: S.Term, bundle) -> int:
+    while not isinstance(t, S.Leaf):
+        if not t.args:
+            raise InterpError(f"{t}: no tensor argument")
+        t = t.args[0]
+    return len(_leaf_shape(bundle, t.rank, t.name))
+
+
 def _term_size(t: S.Term, d: int, bundle):
     if isinstance(t, S.Leaf):
         return _leaf_shape(bundle, t.rank, t.name)[d]
-    if t.op == "concat" and t.attr("dim", 0) == d:
+    own = t.attr("dim", 0) % max(_term_ndim(t, bundle), 1) if t.op in ("concat", "slice") else None
+    if t.op == "concat" and own == d:
         return sympy.Add(*[sympy.sympify(_term_size(a, d, bundle)) for a in t.args])
-    if t.op in ("concat", "sum", "max", "neg"):
+    if t.op == "slice" and own == d and len(t.args) == 1:
+        size = _term_size(t.args[0], d, bundle)
+        if isinstance(size, sympy.Basic) and not size.is_Integer or t.attr("step", 1) != 1:
+            raise InterpError(f"cannot size {t} along dim {d}")
+        start, stop, _ = slice(t.attr("start", 0), t.attr("end", None)).indices(int(size))
+        return max(stop - start, 0)
+    if t.op in ("concat", "sum", "max", "neg", "slice"):
         return _term_size(t.args[0], d, bundle)
     raise InterpError(f"cannot size {t} along dim {d}")
 
 
 def distribute_term(value: torch.Tensor, term: S.Term, bundle_dist: G.Bundle,
                     generator: torch.Generator | None = None) -> dict[tuple[int, str], torch.Tensor]:
-    """Leaf tensors ``(rank, name) -> tensor`` such that ``term`` evaluates to ``value``."""
-    out: dict = {}
-    _invert(term, value, bundle_dist, generator, out)
+    """Leaf tensors ``(rank, name) -> tensor`` such that ``term`` evaluates to ``value``; rows of
+    a leaf that only slices of it name and that no slice fixes are random."""
+    out, parts = {}, {}
+    _invert(term, value, bundle_dist, generator, out, parts)
+    for key, (full, known) in parts.items():
+        if key in out:      # the leaf also appears whole: its sliced rows must agree
+            if out[key].shape != full.shape or not torch.equal(out[key][known], full[known]):
+                raise InterpError(f"r{key[0]}.{key[1]}: appears whole and sliced in the relation with different values")
+            continue
+        filler = random_tensor(list(full.shape), full.dtype, generator)
+        out[key] = torch.where(known, full, filler)
     return out
 
 

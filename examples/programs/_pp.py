@@ -1,21 +1,50 @@
-"""Pipeline parallelism, two stages on two ranks: rank 0 runs stage 1 (fc1, relu) and sends the
-activation to rank 1 (broadcast from 0); rank 1 runs stage 2 (fc2) and sends the result back
-(broadcast from 1), so both ranks return the output.  Every rank holds both stages' weights
-(replicated); each uses its own.  Bug ``wrong_peer``: rank 1 receives the activation from itself
-(broadcast src 1), i.e. its own empty buffer, the wrong peer."""
+"""Pipeline parallelism: each rank holds only its own stage's parameters (so the ranks' graphs take
+different inputs; the spec names the rank that holds each tensor, ``"param:fc2" = "r1.param:fc2"``).
+
+* ``two_stage`` (broadcast): rank 0 runs stage 1 (fc1, relu) and hands the activation to rank 1
+  with a broadcast from 0; rank 1 runs stage 2 (fc2) and broadcasts the result back, so both ranks
+  return the output.  Bug ``wrong_peer``: the activation is broadcast from rank 1, i.e. rank 1's
+  own zero buffer.
+* ``p2p`` (send/recv): the batch goes through in two micro-batches; rank 0 sends each stage-1
+  activation to rank 1 (``dist.batch_isend_irecv``, as Megatron's p2p_communication does), rank 1
+  returns the concatenated stage-2 outputs and sends them back to rank 0.  Bug ``reordered``: the
+  sender's schedule sends micro-batch 1 before micro-batch 0 while the receiver takes them in
+  order (transfers pair by peer and issue order: a checker pairing them by shape would accept it).
+* ``skip`` (send/recv, 3 stages): rank 0 computes h1 = relu(fc1 x) and sends it to rank 1 and, for
+  a skip connection, to rank 2; rank 1 sends h2 = relu(fc2 h1) to rank 2; rank 2 returns
+  fc3(h2) + h1.  Bug ``swapped_peers``: rank 2 takes the tensor from rank 0 as h2 and the one
+  from rank 1 as the skip (two receives of the same shape from the wrong peers; the receives are
+  issued in the same order, so only pairing by peer tells them apart).
+"""
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
 import torch.nn as nn
 import torch.nn.functional as F
 
+IN, HID, OUT = 4, 7, 3
+
+
+def _send(t, dst):
+    for req in dist.batch_isend_irecv([dist.P2POp(dist.isend, t, dst)]):
+        req.wait()
+
+
+def _recv(shape, src, dtype):
+    buf = torch.empty(shape, dtype=dtype)
+    for req in dist.batch_isend_irecv([dist.P2POp(dist.irecv, buf, src)]):
+        req.wait()
+    return buf
+
 
 class TwoStage(nn.Module):
     def __init__(self, rank, ws, bug):
         super().__init__()
         self.rank, self.ws, self.bug = rank, ws, bug
-        self.fc1 = nn.Parameter(torch.empty(7, 4))
-        self.fc2 = nn.Parameter(torch.empty(3, 7))
+        if ws == 1 or rank == 0:
+            self.fc1 = nn.Parameter(torch.empty(HID, IN))
+        if ws == 1 or rank == 1:
+            self.fc2 = nn.Parameter(torch.empty(OUT, HID))
 
     def forward(self, x):
         if self.ws == 1:
@@ -23,17 +52,78 @@ class TwoStage(nn.Module):
         if self.rank == 0:
             h = F.relu(F.linear(x, self.fc1))
         else:
-            h = x.new_zeros(x.shape[0], 7)
+            h = x.new_zeros(x.shape[0], HID)
         src = 1 if self.bug == "wrong_peer" else 0  # BUG (wrong_peer): the activation comes from rank 1
         h = funcol.broadcast(h, src, dist.group.WORLD)
         if self.rank == 1:
             y = F.linear(h, self.fc2)
         else:
-            y = x.new_zeros(x.shape[0], 3)
+            y = x.new_zeros(x.shape[0], OUT)
         return funcol.broadcast(y, 1, dist.group.WORLD)
 
 
-def make_build(bug=None):
+class P2P(nn.Module):
+    MICRO = 2
+
+    def __init__(self, rank, ws, bug):
+        super().__init__()
+        self.rank, self.ws, self.bug = rank, ws, bug
+        if ws == 1 or rank == 0:
+            self.fc1 = nn.Parameter(torch.empty(HID, IN))
+        if ws == 1 or rank == 1:
+            self.fc2 = nn.Parameter(torch.empty(OUT, HID))
+
+    def forward(self, x):
+        if self.ws == 1:
+            return F.linear(F.relu(F.linear(x, self.fc1)), self.fc2)
+        if self.rank == 0:
+            hs = [F.relu(F.linear(mb, self.fc1)) for mb in x.chunk(self.MICRO)]
+            if self.bug == "reordered":
+                hs = hs[::-1]  # BUG (reordered): the schedule sends micro-batch 1 before micro-batch 0
+            for h in hs:
+                _send(h, 1)
+            return _recv((x.shape[0], OUT), 1, x.dtype)
+        ys = [F.linear(_recv((BATCH // self.MICRO, HID), 0, self.fc2.dtype), self.fc2) for _ in range(self.MICRO)]
+        y = torch.cat(ys)
+        _send(y, 0)
+        return y
+
+
+class Skip(nn.Module):
+    def __init__(self, rank, ws, bug):
+        super().__init__()
+        self.rank, self.ws, self.bug = rank, ws, bug
+        if ws == 1 or rank == 0:
+            self.fc1 = nn.Parameter(torch.empty(HID, IN))
+        if ws == 1 or rank == 1:
+            self.fc2 = nn.Parameter(torch.empty(HID, HID))
+        if ws == 1 or rank == 2:
+            self.fc3 = nn.Parameter(torch.empty(HID, HID))
+
+    def forward(self, x):
+        if self.ws == 1:
+            h1 = F.relu(F.linear(x, self.fc1))
+            return F.linear(F.relu(F.linear(h1, self.fc2)), self.fc3) + h1
+        if self.rank == 0:
+            h1 = F.relu(F.linear(x, self.fc1))
+            _send(h1, 1)
+            _send(h1, 2)
+            return h1
+        if self.rank == 1:
+            h2 = F.relu(F.linear(_recv((BATCH, HID), 0, self.fc2.dtype), self.fc2))
+            _send(h2, 2)
+            return h2
+        first, second = (0, 1) if self.bug == "swapped_peers" else (1, 0)  # BUG (swapped_peers): h2 taken from rank 0
+        h2 = _recv((BATCH, HID), first, self.fc3.dtype)
+        skip = _recv((BATCH, HID), second, self.fc3.dtype)
+        return F.linear(h2, self.fc3) + skip
+
+
+BATCH = 6
+
+
+def make_build(kind="two_stage", bug=None):
     def build(rank, world_size):
-        return TwoStage(rank, world_size, bug), {"x": torch.randn(5, 4)}
+        cls = {"two_stage": TwoStage, "p2p": P2P, "skip": Skip}[kind]
+        return cls(rank, world_size, bug), {"x": torch.randn(BATCH, IN)}
     return build

@@ -5,7 +5,12 @@
   rows (a shard swapped between ranks, as in checkpoint-conversion bugs).
 * ``fused``: one weight per rank holding [gate_r; up_r] (the Megatron/vLLM fused layout); the
   sequential weight is [gate; up], so the relation is an interleaving (slices in the spec).  Bug
-  ``swapped_halves``: the rank splits its fused weight as [up; gate].
+  ``swapped_halves``: the rank splits its fused weight as [up; gate]; bug ``rank1_swapped``: only
+  rank 1 does (one rank's checkpoint shard converted with the other layout) -- a checker that
+  related only rank 0's slices, or every rank's alike, would accept it.
+* ``fused_t``: the same fused weight stored transposed, [HIDDEN, gate_r | up_r] and applied as
+  ``x @ w`` (GPT-2's Conv1D layout), so the spec slices dim -1 with negative bounds.  Bug
+  ``swapped_halves``: [up | gate] read from a [gate | up] weight.
 """
 import torch
 import torch.nn as nn
@@ -35,9 +40,9 @@ class Unfused(nn.Module):
 
 
 class Fused(nn.Module):
-    def __init__(self, ws, bug):
+    def __init__(self, rank, ws, bug):
         super().__init__()
-        self.ws, self.bug = ws, bug
+        self.rank, self.ws, self.bug = rank, ws, bug
         self.w_gate_up = nn.Parameter(torch.empty(2 * FFN // ws, HIDDEN))
         self.w_down = nn.Parameter(torch.empty(HIDDEN, FFN // ws))
 
@@ -45,9 +50,34 @@ class Fused(nn.Module):
         x = copy_to(x, self.ws)
         if self.bug == "swapped_halves" and self.ws > 1:
             u, g = F.linear(x, self.w_gate_up).chunk(2, dim=-1)  # BUG: [up; gate] read from a [gate; up] weight
+        elif self.bug == "rank1_swapped" and self.ws > 1 and self.rank == 1:
+            u, g = F.linear(x, self.w_gate_up).chunk(2, dim=-1)  # BUG: rank 1 alone reads [up; gate]
         else:
             g, u = F.linear(x, self.w_gate_up).chunk(2, dim=-1)
         return reduce_from(F.linear(F.silu(g) * u, self.w_down), self.ws)
+
+
+class FusedT(nn.Module):
+    def __init__(self, ws, bug):
+        super().__init__()
+        self.ws, self.bug = ws, bug
+        self.w_gate_up = nn.Parameter(torch.empty(HIDDEN, 2 * FFN // ws))
+        self.w_down = nn.Parameter(torch.empty(HIDDEN, FFN // ws))
+
+    def forward(self, x):
+        x = copy_to(x, self.ws)
+        h = x @ self.w_gate_up
+        n = h.shape[-1] // 2
+        if self.bug == "swapped_halves" and self.ws > 1:
+            u, g = h[..., :n], h[..., n:]  # BUG: [up | gate] read from a [gate | up] Conv1D weight
+        else:
+            g, u = h[..., :n], h[..., n:]
+        return reduce_from(F.linear(F.silu(g) * u, self.w_down), self.ws)
+
+
+def _fused_t_part(seq_weight, rank, ws):
+    """GLOO_DERIVE: rank r holds [gate_r | up_r] (columns) of the sequential [gate | up]."""
+    return _fused_part(seq_weight.t(), rank, ws).t().contiguous()
 
 
 def _fused_part(seq_weight, rank, ws):
@@ -59,5 +89,7 @@ def _fused_part(seq_weight, rank, ws):
 def make_build(kind, bug=None):
     def build(rank, world_size):
         x = torch.randn(4, 3, HIDDEN, requires_grad=True)
-        return (Unfused(rank, world_size, bug) if kind == "unfused" else Fused(world_size, bug)), {"x": x}
+        model = {"unfused": lambda: Unfused(rank, world_size, bug), "fused": lambda: Fused(rank, world_size, bug),
+                 "fused_t": lambda: FusedT(world_size, bug)}[kind]()
+        return model, {"x": x}
     return build

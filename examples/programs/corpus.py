@@ -88,7 +88,10 @@ CORPUS = [
     _e("swiglu_unfused_correct", "swiglu_unfused", "joint"),
     _e("swiglu_unfused_swapped_shard", "swiglu_unfused", bug=("_swiglu.py", "other rank's rows")),
     _e("swiglu_fused_correct", "swiglu_fused"),
-    _e("swiglu_fused_swapped_halves", "swiglu_fused", bug=("_swiglu.py", "[up; gate]")),
+    _e("swiglu_fused_swapped_halves", "swiglu_fused", bug=("_swiglu.py", "[up; gate] read from")),
+    _e("swiglu_fused_rank1_swapped", "swiglu_fused", bug=("_swiglu.py", "rank 1 alone")),
+    _e("swiglu_fused_t_correct", "swiglu_fused_t"),
+    _e("swiglu_fused_t_swapped_halves", "swiglu_fused_t", bug=("_swiglu.py", "Conv1D weight")),
     # vLLM custom kernels (torch.ops._C), given their meaning by entangle's plugin
     _e("vllm_mlp_correct", "vllm_mlp"),
     _e("vllm_mlp_swapped_halves", "vllm_mlp", bug=("_vllm.py", "[up; gate]")),
@@ -111,6 +114,16 @@ CORPUS = [
     _e("moe_ep_wrong_block", "moe_ep", bug=("_moe.py", "wrong expert")),
     _e("pp_two_stage_correct", "pp_two_stage"),
     _e("pp_two_stage_wrong_peer", "pp_two_stage", bug=("_pp.py", "comes from rank 1")),
+    _e("pp_p2p_correct", "pp_p2p"),
+    _e("pp_p2p_reordered", "pp_p2p", bug=("_pp.py", "micro-batch 1 before")),
+    _e("pp_skip_correct", "pp_skip", ws=3),
+    _e("pp_skip_swapped_peers", "pp_skip", ws=3, bug=("_pp.py", "h2 taken from rank 0")),
+    # DTensor / parallelize_module: input relations from the placements
+    _e("dtensor_mlp_correct", "dtensor_mlp"),
+    _e("dtensor_mlp_correct", "dtensor_mlp", "joint"),
+    _e("dtensor_mlp_partial_output", "dtensor_mlp", bug=("_dtensor.py", "never all-reduced")),
+    _e("dtensor_mlp_partial_output", "dtensor_mlp", "joint", bug=("_dtensor.py", "never all-reduced")),
+    _e("dtensor_sp_correct", "dtensor_sp"),
     _e("mesh_dp_tp_correct", "mesh_dp_tp", ws=4),
     _e("mesh_dp_tp_wrong_group", "mesh_dp_tp", ws=4, bug=("_mesh.py", "wrong mesh dimension")),
 ]

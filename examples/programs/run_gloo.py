@@ -32,6 +32,8 @@ sys.path.insert(0, str(HERE.parent))
 from soundness import gloo_ranks  # noqa: E402
 from soundness.run_gloo import _materialise, _ports, load_script, named_outputs  # noqa: E402
 
+from entangle_py.check import spec as S  # noqa: E402
+
 TOL = 1e-9
 
 
@@ -53,6 +55,8 @@ def _derive(v, rel, rank, ws, mesh, fn=None):
     """rank's part of seq tensor v under relation rel (placements)."""
     if fn is not None:
         return fn(v, rank, ws).clone()
+    if isinstance(rel.term, S.Leaf):      # one rank holds it whole (a pipeline stage's tensor)
+        return v.clone() if rel.term.rank == rank else None
     if rel.term is not None:
         raise ValueError(f"relation {rel} needs GLOO_DERIVE")
     coords = mesh.coords(rank) if mesh.shape else (rank,)
@@ -97,9 +101,12 @@ def _case(entry, seed):
     for r in range(ws):
         given = {}
         for port, v in list(values.items()) + [(f"tangent:{o}", t) for o, t in (tangents or {}).items()]:
-            if port not in spec.inputs:
-                raise ValueError(f"{entry.id}: spec has no relation for {port}")
-            given[port] = _derive(v, spec.inputs[port], r, ws, spec.mesh, fns.get(port))
+            if port not in spec.inputs:     # a DTensor's part comes from its placements (_run_rank)
+                given[port] = _FromPlacements(v)
+                continue
+            part = _derive(v, spec.inputs[port], r, ws, spec.mesh, fns.get(port))
+            if part is not None:
+                given[port] = part
         per_rank.append(given)
     expect = {o: spec.expect[o] for o in (spec.check or spec.expect)}
     return res, per_rank, expect, grad_inputs
@@ -125,20 +132,56 @@ def _run(model, inputs, values, grad_inputs, joint, tangents):
     torch.autograd.backward([out[o] for o in out], [tangents[o] for o in out])
     for n, p in model.named_parameters():
         if p.grad is not None:
-            res[f"grad:{n}"] = _materialise(p.grad)
+            res[f"grad:{n}"] = _materialise(_local(p.grad))    # a DTensor parameter's: its local part
     for k in grad_inputs:
         if args[k].grad is not None:
             res[f"grad:input:{k}"] = _materialise(args[k].grad)
     return res, None
 
 
+class _FromPlacements:
+    """A seq tensor the spec gives no relation for: the rank's DTensor parameter of that name gets
+    its part by the DTensor's own placements (as parallelize_module / distribute_tensor lays it
+    out: torch.chunk along a sharded dim), independently of the checker's reading of them."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def part(self, t, rank, ws, port):
+        from torch.distributed.tensor import DTensor, Replicate, Shard
+        if not isinstance(t, DTensor):
+            raise ValueError(f"spec has no relation for {port}, which is not a DTensor")
+        if t.device_mesh.ndim != 1:
+            raise ValueError(f"{port}: a DTensor on a {t.device_mesh.ndim}-D mesh")
+        (p,) = t.placements
+        if isinstance(p, Shard):
+            return torch.chunk(self.value, ws, dim=p.dim)[rank].clone()
+        if isinstance(p, Replicate):
+            return self.value.clone()
+        raise ValueError(f"{port}: placement {p} is not derived here")
+
+
+def _local(t):
+    from torch.distributed.tensor import DTensor
+    return t._local_tensor if isinstance(t, DTensor) else t
+
+
 def _run_rank(entry, rank, given, grad_inputs):
     mod = load_script(entry.script)
     model, inputs = mod.build(rank, entry.world_size)
     model = model.to(torch.float64)
+    given = dict(given)
     with torch.no_grad():
         for port, t in _ports(model, inputs).items():
+            if port not in given and port.startswith("input:"):
+                # an input the relation gives another rank (a pipeline's batch enters at stage 0):
+                # NaN, so that a rank reading it shows
+                given[port] = torch.full(tuple(t.shape), float("nan"), dtype=torch.float64) \
+                    if t.is_floating_point() else torch.zeros(tuple(t.shape), dtype=t.dtype)
             v = given[port]
+            if isinstance(v, _FromPlacements):
+                v = given[port] = v.part(t, rank, entry.world_size, port)
+            t = _local(t)
             if tuple(t.shape) != tuple(v.shape):
                 raise ValueError(f"rank {rank} {port}: build() gives {tuple(t.shape)}, the relation {tuple(v.shape)}")
             if port.startswith(("param:", "buffer:")):
@@ -170,6 +213,8 @@ def _worker(rank, ws, port, out_dir, payload):
 def _compare(seq, outs, rel, mesh, ws):
     if any(not isinstance(o, torch.Tensor) for o in outs):
         return False, "no tensor"
+    if isinstance(rel.term, S.Leaf) and not 0 <= rel.term.rank < ws:
+        return False, f"no rank {rel.term.rank}"
     if rel.term is None and any(type(p).__name__ == "Partial" for p in rel.placements):
         if any(o.shape != seq.shape for o in outs):
             return False, "shapes differ"
@@ -177,6 +222,8 @@ def _compare(seq, outs, rel, mesh, ws):
         return torch.allclose(s, seq, rtol=TOL, atol=TOL), "partial"
     for r, o in enumerate(outs):
         want = _derive(seq, rel, r, ws, mesh)
+        if want is None:          # the relation names another rank's output
+            continue
         if o.shape != want.shape:
             return False, f"rank {r}: shape {tuple(o.shape)} vs {tuple(want.shape)}"
         if not torch.allclose(o, want, rtol=TOL, atol=TOL):

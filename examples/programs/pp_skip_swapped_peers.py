@@ -1,0 +1,4 @@
+"""See _pp.py."""
+from _pp import make_build
+
+build = make_build('skip', bug='swapped_peers')

@@ -1,0 +1,97 @@
+"""DTensor programs (issue 14 item 7): ``parallelize_module`` programs are captured (a DTensor
+parameter is its local tensor on each rank) and the input relation of a DTensor comes from its
+placements, recorded by capture and printed by the checker as an inferred relation."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from entangle_py.check import spec as S
+from entangle_py.check.checker import Checker
+from entangle_py.errors import InputError
+from entangle_py.frontend.capture import DTENSOR_PLACEMENTS, capture
+from entangle_py.ir import graph as G
+
+ROOT = Path(__file__).resolve().parents[1]
+PROGRAMS = ROOT / "examples" / "programs"
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    script = str(PROGRAMS / "dtensor_mlp_correct.py")
+    return capture(script, 1), capture(script, 2)
+
+
+def test_dtensor_parameters_are_captured_as_their_local_tensors(mlp):
+    seq, dist = mlp
+    for g in dist.ranks:
+        shapes = {p.name: tuple(g.node(p.node).val.shape) for p in g.inputs}
+        assert shapes == {"input:x": (2, 4, 8), "param:fc1.weight": (8, 8), "param:fc2.weight": (8, 8)}
+        assert [p.name for p in g.outputs] == ["out"]
+        assert any(n.target == "_c10d_functional.all_reduce.default" for n in g.nodes)
+    assert {p.name: tuple(seq.rank(0).node(p.node).val.shape) for p in seq.rank(0).inputs}["param:fc1.weight"] == (16, 8)
+    assert DTENSOR_PLACEMENTS not in seq.meta
+    assert json.loads(dist.meta[DTENSOR_PLACEMENTS]) == {"param:fc1.weight": "shard(0)", "param:fc2.weight": "shard(1)"}
+
+
+def test_the_relation_of_a_dtensor_comes_from_its_placements(mlp):
+    seq, dist = mlp
+    res = Checker(seq, dist, S.parse_spec({"inputs": {"input:x": "replicate"}})).run()
+    assert res.status == "refines", res.failure
+    assert res.inferred_inputs == {"param:fc1.weight": "shard(0)", "param:fc2.weight": "shard(1)"}
+
+
+def _with_placements(bundle, placements):
+    return G.Bundle(ranks=bundle.ranks, kind=bundle.kind,
+                    meta={**bundle.meta, DTENSOR_PLACEMENTS: json.dumps(placements)})
+
+
+def test_placements_are_read_not_shapes(mlp):
+    # a placement that is not what the shapes say is taken as the program's claim: the ranks'
+    # [8, 8] parts of a [16, 8] weight cannot be a replicate, so the check refuses the input
+    seq, dist = mlp
+    wrong = _with_placements(dist, {"param:fc1.weight": "replicate", "param:fc2.weight": "shard(1)"})
+    with pytest.raises(InputError, match="param:fc1.weight"):
+        Checker(seq, wrong, S.parse_spec({"inputs": {"input:x": "replicate"}})).run()
+    # a partial placement (same shapes as replicate) is a sum over ranks, never a replicate
+    part = _with_placements(dist, {"param:fc1.weight": "shard(0)", "param:fc2.weight": "shard(1)",
+                                   "input:x": "partial"})
+    checker = Checker(seq, part, S.parse_spec({}))
+    rels = checker.input_relations()
+    assert str(rels["input:x"]) == "partial" and str(rels["param:fc1.weight"]) == "shard(0)"
+
+
+def test_the_spec_overrides_the_placements(mlp):
+    seq, dist = mlp
+    res = Checker(seq, dist, S.parse_spec({"inputs": {"input:x": "replicate", "param:fc1.weight": "shard(0)",
+                                                      "param:fc2.weight": "shard(1)"}})).run()
+    assert res.status == "refines" and res.inferred_inputs == {}
+
+
+def test_placements_the_spec_cannot_say_are_refused(mlp):
+    seq, dist = mlp
+    odd = _with_placements(dist, {"param:fc1.weight": "unmapped: a DTensor on the mesh [[0, 1], [2, 3]]",
+                                  "param:fc2.weight": "shard(1)"})
+    with pytest.raises(InputError, match=r"param:fc1.weight.*cannot say.*\[inputs\]"):
+        Checker(seq, odd, S.parse_spec({"inputs": {"input:x": "replicate"}})).run()
+    # ... unless the spec gives the relation itself
+    res = Checker(seq, odd, S.parse_spec({"inputs": {"input:x": "replicate", "param:fc1.weight": "shard(0)"}})).run()
+    assert res.status == "refines"
+
+
+def test_a_missing_all_reduce_behind_a_partial_output_placement_fails():
+    script = str(PROGRAMS / "dtensor_mlp_partial_output.py")
+    res = Checker(capture(script, 1), capture(script, 2), S.parse_spec({"inputs": {"input:x": "replicate"}})).run()
+    assert res.status == "fails"
+    assert res.failure.target == "aten.add.Tensor" and "_dtensor.py" in res.failure.source
+
+
+def test_dtensor_gradients_are_their_local_tensors():
+    script = str(PROGRAMS / "dtensor_mlp_correct.py")
+    dist = capture(script, 2, joint=True)
+    for g in dist.ranks:
+        outs = {p.name: tuple(g.node(p.node).val.shape) for p in g.outputs}
+        assert outs == {"out": (2, 4, 8), "grad:fc1.weight": (8, 8), "grad:fc2.weight": (8, 8)}
+        assert "tangent:out" in {p.name for p in g.inputs}

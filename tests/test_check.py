@@ -7,9 +7,9 @@ the partial sum, with the example's source line.
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import run_entangle, shipped_example
 
 from entangle_py.ir import graph as G
 from entangle_py.check import spec as S
@@ -17,28 +17,19 @@ from entangle_py.errors import InputError
 from entangle_py.check.checker import Checker
 from entangle_py.pipeline import check_files
 
-ROOT = Path(__file__).resolve().parents[1]
-GRAPHS = ROOT / "graphs"
-
-
-def _example(name):
-    d = GRAPHS / name
-    if not (d / "seq.pt").exists():
-        pytest.fail(f"example graphs missing: {d} (regenerate with examples/*.py)")
-    spec = d / "spec.toml"
-    return str(d / "seq.pt"), str(d / "dist.pt"), (str(spec) if spec.exists() else None)
+from conftest import GRAPHS, ROOT
 
 
 @pytest.mark.parametrize("name", ["mlp_tp2", "mlp_tp4"])
 def test_mlp_refines(name):
-    seq, dist, spec = _example(name)
+    seq, dist, spec = shipped_example(name)
     res, _ = check_files(seq, dist, spec)
     assert res.status == "refines", res.failure
     assert res.relations["out"].startswith("r0.out") or res.relations["out"].startswith("r")
 
 
 def test_missing_allreduce_fails_at_consumer_of_partial_sum():
-    seq, dist, spec = _example("mlp_tp2_missing_allreduce")
+    seq, dist, spec = shipped_example("mlp_tp2_missing_allreduce")
     res, _ = check_files(seq, dist, spec)
     assert res.status == "fails"
     f = res.failure
@@ -50,7 +41,7 @@ def test_missing_allreduce_fails_at_consumer_of_partial_sum():
 
 def test_wrong_input_relation_is_not_proved():
     """Claiming fc2's weight is sharded on the wrong dim must not verify."""
-    seq, dist, _ = _example("mlp_tp2")
+    seq, dist, _ = shipped_example("mlp_tp2")
     spec = S.parse_spec({"inputs": {"param:fc2.weight": "shard(0)", "param:fc1.weight": "shard(0)",
                                     "param:fc1.bias": "shard(0)", "param:fc2.bias": "replicate",
                                     "input:x": "replicate"}})
@@ -59,28 +50,26 @@ def test_wrong_input_relation_is_not_proved():
 
 
 def test_spec_naming_unknown_tensor_is_bad_input():
-    seq, dist, _ = _example("mlp_tp2")
+    seq, dist, _ = shipped_example("mlp_tp2")
     spec = S.parse_spec({"inputs": {"param:nope": "replicate"}})
     with pytest.raises(InputError, match="param:nope"):
         Checker(G.load(seq), G.load(dist), spec).run()
 
 
 def test_inferred_spec_written_and_reusable(tmp_path):
-    seq, dist, _ = _example("mlp_tp2")
+    seq, dist, _ = shipped_example("mlp_tp2")
     out = tmp_path / "spec.toml"
-    r = subprocess.run([sys.executable, "-m", "entangle_py", "check", seq, dist, "--write-spec", str(out)],
-                       capture_output=True, text=True)
+    r = run_entangle("check", seq, dist, "--write-spec", str(out))
     assert r.returncode == 0, r.stderr
     assert "inferred input relation" in r.stdout
     text = out.read_text()
     assert '"param:fc1.weight" = "shard(0)"' in text and '"param:fc2.weight" = "shard(1)"' in text
-    r2 = subprocess.run([sys.executable, "-m", "entangle_py", "check", seq, dist, "--spec", str(out)],
-                        capture_output=True, text=True)
+    r2 = run_entangle("check", seq, dist, "--spec", str(out))
     assert r2.returncode == 0 and "inferred" not in r2.stdout
 
 
 def test_cli_exit_codes_and_json(tmp_path):
-    seq, dist, spec = _example("mlp_tp2_missing_allreduce")
+    seq, dist, spec = shipped_example("mlp_tp2_missing_allreduce")
     report = tmp_path / "r.json"
     cmd = [sys.executable, "-m", "entangle_py", "check", seq, dist, "--json", str(report)]
     if spec:
@@ -91,14 +80,14 @@ def test_cli_exit_codes_and_json(tmp_path):
     assert data["status"] == "fails" and data["failure"]["target"] == "aten.add.Tensor"
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a graph")
-    r = subprocess.run([sys.executable, "-m", "entangle_py", "check", str(bad), dist], capture_output=True, text=True)
+    r = run_entangle("check", str(bad), dist)
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
 
 
 def test_expectation_violated_is_reported():
     """Requiring the output to be a partial sum (twice its value here) is reported as violated."""
-    seq, dist, _ = _example("mlp_tp2")
+    seq, dist, _ = shipped_example("mlp_tp2")
     spec = S.parse_spec({"expect": {"out": "partial"}})
     res = Checker(G.load(seq), G.load(dist), spec).run()
     assert res.status == "fails"
@@ -106,7 +95,7 @@ def test_expectation_violated_is_reported():
 
 
 def test_expectation_replicate_holds():
-    seq, dist, _ = _example("mlp_tp2")
+    seq, dist, _ = shipped_example("mlp_tp2")
     spec = S.parse_spec({"expect": {"out": "replicate"}})
     res = Checker(G.load(seq), G.load(dist), spec).run()
     assert res.status == "refines"
@@ -116,7 +105,7 @@ def test_expectation_replicate_holds():
 def test_attention_heads_split_across_ranks_refines():
     """Megatron-style attention, heads split across 2 ranks: bmm over [b*h, s, d] views of
     head-sharded tensors relates through the [b, h, s, d] forms; the output is replicated."""
-    seq, dist, spec = _example("attention_tp2")
+    seq, dist, spec = shipped_example("attention_tp2")
     res, _ = check_files(seq, dist, spec)
     assert res.status == "refines", res.failure
     assert res.relations["out"] == "r0.out"
@@ -126,7 +115,7 @@ def test_attention_heads_split_across_ranks_refines():
 def test_attention_with_query_heads_swapped_fails_at_scores():
     """Rank 0 holding the second half of the query heads (keys/values in order) pairs queries
     with the wrong keys: the scores bmm has no clean mapping."""
-    seq, dist, _ = _example("attention_tp2")
+    seq, dist, _ = shipped_example("attention_tp2")
     inputs = {"input:x": "replicate", "param:o_proj.weight": "shard(1)", "param:o_proj.bias": "replicate"}
     for p in ("k_proj", "v_proj"):
         inputs[f"param:{p}.weight"] = inputs[f"param:{p}.bias"] = "shard(0)"
@@ -142,25 +131,25 @@ def test_attention_with_query_heads_swapped_fails_at_scores():
 def test_view_cycles_saturate():
     """Sequence parallel block: views of all-gathered / reduce-scattered tensors form cycles
     (x = view(view(x, s), s')); the view lemmas must saturate there, never grow to a limit."""
-    seq, dist, spec = _example("seqpar_block_tp2")
+    seq, dist, spec = shipped_example("seqpar_block_tp2")
     res, _ = check_files(seq, dist, spec)
     assert res.status != "unknown", res.failure
 
 
 def test_dynamic_sizes_refine_and_missing_allreduce_fails():
     """Captured with symbolic batch and sequence sizes: the same outcomes as the static twins."""
-    seq, dist, spec = _example("mlp_tp2_dynamic")
+    seq, dist, spec = shipped_example("mlp_tp2_dynamic")
     assert any(g.symbols for g in G.load(dist).ranks), "the dynamic example has no symbolic sizes"
     res, _ = check_files(seq, dist, spec)
     assert res.status == "refines", res.failure
-    seq, dist, spec = _example("mlp_tp2_dynamic_missing_allreduce")
+    seq, dist, spec = shipped_example("mlp_tp2_dynamic_missing_allreduce")
     res, _ = check_files(seq, dist, spec)
     assert res.status == "fails" and res.failure.target == "aten.add.Tensor"
 
 
 def test_symbols_are_not_identified_by_name_alone():
     """A rank's symbol only means the sequential one of the same name when an input says so."""
-    seq, dist, spec = _example("mlp_tp2_dynamic")
+    seq, dist, spec = shipped_example("mlp_tp2_dynamic")
     ch = Checker(G.load(seq), G.load(dist), S.load_spec(spec))
     rels = ch.input_relations()
     ch._unify_symbols(rels)
@@ -172,10 +161,10 @@ def test_symbols_are_not_identified_by_name_alone():
 
 def test_limit_hit_is_unknown_exit_3_naming_operator_and_limit(tmp_path):
     """A proof that needs more lemma iterations than allowed ends in 'unknown', never a verdict."""
-    seq, dist, spec = _example("mlp_tp4")
+    seq, dist, spec = shipped_example("mlp_tp4")
     rep = tmp_path / "r.json"
-    r = subprocess.run([sys.executable, "-m", "entangle_py", "check", seq, dist, "--spec", spec,
-                        "--max-iterations", "1", "--json", str(rep)], capture_output=True, text=True)
+    r = run_entangle("check", seq, dist, "--spec", spec,
+                        "--max-iterations", "1", "--json", str(rep))
     assert r.returncode == 3, r.stdout + r.stderr
     assert "unknown" in r.stdout and "1 iterations per operator" in r.stdout
     data = json.loads(rep.read_text())
@@ -185,8 +174,7 @@ def test_limit_hit_is_unknown_exit_3_naming_operator_and_limit(tmp_path):
     assert "violated" not in r.stdout and "expect out = replicate: unknown" in r.stdout
     assert [e["holds"] for e in data["expectations"]] == [None]
     assert data["outputs"]["out"]["verdict"] == "unknown"
-    ok = subprocess.run([sys.executable, "-m", "entangle_py", "check", seq, dist, "--spec", spec],
-                        capture_output=True, text=True)
+    ok = run_entangle("check", seq, dist, "--spec", spec)
     assert ok.returncode == 0, ok.stdout   # the same check with default limits refines
 
 
@@ -207,8 +195,7 @@ def test_op_without_semantics_is_refused_with_its_source(tmp_path):
 
     G.save(import_fx([edited(gpt / "paral1_layer1" / "fw.g0.r0.py")]), tmp_path / "s.pt")
     G.save(import_fx([edited(gpt / "paral2_layer1" / f"fw.g0.r{r}.py") for r in (0, 1)]), tmp_path / "d.pt")
-    r = subprocess.run([sys.executable, "-m", "entangle_py", "check", str(tmp_path / "s.pt"), str(tmp_path / "d.pt")],
-                       capture_output=True, text=True)
+    r = run_entangle("check", str(tmp_path / "s.pt"), str(tmp_path / "d.pt"))
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1
     assert "no semantics for aten.special_bessel_j0.default (3 nodes, first at" in r.stderr
@@ -218,21 +205,20 @@ def test_op_without_semantics_is_refused_with_its_source(tmp_path):
 def test_vocab_embedding_refines_under_valid_indices():
     """Vocab-parallel embedding: each rank's masked lookup of its rows, summed by the all-reduce,
     is the sequential lookup -- given token ids in [0, vocab), an assumption the report prints."""
-    seq, dist, spec = _example("vocab_embedding_tp2")
+    seq, dist, spec = shipped_example("vocab_embedding_tp2")
     res, _ = check_files(seq, dist, spec)
     assert res.status == "refines", res.failure
     assert res.relations["out"] == "r0.out"
     assert res.expectations == [("out", "replicate", "r0.out", True)]
     assert [a for a, _ in res.assumptions] == ["valid_indices"]
-    r = subprocess.run([sys.executable, "-m", "entangle_py", "check", seq, dist, "--spec", spec],
-                       capture_output=True, text=True)
+    r = run_entangle("check", seq, dist, "--spec", spec)
     assert r.returncode == 0 and "assuming valid_indices" in r.stdout
 
 
 def test_vocab_embedding_without_the_assumption_is_not_proved():
     """Without [assume] valid_indices the plain lookup is not related to the masked ones
     (W[ids] wraps negative ids; the ranks zero them): refinement fails at the lookup."""
-    seq, dist, spec = _example("vocab_embedding_tp2")
+    seq, dist, spec = shipped_example("vocab_embedding_tp2")
     sp = S.load_spec(spec)
     sp.assume = ()
     res = Checker(G.load(seq), G.load(dist), sp).run()
@@ -358,7 +344,7 @@ JOINT_EXPECT = {"out": "replicate", "grad:input:x": "replicate", "grad:fc1.weigh
 @pytest.mark.parametrize("name,world", [("mlp_tp2_joint", 2), ("mlp_tp4_joint", 4)])
 def test_joint_mlp_refines_with_gradient_relations(name, world):
     """Forward + backward: sharded parameters get sharded gradients, replicated ones replicated."""
-    seq, dist, spec = _example(name)
+    seq, dist, spec = shipped_example(name)
     res, _ = check_files(seq, dist, spec)
     assert res.status == "refines", res.failure
     assert {(o, req, ok) for o, req, _, ok in res.expectations} == {(o, r, True) for o, r in JOINT_EXPECT.items()}
@@ -372,7 +358,7 @@ def test_joint_mlp_refines_with_gradient_relations(name, world):
 
 
 def test_joint_missing_allreduce_fails_at_bias_add():
-    seq, dist, spec = _example("mlp_tp2_missing_allreduce_joint")
+    seq, dist, spec = shipped_example("mlp_tp2_missing_allreduce_joint")
     res, _ = check_files(seq, dist, spec)
     assert res.status == "fails"
     f = res.failure
@@ -382,7 +368,7 @@ def test_joint_missing_allreduce_fails_at_bias_add():
 
 def test_joint_wrong_gradient_expectation_is_reported():
     """A sharded weight's gradient is not replicated: requiring it is reported as violated."""
-    seq, dist, _ = _example("mlp_tp2_joint")
+    seq, dist, _ = shipped_example("mlp_tp2_joint")
     spec = S.load_spec(GRAPHS / "mlp_tp2_joint" / "spec.toml")
     spec.expect["grad:fc1.bias"] = S.parse_spec({"expect": {"x": "replicate"}}).expect["x"]
     res = Checker(G.load(seq), G.load(dist), spec).run()
@@ -392,7 +378,7 @@ def test_joint_wrong_gradient_expectation_is_reported():
 
 def test_sequence_parallel_block_refines():
     """Layer norm on a sequence shard, all-gather, column/row parallel, reduce-scatter, residual."""
-    seq, dist, spec = _example("seqpar_block_tp2")
+    seq, dist, spec = shipped_example("seqpar_block_tp2")
     res, _ = check_files(seq, dist, spec)
     assert res.status == "refines", res.failure
     assert res.relations["out"] == "concat(r0.out, r1.out, dim=0)"
@@ -402,19 +388,18 @@ def test_sequence_parallel_block_refines():
 def test_every_checked_output_gets_its_own_verdict(tmp_path):
     """After a failure in the forward, the joint graph's gradients are not reached, the output
     computed from the failing operator fails: each output says which (JSON and text)."""
-    seq, _, _ = _example("mlp_tp2_joint")
-    _, dist, spec = _example("mlp_tp2_missing_allreduce_joint")
+    seq, _, _ = shipped_example("mlp_tp2_joint")
+    _, dist, spec = shipped_example("mlp_tp2_missing_allreduce_joint")
     rep = tmp_path / "r.json"
-    r = subprocess.run([sys.executable, "-m", "entangle_py", "check", seq, dist, "--spec", spec, "--no-numeric",
-                        "--json", str(rep)], capture_output=True, text=True)
+    r = run_entangle("check", seq, dist, "--spec", spec, "--no-numeric",
+                        "--json", str(rep))
     assert r.returncode == 1, r.stdout + r.stderr
     outs = json.loads(rep.read_text())["outputs"]
     assert {k: outs["out"][k] for k in ("verdict", "at")} == {"verdict": "fails", "at": "add"}
     assert {k: outs["grad:fc1.weight"][k] for k in ("verdict", "at")} == {"verdict": "not reached", "at": "add"}
     assert outs["out"]["location"]["file"].endswith("mlp.py") and outs["out"]["location"]["rank"] is None
     assert "output grad:fc2.bias: not reached (the check stopped at add)" in r.stdout
-    good = subprocess.run([sys.executable, "-m", "entangle_py", "check", seq, _example("mlp_tp2_joint")[1],
-                           "--spec", _example("mlp_tp2_joint")[2], "--no-numeric", "--json", str(rep)],
-                          capture_output=True, text=True)
+    good = run_entangle("check", seq, shipped_example("mlp_tp2_joint")[1],
+                           "--spec", shipped_example("mlp_tp2_joint")[2], "--no-numeric", "--json", str(rep))
     assert good.returncode == 0
     assert {v["verdict"] for v in json.loads(rep.read_text())["outputs"].values()} == {"holds"}

@@ -3,12 +3,12 @@ import os
 import subprocess
 import sys
 
+from conftest import run_entangle
 from entangle_py import __version__
 
 
 def _run(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "entangle_py", *args], capture_output=True, text=True,
-                          env=None if env is None else {**os.environ, **env})
+    return run_entangle(*args, env=None if env is None else {**os.environ, **env})
 
 
 def test_version():

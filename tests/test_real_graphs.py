@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import run_entangle
 
 from entangle_py.ir import graph as G
 from entangle_py.config import Policy
@@ -170,13 +171,25 @@ def test_gpt_tp2_missing_softmax_denominator_all_reduce_fails(tmp_path):
 
 def test_check_reads_dump_directories_directly(tmp_path):
     """`entangle check DIR DIR`: per-rank FX dumps imported on the fly (no import-fx step)."""
-    import subprocess
-    import sys
-    r = subprocess.run([sys.executable, "-m", "entangle_py", "check", str(GA / "1step"), str(GA / "2step.bug"),
-                        "--spec", GA_SPEC], capture_output=True, text=True)
+    r = run_entangle("check", str(GA / "1step"), str(GA / "2step.bug"),
+                        "--spec", GA_SPEC)
     assert r.returncode == 1 and "first operator without a clean mapping: div" in r.stdout, r.stdout + r.stderr
     (tmp_path / "fw.g0.r0.py").write_text((GA / "1step" / "fw.g0.r0.py").read_text())
     (tmp_path / "fw.g1.r0.py").write_text((GA / "1step" / "fw.g0.r0.py").read_text())
-    r = subprocess.run([sys.executable, "-m", "entangle_py", "check", str(tmp_path), str(GA / "2step.bug")],
-                       capture_output=True, text=True)
+    r = run_entangle("check", str(tmp_path), str(GA / "2step.bug"))
     assert r.returncode == 2 and "found 2 graphs" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_gpt_tp2_without_valid_indices_fails_at_the_lookup_with_a_hint(tmp_path):
+    """The ranks mask their ids; without `[assume] valid_indices` the lookup fails, and the report
+    names the assumption that discharges it.  With it (and a wrong offset) no such hint."""
+    from entangle_py.report.common import hints
+    spec = tmp_path / "spec.toml"
+    spec.write_text(Path(GPT_SPEC).read_text().replace("valid_indices = true", "valid_indices = false"))
+    seq = _bundle(tmp_path, "seq", [GPT / "paral1_layer1" / "fw.g0.r0.py"])
+    dist = _bundle(tmp_path, "dist", [GPT / "paral2_layer1" / f"fw.g0.r{r}.py" for r in (0, 1)])
+    res = check_files(seq, dist, str(spec))[0]
+    assert res.status == "fails" and res.failure.node == "index", res.failure
+    assert any("[assume] valid_indices = true" in h for h in hints(res))
+    wrong = _gpt(tmp_path, _wrong_offset, ranks_edited=(1,))
+    assert wrong.status == "fails" and not hints(wrong)

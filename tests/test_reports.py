@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_entangle
 
 from entangle_py.check import readable as R
 from entangle_py.config import Limits
@@ -31,9 +32,7 @@ from corpus import BY_ID, bug_line  # noqa: E402
 HELPER_NAMES = re.compile(r"\b(map_\w+|zip_\w+|lappend|lsum|dset\w*|Cons|Nil)\b")
 
 
-def _entangle(*args):
-    return subprocess.run([sys.executable, "-m", "entangle_py", *map(str, args)], capture_output=True, text=True,
-                          cwd=ROOT)
+_entangle = run_entangle
 
 
 @pytest.fixture(scope="module")

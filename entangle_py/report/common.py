@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from entangle_py.ir import ops
+
 MAX_LISTED = 12
 
 
@@ -75,4 +77,16 @@ def culprit_lines(detail: dict) -> list[str]:
             out.append(f"      has {cu['found']} where the sequential {op} needs {cu['needed']}")
     if detail.get("culprit_error"):
         out.append(f"  (locating the culprit in the distributed program failed: {detail['culprit_error']})")
+    return out
+
+
+def hints(res) -> list[str]:
+    """What the user can do about a failure that a known assumption discharges."""
+    f = res.failure
+    out = []
+    assumed = {a for a, _ in res.assumptions}
+    if f is not None and (f.target in ops.INDEXING or f.target == ops.INDEX_TENSOR) and "valid_indices" not in assumed:
+        out.append("a table lookup: if the distributed program masks or offsets ids (a vocab-parallel "
+                   "embedding), it equals the sequential lookup only for ids inside the table; when every "
+                   "id is, add `[assume] valid_indices = true` to the spec (printed with the verdict, not proven)")
     return out

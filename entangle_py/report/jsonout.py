@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from entangle_py.report.common import hints
+
 SCHEMA_VERSION = 1
 
 
@@ -31,6 +33,7 @@ def to_json(res, seq: str, dist: str, spec: str | None = None) -> dict:
                          for o, req, found, ok in res.expectations],
         "outputs": res.outputs,
         "failure": _failure(f) if f else None,
+        "hints": hints(res),
         "operators": [{"name": name, **op} for name, op in res.operators.items()],
         "gd_nodes": res.gd_nodes,
         "input_relations": res.input_relations,

@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from entangle_py.check.checker import Result
 from entangle_py.oracle.recheck import print_numeric
-from entangle_py.report.common import MAX_LISTED, culprit_lines, paren_phase
+from entangle_py.report.common import MAX_LISTED, culprit_lines, hints, paren_phase
 
 
 def print_result(res: Result, console: Console, verbose: bool = False):
@@ -66,6 +66,8 @@ def print_result(res: Result, console: Console, verbose: bool = False):
         if f.later:
             console.print(f"  later operators without a clean mapping either: {', '.join(f.later[:12])}"
                           + (" ..." if len(f.later) > 12 else ""), highlight=False)
+        for h in hints(res):
+            console.print(f"  [bold]hint[/]: {escape(h)}", highlight=False)
     if res.numeric:
         print_numeric(res.numeric, console, verbose)
     if verbose:

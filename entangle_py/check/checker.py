@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections import Counter
 
 import sympy
 from dataclasses import dataclass, field, replace
@@ -122,10 +121,9 @@ def gd_leaf(rank: int, node: str) -> str:
 class Checker:
     def __init__(self, seq: G.Bundle, dist: G.Bundle, spec: S.Spec, limits: Limits | None = None,
                  lemma_files=(), progress=None, log=None, policy: Policy | None = None):
-        self._args = (seq, dist, spec)
-        self._kwargs = dict(limits=limits, lemma_files=lemma_files, progress=progress, log=log)
         if seq.world_size != 1:
             raise CheckInputError(f"the sequential bundle has {seq.world_size} ranks; expected 1")
+        self.seq_bundle = seq
         self.seq, self.dist, self.spec = seq.ranks[0], dist, spec
         self.limits = limits or Limits()
         self.policy = policy or Policy()
@@ -135,9 +133,13 @@ class Checker:
         self.dist_names = [Names(g) for g in dist.ranks]
         self.lib = load_library(lemma_files)
         self.same_rng = "same_rng" in spec.assume
-        self.engine = Engine(self.lib, assume=spec.assume)
+        self._start()
+
+    def _start(self):
+        """The state of one pass of the operator loop: an empty e-graph and no facts."""
+        self.engine = Engine(self.lib, assume=self.spec.assume)
         self.svar: dict[str, str] = {}        # G_s node (or node#i) -> egglog expression
-        self.dvar: list[dict[str, str]] = [dict() for _ in dist.ranks]
+        self.dvar: list[dict[str, str]] = [dict() for _ in self.dist.ranks]
         self.dfacts = DistFacts()              # G_d facts, inserted as the window reaches them
         self.sfacts: dict[str, list[str]] = {}   # G_s global -> commands that create it
         self.sleaves: dict[str, set[str]] = {}   # G_s global -> G_d tensors it is related to
@@ -686,7 +688,8 @@ class Checker:
             # retiring dropped facts (G_s structure a lemma may match); it only saves time, so a
             # failure found with it is decided again with every fact kept
             retired = self.retired
-            self.__init__(*self._args, policy=replace(self.policy, window_nodes=math.inf), **self._kwargs)
+            self.policy = replace(self.policy, window_nodes=math.inf)
+            self._start()
             res = self._run()
             res.retired, res.rechecked = retired, True
         else:

@@ -111,7 +111,7 @@ class Draw:
 
     def __init__(self, checker, seed: int, sizes: dict):
         self.ck = checker
-        seq_bundle, dist = checker._args[0], checker.dist
+        seq_bundle, dist = checker.seq_bundle, checker.dist
         W = dist.world_size
         gen = torch.Generator().manual_seed(seed)
         g0 = checker.seq

@@ -126,6 +126,33 @@ CORPUS = [
     _e("dtensor_sp_correct", "dtensor_sp"),
     _e("mesh_dp_tp_correct", "mesh_dp_tp", ws=4),
     _e("mesh_dp_tp_wrong_group", "mesh_dp_tp", ws=4, bug=("_mesh.py", "wrong mesh dimension")),
+    # adversarial (helper-adv): point-to-point pairing by tag, stale send buffer, read before receive
+    _e("adv_pp_tags_correct", "adv_pp_tags"),
+    _e("adv_pp_tags_tag_order", "adv_pp_tags", bug=("_adv_pp.py", "tag-2 receive taken as a")),
+    _e("adv_pp_stale_correct", "adv_pp"),
+    _e("adv_pp_stale_before_relu", "adv_pp", bug=("_adv_pp.py", "sent before the in-place relu")),
+    _e("adv_pp_read_before_correct", "adv_pp"),
+    _e("adv_pp_read_before_clone_before", "adv_pp", bug=("_adv_pp.py", "read before the receive")),
+    _e("adv_pp_subgroup_correct", "adv_pp3", ws=3),
+    _e("adv_pp_subgroup_swapped_comm", "adv_pp3", ws=3, bug=("_adv_pp.py", "WORLD receive taken as b")),
+    Entry("adv_pp_wrong_rank_ok", str(HERE / "adv_pp_wrong_rank_ok.py"), str(HERE / "adv_pp_wrong_rank_ok.toml"), "correct"),
+    Entry("adv_pp_wrong_rank", str(HERE / "adv_pp_wrong_rank.py"), str(HERE / "adv_pp_wrong_rank.toml"), "buggy",
+          bug=("adv_pp_wrong_rank.toml", "fc2 named as rank 0")),
+    # adversarial (helper-adv): slice relations leaving rows unrelated (padding), negative bounds
+    _e("adv_slice_head_correct", "adv_slice_head"),
+    _e("adv_slice_head_pad", "adv_slice_head", bug=("_adv_slice.py", "rows read from the wrong place")),
+    _e("adv_slice_head_off_by_one", "adv_slice_head", bug=("_adv_slice.py", "rows read from the wrong place")),
+    _e("adv_slice_head_rank1_pad", "adv_slice_head", bug=("_adv_slice.py", "rows read from the wrong place")),
+    _e("adv_slice_tail_correct", "adv_slice_tail"),
+    _e("adv_slice_tail_head_read", "adv_slice_tail", bug=("_adv_slice.py", "real rows are last")),
+    # adversarial (helper-adv): vLLM kernels with another epsilon, a stale residual, NeoX vs GPT-J
+    # rotary, and a kernel writing a view (must be refused)
+    _e("adv_vllm_norm_correct", "adv_vllm_norm"),
+    _e("adv_vllm_norm_eps", "adv_vllm_norm", bug=("_adv_vllm.py", "another epsilon")),
+    _e("adv_vllm_norm_residual", "adv_vllm_norm", bug=("_adv_vllm.py", "pre-add residual")),
+    _e("adv_vllm_rope_correct", "adv_vllm_rope"),
+    _e("adv_vllm_rope_gptj", "adv_vllm_rope", bug=("_adv_vllm.py", "GPT-J rotation")),
+    _e("adv_vllm_view_correct", "adv_vllm_view"),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}

@@ -173,9 +173,10 @@ def _run_rank(entry, rank, given, grad_inputs):
     given = dict(given)
     with torch.no_grad():
         for port, t in _ports(model, inputs).items():
-            if port not in given and port.startswith("input:"):
-                # an input the relation gives another rank (a pipeline's batch enters at stage 0):
-                # NaN, so that a rank reading it shows
+            if port not in given and port.startswith(("input:", "param:")):
+                # an input the relation gives another rank (a pipeline's batch enters at stage 0),
+                # or a parameter of that name the spec relates to another rank's: NaN, so that a
+                # rank reading it shows
                 given[port] = torch.full(tuple(t.shape), float("nan"), dtype=torch.float64) \
                     if t.is_floating_point() else torch.zeros(tuple(t.shape), dtype=t.dtype)
             v = given[port]

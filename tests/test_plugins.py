@@ -4,6 +4,7 @@ reference's ATen graph in place of the call and refuses what it cannot decompose
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import sys
 from pathlib import Path
@@ -144,9 +145,23 @@ def test_decomposed_rms_norm_computes_the_reference():
     assert torch.allclose(out, want)
 
 
-def test_a_written_view_is_refused():
+@pytest.mark.parametrize("view", [{"_result_size": [4, 6], "_result_stride": [6, 1]},
+                                  {"_result_slice_dim": 0, "_result_slice_start": 0, "_result_slice_end": 4}])
+def test_a_written_view_is_refused(view):
+    """Both ways auto_functionalized_v2 records a view (strides, or a slice of the base)."""
     with pytest.raises(PluginError, match="view of its base"):
-        decompose(_functionalized_graph(kwargs={"_result_size": [4, 6], "_result_stride": [6, 1]}))
+        decompose(_functionalized_graph(kwargs=view))
+
+
+def test_an_op_of_the_same_name_and_another_schema_is_refused():
+    b = _functionalized_graph()
+    b.meta[G.CUSTOM_OP_SCHEMAS] = json.dumps(
+        {"_C.rms_norm.default": "_C::rms_norm(Tensor(a!) result, Tensor input, Tensor weight, float epsilon, "
+                                "bool scale_only) -> ()"})
+    with pytest.raises(PluginError, match="a different op of the same name"):
+        decompose(b)
+    b.meta[G.CUSTOM_OP_SCHEMAS] = json.dumps({"_C.rms_norm.default": "_C::" + REGISTRY["_C.rms_norm.default"].schema})
+    assert decompose(b) is not b
 
 
 def test_a_recorded_shape_the_reference_does_not_give_is_refused():

@@ -185,6 +185,9 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
     dtensor = _merge_placements(placements)
     if dtensor:
         meta[DTENSOR_PLACEMENTS] = json.dumps(dtensor, sort_keys=True)
+    schemas = _custom_op_schemas(ranks)
+    if schemas:
+        meta[graph.CUSTOM_OP_SCHEMAS] = json.dumps(schemas, sort_keys=True)
     return graph.Bundle(ranks=ranks, kind="joint" if joint else "forward", meta=meta)
 
 
@@ -1109,6 +1112,20 @@ def _check_no_gradient_is_needed(gm, desc, outs, descs, grad_port, rank, no_grad
         f"rank {rank}: joint capture: {grad_port[len('grad:'):]} feeds the output through {shown} but "
         f"gets no gradient ({grad_port} is missing): the backward of one of these ops was dropped "
         f"(no autograd formula on the capture device)")
+
+
+def _custom_op_schemas(ranks) -> dict:
+    """{target: schema} of every custom op (a plugin namespace) the graphs call, directly or
+    wrapped by auto_functionalized, as this process has it registered."""
+    import torch
+    out = {}
+    for g in ranks:
+        for n in g.nodes:
+            for t in (n.target, n.args[0] if n.target in ops.AUTO_FUNCTIONALIZED and n.args else None):
+                if isinstance(t, str) and ops.namespace(t) in ops.PLUGIN_NAMESPACES and t not in out:
+                    ns, name, overload = t.split(".")
+                    out[t] = str(getattr(getattr(getattr(torch.ops, ns), name), overload)._schema)
+    return out
 
 
 def _record_groups(n, groups, rank, src=None):

@@ -26,8 +26,10 @@ class PluginError(InputError):
 
 def decompose(bundle: G.Bundle) -> G.Bundle:
     """The bundle with every decomposable plugin op replaced (unchanged when there is none)."""
-    if not any(_plugin_call(n) for g in bundle.ranks for n in g.nodes):
+    calls = {c[0].target for g in bundle.ranks for n in g.nodes if (c := _plugin_call(n))}
+    if not calls:
         return bundle
+    _check_schemas(bundle, calls)
     return dataclasses.replace(bundle, ranks=[_decompose_graph(g) for g in bundle.ranks])
 
 
@@ -66,6 +68,24 @@ def _decompose_graph(g: G.RankGraph) -> G.RankGraph:
     return dataclasses.replace(g, nodes=out)
 
 
+def _check_schemas(bundle, targets):
+    """The program's op must be the one the plugin was written for: same arguments (names,
+    types, which are written) and returns, when the capture recorded its schema."""
+    import json
+
+    import torch
+    recorded = json.loads(bundle.meta.get(G.CUSTOM_OP_SCHEMAS, "{}"))
+
+    def signature(text):
+        s = torch._C.parse_schema(text.split("::", 1)[-1])
+        return ([(a.name, str(a.type), bool(a.alias_info and a.alias_info.is_write)) for a in s.arguments],
+                [str(r.type) for r in s.returns])
+    for t in sorted(targets):
+        if t in recorded and signature(recorded[t]) != signature(REGISTRY[t].schema):
+            raise PluginError(f"the program's {t} is {recorded[t]!r}; the plugin was written for "
+                              f"{REGISTRY[t].schema!r} (a different op of the same name)")
+
+
 def _bind(g, n, op, functionalized):
     """Argument name -> value (a Ref or a constant) in schema order."""
     args = op.arguments()
@@ -77,7 +97,7 @@ def _bind(g, n, op, functionalized):
         for name, _, _, written in args:
             if not written:
                 continue
-            if f"_{name}_size" in kw or f"_{name}_stride" in kw or f"_{name}_storage_offset" in kw:
+            if any(k.startswith(f"_{name}_") and k != f"_{name}_base_index" for k in kw):   # a view: size/stride/slice
                 raise PluginError(f"rank {g.rank} node {n.name}: {op.target} writes {name}, a view of its base "
                                   f"(not supported: decompose on the whole base)")
             idx = kw.pop(f"_{name}_base_index", None)
@@ -96,7 +116,7 @@ def _bind(g, n, op, functionalized):
             bound[name] = default
         else:
             raise PluginError(f"rank {g.rank} node {n.name}: {op.target} without argument {name!r}")
-    extra = [k for k in kw if not k.startswith("_")] + (["positional"] if pos else [])
+    extra = list(kw) + (["positional"] if pos else [])
     if extra:
         raise PluginError(f"rank {g.rank} node {n.name}: {op.target} got arguments its schema does not have: {extra}")
     return bound

@@ -41,6 +41,9 @@ _CONST_VALUE = re.compile(r"^[A-Za-z0-9_:.\-]{1,64}$")
 
 
 BUNDLE_KINDS = ("forward", "joint", "imported")
+# Bundle meta key: {custom op target: its schema as the capturing process defined it} (JSON),
+# so that a plugin is never applied to a same-named op of another signature.
+CUSTOM_OP_SCHEMAS = "custom_op_schemas"
 
 
 class GraphFormatError(InputError):

@@ -30,8 +30,8 @@ def silu_and_mul(result, input):
     return (torch.nn.functional.silu(input[..., :d]) * input[..., d:],)
 
 
-@custom_op("_C.gelu_and_mul.default", "gelu_and_mul(Tensor(a!) result, Tensor input) -> ()")
-def gelu_and_mul(result, input):
+@custom_op("_C.gelu_and_mul.default", "gelu_and_mul(Tensor(a!) out, Tensor input) -> ()")
+def gelu_and_mul(out, input):
     d = input.shape[-1] // 2
     return (torch.nn.functional.gelu(input[..., :d]) * input[..., d:],)
 

@@ -49,7 +49,7 @@ _STRING_KIND = {
     ("unary", 0): "unary", ("map_unary", 0): "unary",
     ("scalar", 0): "scalar", ("map_scalar", 0): "scalar", ("scalar", 2): "const", ("map_scalar", 2): "const",
     ("binary", 0): "binary", ("map_binary_l", 0): "binary", ("map_binary_r", 0): "binary",
-    ("zip_binary", 0): "binary",
+    ("zip_binary", 0): "binary", ("zip_ranks", 0): "binary",
     ("reduce", 0): "reduce", ("map_reduce", 0): "reduce",
     ("layernorm", 4): "eps", ("map_layernorm", 4): "eps",
     ("iscalar", 0): "iscalar", ("cst", 0): "const",

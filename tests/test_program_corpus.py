@@ -32,7 +32,6 @@ XFAIL = {
     "sp_layernorm_grad_not_reduced[joint]": None,
     "vocab_embedding_correct[joint]": "lemma gap: embedding_dense_backward of the masked vocab-parallel lookup",
     "vocab_cross_entropy_correct[forward]": "lemma gap: _log_softmax over the vocab-sharded dim with max and sum of exp all-reduced",
-    "gqa_causal_correct[forward]": "lemma gap: bmm of head-sharded q with repeat_interleave'd (expand) K heads",
     "gqa_causal_repeat[forward]": "no semantics for aten.repeat (exit 2, not a refutation)",
     "mqa_causal_correct[forward]": _MQA,
     "mqa_causal_correct[joint]": _MQA,
@@ -50,7 +49,6 @@ XFAIL = {
     "moe_ep_wrong_block[forward]": _MOE,
     "pp_two_stage_correct[forward]": _PP,
     "pp_two_stage_wrong_peer[forward]": _PP,
-    "mesh_dp_tp_correct[forward]": "lemma gap: mm of a dp-sharded input with a tp-sharded weight on a 2-D mesh (map_mm_r over mixed groups)",
 }
 XFAIL = {k: v for k, v in XFAIL.items() if v}
 

@@ -2,9 +2,9 @@
 from entangle_py.engine.lemma import Lemma
 from lemmas._instances import fixed
 from lemmas._instances.elementwise import (
-    add_rsum, rsum_rsum, zip_ranks, bcast_absent, bcast_full, bcast_one, binary_concat, binary_concat_misaligned, map_binary,
-    map_binary_l_nil, map_scalar, map_unary, rsum_scalar, rsum_scalar_with, scalar_concat, unary_concat, zip_binary,
-    zip_binary_mismatch)
+    add_rsum, bcast_absent, bcast_full, bcast_one, binary_concat, binary_concat_misaligned, map_binary,
+    map_binary_l_nil, map_scalar, map_unary, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat, unary_concat,
+    zip_binary, zip_binary_mismatch, zip_ranks)
 
 # constants are written by repr(float): inf * (a + b) is not inf * a + inf * b, nor (a + b) / 0
 _FINITE = ('(!= c "inf")', '(!= c "-inf")', '(!= c "nan")')

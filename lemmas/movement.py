@@ -7,8 +7,9 @@ of x are the first i entries of s, (vsfx x s j) the same for the last j (both de
 from entangle_py.engine.lemma import Lemma, Rule
 from lemmas._instances import fixed
 from lemmas._instances.movement import (
-    concat_interchange, concat_interchange_same, zip_concat, zip_concat_misaligned, expand_concat, expand_concat_axis, expand_terms, map_expand_at, map_expand_at_bad,
-    binary_view_bcast, binary_view_bcast_merged, cover, cover_empty, dset, dset_last_lists, flatten, full_slice, ipos_terms, lappend, lappend_nil, map_permute,
+    binary_view_bcast, binary_view_bcast_merged, cover, cover_empty, dset, dset_last_lists, expand_concat,
+    expand_concat_axis, expand_terms, flatten, full_slice, ipos_terms, lappend, lappend_nil, map_expand_at,
+    map_expand_at_bad, map_permute,
     map_slice, map_transpose, map_view, map_view_at, map_view_at_bad, map_view_last, map_view_last_bad,
     map_view_merge, map_view_merge_bad, map_view_split, map_view_split_bad, partial_slice, permute_concat,
     permute_concat_bad, permute_terms, scalar_view, single, slice_first, slice_other, slice_rest, slice_same,
@@ -175,15 +176,6 @@ LEMMAS = [
     Lemma("map-expand-at-cons", "(map_expand_at (Cons x r) s d j)",
           "(Cons (expand x (dset s j v)) (map_expand_at r s d j))", when=("(= v (dim x d))",),
           instances=map_expand_at, rejects=map_expand_at_bad),
-    # two concats along e, concatenated along d: the concat along e of the pairs' concats along d
-    # (rotate-half RoPE under context parallelism: cat([x1', x2'], -1) of sequence-sharded halves)
-    Lemma("concat-interchange", "(concat (Cons (concat l1 e) (Cons (concat l2 e) (Nil))) d)",
-          "(concat (zip_concat l1 l2 d e) e)", when=("(!= d e)",),
-          instances=concat_interchange, rejects=concat_interchange_same),
-    Lemma("zip-concat-nil", "(zip_concat (Nil) (Nil) d e)", "(Nil)", instances=fixed({"d": 0, "e": 1})),
-    Lemma("zip-concat-cons", "(zip_concat (Cons a r1) (Cons b r2) d e)",
-          "(Cons (concat (Cons a (Cons b (Nil))) d) (zip_concat r1 r2 d e))",
-          when=("(= (dim a e) (dim b e))",), instances=zip_concat, rejects=zip_concat_misaligned),
     # elementwise ops commute with reshapes (moved outward, so views meet views)
     Lemma("scalar-view", "(scalar op (view x s) c)", "(view (scalar op x c) s)", instances=scalar_view),
     Lemma("unary-view", "(unary op (view x s))", "(view (unary op x) s)", instances=unary_view),

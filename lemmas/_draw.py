@@ -366,11 +366,26 @@ class Drawer:
         if unbound:
             raise TypeError(f"{lemma.name}: right-side variables {sorted(unbound)} are never bound")
         self.order = sorted(allv, key=lambda v: (_ORDER[self.sorts[v]], v))
+        # (Cons x r) of two variables: often drawn as one list split into head and rest (not for
+        # walk lemmas: they step through lists that other lemmas built)
+        self.conses = {}
+        for t in (_texts(lemma) if lemma.ruleset != "walks" else ()):
+            _cons_pairs(parse_sexpr(t), self.conses)
+        self.conses = {x: r for x, r in self.conses.items()
+                       if self.sorts.get(x) == "T" and self.sorts.get(r) == "TList" and x != r}
 
     def draw(self, rng: random.Random) -> dict:
         ctx = _Ctx(rng)
         env = {}
+        for x, r in self.conses.items():
+            if x in env or r in env or rng.random() < 0.2:
+                continue
+            whole = draw_tlist(ctx)
+            if whole:
+                env[x], env[r] = whole[0], whole[1:]
         for v in self.order:
+            if v in env:
+                continue
             s = self.sorts[v]
             if s == "String":
                 env[v] = rng.choice(string_domain(self.kinds.get(v, "const")))
@@ -386,6 +401,16 @@ class Drawer:
             except EvalError:
                 return False
         return _holds(self.when, self.matched, env)
+
+
+def _cons_pairs(e, out: dict):
+    """x -> r for every (Cons x r) of two variables in a parsed term."""
+    if not isinstance(e, tuple):
+        return
+    if e[0] == Var("Cons") and len(e) == 3 and isinstance(e[1], Var) and isinstance(e[2], Var):
+        out.setdefault(e[1].name, e[2].name)
+    for a in e[1:]:
+        _cons_pairs(a, out)
 
 
 def same(a, b, rtol=1e-6, atol=1e-8) -> str | None:

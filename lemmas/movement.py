@@ -7,9 +7,10 @@ of x are the first i entries of s, (vsfx x s j) the same for the last j (both de
 from entangle_py.engine.lemma import Lemma, Rule
 from lemmas._instances import fixed
 from lemmas._instances.movement import (
-    binary_view_bcast, binary_view_bcast_merged, cover, cover_empty, dset, dset_last_lists, expand_concat,
+    binary_view_bcast, binary_view_bcast_merged, concat_interchange, concat_interchange_same, concat_nest, concat_nest_same,
+    cover, cover_empty, dset, dset_last_lists, expand_concat,
     expand_concat_axis, expand_terms, flatten, full_slice, ipos_terms, lappend, lappend_nil, map_expand_at,
-    map_expand_at_bad, map_permute,
+    map_expand_at_bad, map_permute, zip_concat, zip_concat_misaligned,
     map_slice, map_transpose, map_view, map_view_at, map_view_at_bad, map_view_last, map_view_last_bad,
     map_view_merge, map_view_merge_bad, map_view_split, map_view_split_bad, partial_slice, permute_concat,
     permute_concat_bad, permute_terms, scalar_view, single, slice_first, slice_other, slice_rest, slice_same,
@@ -176,6 +177,24 @@ LEMMAS = [
     Lemma("map-expand-at-cons", "(map_expand_at (Cons x r) s d j)",
           "(Cons (expand x (dset s j v)) (map_expand_at r s d j))", when=("(= v (dim x d))",),
           instances=map_expand_at, rejects=map_expand_at_bad),
+    # two concats along e, concatenated along d: the concat along e of the pairs' concats along d
+    # (rotate-half RoPE under context parallelism: cat([x1', x2'], -1) of sequence-sharded halves).
+    # In two steps, for cost: a concat whose first part is a concat along another dim is marked
+    # (concat_nest; one pattern over the big concat and list tables costs a fifth of the GPT check
+    # in egglog's search), and the interchange matches the mark, only where the first pair's
+    # concat is in the e-graph (a rank computed it): the interchanges of a GPT layer's row and
+    # column parallel products (pairs no rank concatenates) are never clean and cost a tenth.
+    Lemma("concat-nest", "(concat (Cons (concat l1 e) r) d)", "(concat_nest l1 r d e)", when=("(!= d e)",),
+          instances=concat_nest, rejects=concat_nest_same),
+    Lemma("concat-interchange", "(concat_nest (Cons a r1) (Cons (concat (Cons b r2) e) (Nil)) d e)",
+          "(concat (zip_concat (Cons a r1) (Cons b r2) d e) e)",
+          trigger=("(concat_nest (Cons a r1) (Cons (concat (Cons b r2) e) (Nil)) d e)",
+                   "(concat (Cons a (Cons b (Nil))) d)"),
+          when=("(!= d e)",), instances=concat_interchange, rejects=concat_interchange_same),
+    Lemma("zip-concat-nil", "(zip_concat (Nil) (Nil) d e)", "(Nil)", instances=fixed({"d": 0, "e": 1})),
+    Lemma("zip-concat-cons", "(zip_concat (Cons a r1) (Cons b r2) d e)",
+          "(Cons (concat (Cons a (Cons b (Nil))) d) (zip_concat r1 r2 d e))",
+          when=("(= (dim a e) (dim b e))",), instances=zip_concat, rejects=zip_concat_misaligned),
     # elementwise ops commute with reshapes (moved outward, so views meet views)
     Lemma("scalar-view", "(scalar op (view x s) c)", "(view (scalar op x c) s)", instances=scalar_view),
     Lemma("unary-view", "(unary op (view x s))", "(view (unary op x) s)", instances=unary_view),

@@ -36,9 +36,6 @@ XFAIL = {
     "mqa_causal_correct[forward]": _MQA,
     "mqa_causal_correct[joint]": _MQA,
     "mqa_causal_kv_grad_not_reduced[joint]": _MQA,
-    "rope_cp_correct[forward]": ("lemma gap: concat over ranks (dim 1) of concat (dim 3) parts: concat interchange for the "
-                                 "rotate-half cat (a lemma for it holds on the property test, but its pattern costs about "
-                                 "a fifth of the GPT check in egglog's search, even where it never fires)"),
     "cp_attention_correct[forward]": "lemma gap: rank-dependent positions (arange + rank offset) for the causal mask of all-gathered K/V",
     "swiglu_unfused_correct[joint]": "no lowering for aten.slice_backward (the gradient of a weight sliced by rank is opaque)",
     "swiglu_fused_correct[forward]": _FUSED,

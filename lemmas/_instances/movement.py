@@ -1,6 +1,8 @@
 """Instances of the movement lemmas (lemmas/movement.py): slice / concat / transpose / view algebra."""
 from __future__ import annotations
 
+import torch
+
 from lemmas._instances import concat_parts, dlist, ilist, repeat, tensor
 
 
@@ -617,3 +619,65 @@ def expand_terms(rng):
     lead = [rng.randint(1, 3) for _ in range(rng.randint(0, 2))]
     s = lead + [v if v != 1 else rng.randint(1, 3) for v in shape]
     return (f"(expand x {dlist(s)})", {"x": tensor(rng, *shape)})
+
+
+# ----------------------------------------------------------------------------- concat interchange
+
+def _interchange(rng, same=False):
+    """Two concats along e of parts lining up on e, to be concatenated along d (d == e: same)."""
+    nd = rng.randint(1, 3) if same else rng.randint(2, 4)
+    e = rng.randrange(nd)
+    d = e if same else rng.choice([i for i in range(nd) if i != e])
+    base = [rng.randint(1, 3) for _ in range(nd)]
+    es = sizes_on(rng, rng.randint(1, 4), lo=0, hi=3)
+    da, db = rng.randint(0, 3), rng.randint(0, 3)
+    l1, l2 = [], []
+    for k in es:
+        for lst, w in ((l1, da), (l2, db)):
+            s = list(base)
+            s[e] = k
+            if not same:
+                s[d] = w
+            lst.append(tensor(rng, *s))
+    return {"l1": l1, "l2": l2, "d": d, "e": e}
+
+
+def _ab(inst):
+    l1, l2 = inst.pop("l1"), inst.pop("l2")
+    return {**inst, "a": l1[0], "r1": l1[1:], "b": l2[0], "r2": l2[1:]}
+
+
+@repeat(8)
+def concat_interchange(rng):
+    return _ab(_interchange(rng))
+
+
+def _nest(inst):
+    l2 = inst.pop("l2")
+    return {**inst, "r": [torch.cat(l2, inst["e"])]}
+
+
+@repeat(6)
+def concat_nest(rng):
+    return _nest(_interchange(rng))
+
+
+@repeat(3)
+def concat_nest_same(rng):
+    return _nest(_interchange(rng, same=True))
+
+
+@repeat(4)
+def zip_concat(rng):
+    inst = _interchange(rng)
+    l1, l2 = inst.pop("l1"), inst.pop("l2")
+    return {**inst, "a": l1[0], "r1": l1[1:], "b": l2[0], "r2": l2[1:]}
+
+
+def zip_concat_misaligned(rng):
+    return [{"a": tensor(rng, 2, 3), "r1": [], "b": tensor(rng, 2, 2), "r2": [], "d": 0, "e": 1}]
+
+
+@repeat(3)
+def concat_interchange_same(rng):
+    return _ab(_interchange(rng, same=True))

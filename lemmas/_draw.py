@@ -373,6 +373,10 @@ class Drawer:
             _cons_pairs(parse_sexpr(t), self.conses)
         self.conses = {x: r for x, r in self.conses.items()
                        if self.sorts.get(x) == "T" and self.sorts.get(r) == "TList" and x != r}
+        # i64 variables that are tensor dims (concat axis, ...): often a dim of the base shape
+        self.dimvars = set()
+        for t in _texts(lemma):
+            _dim_vars(parse_sexpr(t), self.dimvars)
 
     def draw(self, rng: random.Random) -> dict:
         ctx = _Ctx(rng)
@@ -389,6 +393,8 @@ class Drawer:
             s = self.sorts[v]
             if s == "String":
                 env[v] = rng.choice(string_domain(self.kinds.get(v, "const")))
+            elif v in self.dimvars and ctx.base and rng.random() < 0.3:
+                env[v] = rng.randrange(len(ctx.base))
             else:
                 env[v] = _DRAW[s](ctx)
         return env
@@ -411,6 +417,17 @@ def _cons_pairs(e, out: dict):
         out.setdefault(e[1].name, e[2].name)
     for a in e[1:]:
         _cons_pairs(a, out)
+
+
+def _dim_vars(e, out: set):
+    """Variables in a constructor's dim argument positions (terms.DIM_ARGS)."""
+    if not isinstance(e, tuple):
+        return
+    for i in terms.DIM_ARGS.get(e[0].name, ()):
+        if i + 1 < len(e) and isinstance(e[i + 1], Var):
+            out.add(e[i + 1].name)
+    for a in e[1:]:
+        _dim_vars(a, out)
 
 
 def same(a, b, rtol=1e-6, atol=1e-8) -> str | None:

@@ -7,7 +7,7 @@ of x are the first i entries of s, (vsfx x s j) the same for the last j (both de
 from entangle_py.engine.lemma import Lemma, Rule
 from lemmas._instances import fixed
 from lemmas._instances.movement import (
-    binary_view_bcast, binary_view_bcast_merged, concat_interchange, concat_interchange_same, concat_nest, concat_nest_same,
+    binary_view_bcast, binary_view_bcast_merged, concat_interchange, concat_interchange_same, concat_nest, concat_nest_bad,
     cover, cover_empty, dset, dset_last_lists, expand_concat,
     expand_concat_axis, expand_terms, flatten, full_slice, ipos_terms, lappend, lappend_nil, map_expand_at,
     map_expand_at_bad, map_permute, zip_concat, zip_concat_misaligned,
@@ -179,13 +179,15 @@ LEMMAS = [
           instances=map_expand_at, rejects=map_expand_at_bad),
     # two concats along e, concatenated along d: the concat along e of the pairs' concats along d
     # (rotate-half RoPE under context parallelism: cat([x1', x2'], -1) of sequence-sharded halves).
-    # In two steps, for cost: a concat whose first part is a concat along another dim is marked
-    # (concat_nest; one pattern over the big concat and list tables costs a fifth of the GPT check
-    # in egglog's search), and the interchange matches the mark, only where the first pair's
-    # concat is in the e-graph (a rank computed it): the interchanges of a GPT layer's row and
-    # column parallel products (pairs no rank concatenates) are never clean and cost a tenth.
-    Lemma("concat-nest", "(concat (Cons (concat l1 e) r) d)", "(concat_nest l1 r d e)", when=("(!= d e)",),
-          instances=concat_nest, rejects=concat_nest_same),
+    # In two steps, for cost: a concat along the LAST dim (features: rotate-half, [gate; up])
+    # whose first part is a concat along another dim is marked (concat_nest), and the
+    # interchange matches the mark, only where the first pair's concat is in the e-graph (a rank
+    # computed it).  One pattern over the big concat and list tables cost a fifth of the GPT
+    # check in egglog's search; marking concats along any dim, a tenth (the row and column
+    # parallel products of a GPT layer nest concats, and some of their pairs exist).
+    Lemma("concat-nest", "(concat (Cons (concat l1 e) r) d)", "(concat_nest l1 r d e)",
+          when=("(!= d e)", "(= (+ d 1) (ndim (concat l1 e)))"),
+          instances=concat_nest, rejects=concat_nest_bad),
     Lemma("concat-interchange", "(concat_nest (Cons a r1) (Cons (concat (Cons b r2) e) (Nil)) d e)",
           "(concat (zip_concat (Cons a r1) (Cons b r2) d e) e)",
           trigger=("(concat_nest (Cons a r1) (Cons (concat (Cons b r2) e) (Nil)) d e)",

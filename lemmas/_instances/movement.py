@@ -623,11 +623,12 @@ def expand_terms(rng):
 
 # ----------------------------------------------------------------------------- concat interchange
 
-def _interchange(rng, same=False):
-    """Two concats along e of parts lining up on e, to be concatenated along d (d == e: same)."""
+def _interchange(rng, same=False, last=False):
+    """Two concats along e of parts lining up on e, to be concatenated along d (d == e: same;
+    last: d is the last dim)."""
     nd = rng.randint(1, 3) if same else rng.randint(2, 4)
-    e = rng.randrange(nd)
-    d = e if same else rng.choice([i for i in range(nd) if i != e])
+    e = rng.randrange(nd - 1) if last else rng.randrange(nd)
+    d = e if same else nd - 1 if last else rng.choice([i for i in range(nd) if i != e])
     base = [rng.randint(1, 3) for _ in range(nd)]
     es = sizes_on(rng, rng.randint(1, 4), lo=0, hi=3)
     da, db = rng.randint(0, 3), rng.randint(0, 3)
@@ -659,12 +660,17 @@ def _nest(inst):
 
 @repeat(6)
 def concat_nest(rng):
-    return _nest(_interchange(rng))
+    return _nest(_interchange(rng, last=True))
 
 
-@repeat(3)
-def concat_nest_same(rng):
-    return _nest(_interchange(rng, same=True))
+def concat_nest_bad(rng):
+    """The same dim (d == e), or an outer concat along a dim that is not the last."""
+    for _ in range(3):
+        yield _nest(_interchange(rng, same=True))
+    for _ in range(3):
+        inst = _nest(_interchange(rng))
+        if inst["d"] != inst["r"][0].dim() - 1:
+            yield inst
 
 
 @repeat(4)

@@ -49,7 +49,7 @@ _STRING_KIND = {
     ("unary", 0): "unary", ("map_unary", 0): "unary",
     ("scalar", 0): "scalar", ("map_scalar", 0): "scalar", ("scalar", 2): "const", ("map_scalar", 2): "const",
     ("binary", 0): "binary", ("map_binary_l", 0): "binary", ("map_binary_r", 0): "binary",
-    ("zip_binary", 0): "binary",
+    ("zip_binary", 0): "binary", ("zip_ranks", 0): "binary",
     ("reduce", 0): "reduce", ("map_reduce", 0): "reduce",
     ("layernorm", 4): "eps", ("map_layernorm", 4): "eps",
     ("iscalar", 0): "iscalar", ("cst", 0): "const",
@@ -366,14 +366,35 @@ class Drawer:
         if unbound:
             raise TypeError(f"{lemma.name}: right-side variables {sorted(unbound)} are never bound")
         self.order = sorted(allv, key=lambda v: (_ORDER[self.sorts[v]], v))
+        # (Cons x r) of two variables: often drawn as one list split into head and rest (not for
+        # walk lemmas: they step through lists that other lemmas built)
+        self.conses = {}
+        for t in (_texts(lemma) if lemma.ruleset != "walks" else ()):
+            _cons_pairs(parse_sexpr(t), self.conses)
+        self.conses = {x: r for x, r in self.conses.items()
+                       if self.sorts.get(x) == "T" and self.sorts.get(r) == "TList" and x != r}
+        # i64 variables that are tensor dims (concat axis, ...): often a dim of the base shape
+        self.dimvars = set()
+        for t in _texts(lemma):
+            _dim_vars(parse_sexpr(t), self.dimvars)
 
     def draw(self, rng: random.Random) -> dict:
         ctx = _Ctx(rng)
         env = {}
+        for x, r in self.conses.items():
+            if x in env or r in env or rng.random() < 0.2:
+                continue
+            whole = draw_tlist(ctx)
+            if whole:
+                env[x], env[r] = whole[0], whole[1:]
         for v in self.order:
+            if v in env:
+                continue
             s = self.sorts[v]
             if s == "String":
                 env[v] = rng.choice(string_domain(self.kinds.get(v, "const")))
+            elif v in self.dimvars and ctx.base and rng.random() < 0.3:
+                env[v] = rng.randrange(len(ctx.base))
             else:
                 env[v] = _DRAW[s](ctx)
         return env
@@ -386,6 +407,27 @@ class Drawer:
             except EvalError:
                 return False
         return _holds(self.when, self.matched, env)
+
+
+def _cons_pairs(e, out: dict):
+    """x -> r for every (Cons x r) of two variables in a parsed term."""
+    if not isinstance(e, tuple):
+        return
+    if e[0] == Var("Cons") and len(e) == 3 and isinstance(e[1], Var) and isinstance(e[2], Var):
+        out.setdefault(e[1].name, e[2].name)
+    for a in e[1:]:
+        _cons_pairs(a, out)
+
+
+def _dim_vars(e, out: set):
+    """Variables in a constructor's dim argument positions (terms.DIM_ARGS)."""
+    if not isinstance(e, tuple):
+        return
+    for i in terms.DIM_ARGS.get(e[0].name, ()):
+        if i + 1 < len(e) and isinstance(e[i + 1], Var):
+            out.add(e[i + 1].name)
+    for a in e[1:]:
+        _dim_vars(a, out)
 
 
 def same(a, b, rtol=1e-6, atol=1e-8) -> str | None:

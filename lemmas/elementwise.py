@@ -3,8 +3,8 @@ from entangle_py.engine.lemma import Lemma
 from lemmas._instances import fixed
 from lemmas._instances.elementwise import (
     add_rsum, bcast_absent, bcast_full, bcast_one, binary_concat, binary_concat_misaligned, map_binary,
-    map_binary_l_nil, map_scalar, map_unary, rsum_scalar, rsum_scalar_with, scalar_concat, unary_concat, zip_binary,
-    zip_binary_mismatch)
+    map_binary_l_nil, map_scalar, map_unary, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat, unary_concat,
+    zip_binary, zip_binary_mismatch, zip_ranks)
 
 # constants are written by repr(float): inf * (a + b) is not inf * a + inf * b, nor (a + b) / 0
 _FINITE = ('(!= c "inf")', '(!= c "-inf")', '(!= c "nan")')
@@ -46,6 +46,16 @@ LEMMAS = [
           rejects=rsum_scalar_with("inf", "0.0", "-0.0")),
     # accumulation: x + (a + b + ...) = (x + a) + (b + ...): an accumulator that adds the ranks' (or
     # micro-batches') terms one at a time (tr_loss += loss) equals adding their sum.
+    # sums over ranks are linear: sum_r a_r +- sum_r b_r = sum_r (a_r +- b_r) (the gradient of an
+    # input read by two column-parallel layers: two partial sums added, then one all-reduce).
+    # Lists of different lengths leave the walk unfinished (never clean).
+    Lemma("add-rsum-rsum", '(binary "add" (rsum l1) (rsum l2))', '(rsum (zip_ranks "add" l1 l2))',
+          instances=rsum_rsum("add")),
+    Lemma("sub-rsum-rsum", '(binary "sub" (rsum l1) (rsum l2))', '(rsum (zip_ranks "sub" l1 l2))',
+          instances=rsum_rsum("sub")),
+    Lemma("zip-ranks-nil", "(zip_ranks op (Nil) (Nil))", "(Nil)", instances=fixed({"op": "add"})),
+    Lemma("zip-ranks-cons", "(zip_ranks op (Cons a r1) (Cons b r2))", "(Cons (binary op a b) (zip_ranks op r1 r2))",
+          instances=zip_ranks),
     Lemma("add-rsum-accumulate", '(binary "add" x (rsum (Cons a (Cons b r))))',
           '(binary "add" (binary "add" x a) (rsum (Cons b r)))', instances=add_rsum),
 ]

@@ -7,7 +7,10 @@ of x are the first i entries of s, (vsfx x s j) the same for the last j (both de
 from entangle_py.engine.lemma import Lemma, Rule
 from lemmas._instances import fixed
 from lemmas._instances.movement import (
-    binary_view_bcast, binary_view_bcast_merged, cover, cover_empty, dset, dset_last_lists, flatten, full_slice, ipos_terms, lappend, lappend_nil, map_permute,
+    binary_view_bcast, binary_view_bcast_merged, concat_interchange, concat_interchange_same, concat_nest, concat_nest_bad,
+    cover, cover_empty, dset, dset_last_lists, expand_concat,
+    expand_concat_axis, expand_terms, flatten, full_slice, ipos_terms, lappend, lappend_nil, map_expand_at,
+    map_expand_at_bad, map_permute, zip_concat, zip_concat_misaligned,
     map_slice, map_transpose, map_view, map_view_at, map_view_at_bad, map_view_last, map_view_last_bad,
     map_view_merge, map_view_merge_bad, map_view_split, map_view_split_bad, partial_slice, permute_concat,
     permute_concat_bad, permute_terms, scalar_view, single, slice_first, slice_other, slice_rest, slice_same,
@@ -163,6 +166,37 @@ LEMMAS = [
           when=("(= b (+ a 1))", "(= n (ndim x))", "(= m (dlen s))", "(= (+ m 1) n)", "(vpfx x s a)",
                 "(vsfx x s (- m b))", "(= va (dat s a))", "(= vb (dat s b))"),
           instances=transpose_merged_left, rejects=transpose_merged_left_bad),
+    # an expand that keeps the concat axis (its size there unchanged: leading dims may be added,
+    # size-1 dims elsewhere broadcast) expands every part alike (the backward of a mean over a dim
+    # of sequence-sharded rows: the gradient expanded over the reduced dim)
+    Lemma("expand-concat", "(expand (concat (Cons x r) d) s)", "(concat (map_expand_at (Cons x r) s d j) j)",
+          when=("(= n (ndim (concat (Cons x r) d)))", "(= m (dlen s))", "(= j (+ d (- m n)))",
+                "(= (dim (concat (Cons x r) d) d) (dat s j))"),
+          instances=expand_concat, rejects=expand_concat_axis),
+    Lemma("map-expand-at-nil", "(map_expand_at (Nil) s d j)", "(Nil)", instances=fixed({"s": [1], "d": 0, "j": 0})),
+    Lemma("map-expand-at-cons", "(map_expand_at (Cons x r) s d j)",
+          "(Cons (expand x (dset s j v)) (map_expand_at r s d j))", when=("(= v (dim x d))",),
+          instances=map_expand_at, rejects=map_expand_at_bad),
+    # two concats along e, concatenated along d: the concat along e of the pairs' concats along d
+    # (rotate-half RoPE under context parallelism: cat([x1', x2'], -1) of sequence-sharded halves).
+    # In two steps, for cost: a concat along the LAST dim (features: rotate-half, [gate; up])
+    # whose first part is a concat along another dim is marked (concat_nest), and the
+    # interchange matches the mark, only where the first pair's concat is in the e-graph (a rank
+    # computed it).  One pattern over the big concat and list tables cost a fifth of the GPT
+    # check in egglog's search; marking concats along any dim, a tenth (the row and column
+    # parallel products of a GPT layer nest concats, and some of their pairs exist).
+    Lemma("concat-nest", "(concat (Cons (concat l1 e) r) d)", "(concat_nest l1 r d e)",
+          when=("(!= d e)", "(= (+ d 1) (ndim (concat l1 e)))"),
+          instances=concat_nest, rejects=concat_nest_bad),
+    Lemma("concat-interchange", "(concat_nest (Cons a r1) (Cons (concat (Cons b r2) e) (Nil)) d e)",
+          "(concat (zip_concat (Cons a r1) (Cons b r2) d e) e)",
+          trigger=("(concat_nest (Cons a r1) (Cons (concat (Cons b r2) e) (Nil)) d e)",
+                   "(concat (Cons a (Cons b (Nil))) d)"),
+          when=("(!= d e)",), instances=concat_interchange, rejects=concat_interchange_same),
+    Lemma("zip-concat-nil", "(zip_concat (Nil) (Nil) d e)", "(Nil)", instances=fixed({"d": 0, "e": 1})),
+    Lemma("zip-concat-cons", "(zip_concat (Cons a r1) (Cons b r2) d e)",
+          "(Cons (concat (Cons a (Cons b (Nil))) d) (zip_concat r1 r2 d e))",
+          when=("(= (dim a e) (dim b e))",), instances=zip_concat, rejects=zip_concat_misaligned),
     # elementwise ops commute with reshapes (moved outward, so views meet views)
     Lemma("scalar-view", "(scalar op (view x s) c)", "(view (scalar op x c) s)", instances=scalar_view),
     Lemma("unary-view", "(unary op (view x s))", "(view (unary op x) s)", instances=unary_view),
@@ -175,6 +209,10 @@ LEMMAS = [
 ]
 
 RULES = [
+    Rule("shape-expand", (
+        "(rule ((= y (expand x s)) (= n (dlen s))) ((set (ndim y) n)) :ruleset shapes)\n"
+        "(rule ((= y (expand x s)) (= v (dat s i))) ((set (dim y i) v)) :ruleset shapes)"),
+        check_terms=expand_terms),
     # vpfx / vsfx grow one dim at a time from 0 while x and s agree there
     Rule("view-kept-dims", (
         "(rule ((= y (view x s))) ((vpfx x s 0) (vsfx x s 0)) :ruleset shapes)\n"

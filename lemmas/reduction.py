@@ -10,7 +10,10 @@ from lemmas._instances import fixed
 from lemmas._instances.reduction import (
     amax_concat_other, amax_concat_with_d, layernorm_concat, layernorm_concat_bad, map_layernorm, map_layernorm_nil,
     map_reduce, map_softmax, reduce_concat_other_drop, reduce_concat_other_keep, reduce_concat_with_d_drop,
-    reduce_concat_with_d_keep, reduce_rsum, softmax_other, softmax_same, sum_concat_other, sum_concat_with_d)
+    reduce_concat_with_d_keep, reduce_rsum, reduce_view_merged, reduce_view_not_merged, softmax_other, softmax_same, sum_concat_other, sum_concat_with_d)
+
+# s is x with its dims a and a+1 merged: the other dims of x, before and after, are kept
+_MERGED = ("(= n (ndim x))", "(= m (dlen s))", "(= n (+ m 1))", "(vpfx x s a)", "(vsfx x s (- m (+ a 1)))")
 
 LEMMAS = [
     # softmax normalises along s: parts along another dim are independent
@@ -39,6 +42,15 @@ LEMMAS = [
     Lemma("map-reduce-nil", "(map_reduce op (Nil) dims k)", "(Nil)", instances=fixed({"op": "sum", "dims": [0], "k": 1})),
     Lemma("map-reduce-cons", "(map_reduce op (Cons x r) dims k)", "(Cons (reduce op x dims k) (map_reduce op r dims k))",
           instances=map_reduce),
+    # a reduction over one dim of a view that merged two adjacent dims of x (keeping the dims
+    # before and after them) is the reduction over both (nn.Linear's bias gradient on a 3-D input:
+    # the sum over rows of the flattened [b*s, h] gradient is the sum over b and s)
+    Lemma("reduce-view-merged-keep", "(reduce op (view x s) (ICons a (INil)) 1)",
+          "(view (reduce op x (ICons a (ICons (+ a 1) (INil))) 1) (dset s a (DLit 1)))",
+          when=_MERGED, instances=reduce_view_merged(1), rejects=reduce_view_not_merged(1)),
+    Lemma("reduce-view-merged-drop", "(reduce op (view x s) (ICons a (INil)) 0)",
+          "(reduce op x (ICons a (ICons (+ a 1) (INil))) 0)",
+          when=_MERGED, instances=reduce_view_merged(0), rejects=reduce_view_not_merged(0)),
     # (layernorm x w b k eps) normalises over the last k dims: rows are independent, so a concat along
     # a dim before them is kept
     Lemma("layernorm-concat", "(layernorm (concat l d) w b k e)", "(concat (map_layernorm l w b k e) d)",

@@ -403,3 +403,20 @@ def test_every_checked_output_gets_its_own_verdict(tmp_path):
                            "--spec", shipped_example("mlp_tp2_joint")[2], "--no-numeric", "--json", str(rep))
     assert good.returncode == 0
     assert {v["verdict"] for v in json.loads(rep.read_text())["outputs"].values()} == {"holds"}
+
+
+def test_mesh_concats_of_one_tensor_have_equal_parts():
+    """On a 2-D mesh, a tensor sharded over tp and replicated over dp is concat(r0, r1) =
+    concat(r2, r3): parts that line up are equal (concat is injective).  A sum over ranks says
+    nothing of its parts, and concats along different dims are not paired."""
+    from entangle_py.frontend.capture import capture
+    prog = ROOT / "examples" / "programs" / "mesh_dp_tp_correct.py"
+    seq, dist = capture(str(prog), 1), capture(str(prog), 4)
+    ch = Checker(seq, dist, S.load_spec(str(prog.with_name("mesh_dp_tp.toml"))))
+    L, C = S.Leaf, S.Call
+    w = [L(r, "param:fc1") for r in range(4)]
+    a, b = C("concat", (w[0], w[1]), (("dim", 0),)), C("concat", (w[2], w[3]), (("dim", 0),))
+    assert list(ch._equal_parts(a, b)) == [(w[0], w[2]), (w[1], w[3])]
+    assert list(ch._equal_parts(C("sum", (w[0], w[1])), C("sum", (w[2], w[3])))) == []
+    assert list(ch._equal_parts(a, C("concat", (w[2], w[3]), (("dim", 1),)))) == []
+    assert list(ch._equal_parts(a, C("concat", (w[2],), (("dim", 0),)))) == []

@@ -20,36 +20,36 @@ for p in (ROOT / "examples" / "programs", ROOT / "benchmarks"):
 
 from corpus import CORPUS  # noqa: E402
 
-_LN = "lemma gap: native_layer_norm over sequence-sharded rows (its mean/rstd outputs, getitem_1) in the backward"
+_LN = ("no lowering: native_layer_norm's mean/rstd outputs (getitem_1, getitem_2) and native_layer_norm_backward are "
+       "opaque, so the row-sharded backward has nothing for the reduction lemmas to work on")
 _MQA = "capture: torch.ones(s, s) created in forward without a device is CPU while inputs are meta (Tensor device mismatch)"
 _MOE = "no semantics for aten.topk / aten.all (top-k routing, one_hot)"
-_MEAN = "lemma gap (joint): the backward of a mean over a batch-sharded dim, with the loss averaged over ranks"
+_MEAN = ("lemma gap (joint): the backward of a mean over a batch-sharded dim with the loss averaged over ranks needs "
+         "the 1/n factors moved out of mul / mm / pointwise backward ops, which changes the dtype of an int or bool "
+         "operand (no dtype fact in the e-graph to exclude them)")
+_ACCUM = ("lemma gap: a sum of micro-batch sums divided by an all-reduced token count: (a + b) / y = a / y + b / y "
+          "is false where y = 0 (inf vs nan) and a + b = rsum(a, b) needs equal dtypes; neither fact is in the e-graph")
 
 XFAIL = {
-    "tp_mlp3d_correct[joint]": "lemma gap: nn.Linear on 3-D input: view->addmm->view in G_s vs mm->all_reduce->add bias in G_d (addmm_1)",
     "sp_layernorm_correct[joint]": _LN,
     "sp_layernorm_grad_not_reduced[joint]": None,
-    "sp_rmsnorm_mlp_correct[joint]": "lemma gap: mean backward (div.Scalar of expand) over sequence-sharded rows",
-    "vocab_embedding_correct[joint]": "lemma gap: embedding_dense_backward of the masked vocab-parallel lookup",
-    "vocab_cross_entropy_correct[forward]": "lemma gap: _log_softmax over the vocab-sharded dim with max and sum of exp all-reduced",
-    "gqa_causal_correct[forward]": "lemma gap: bmm of head-sharded q with repeat_interleave'd (expand) K heads",
+    "vocab_embedding_correct[joint]": "no lowering: aten.embedding_dense_backward is opaque (a masked scatter-add with a row-concat lemma)",
+    "vocab_cross_entropy_correct[forward]": "no lowering: aten._log_softmax and aten.nll_loss_forward are opaque in G_s",
     "gqa_causal_repeat[forward]": "no semantics for aten.repeat (exit 2, not a refutation)",
     "mqa_causal_correct[forward]": _MQA,
     "mqa_causal_correct[joint]": _MQA,
     "mqa_causal_kv_grad_not_reduced[joint]": _MQA,
-    "rope_cp_correct[forward]": "lemma gap: concat over ranks (dim 1) of concat (dim 3) parts: concat interchange for the rotate-half cat",
-    "cp_attention_correct[forward]": "lemma gap: rank-dependent positions (arange + rank offset) for the causal mask of all-gathered K/V",
-    "swiglu_unfused_correct[joint]": "lemma gap: add of two partial sums (grad of x through gate and up) = partial of the adds",
-    "uneven_gather_correct[forward]": "lemma gap: pad -> all_gather -> per-rank slice -> cat back to the uneven concat",
+    "cp_attention_correct[forward]": "no lowering: aten.arange is opaque (positions arange(s) + rank offset vs arange(S))",
+    "swiglu_unfused_correct[joint]": "no lowering for aten.slice_backward (the gradient of a weight sliced by rank is opaque)",
+    "uneven_gather_correct[forward]": "no lowering: aten.constant_pad_nd (F.pad before the gather) is opaque",
     "dp_avg_correct[joint]": _MEAN,
-    "grad_accum_correct[forward]": "lemma gap: sum of micro-batch sums divided by an all-reduced token count",
-    "grad_accum_correct[joint]": "lemma gap: sum of micro-batch sums divided by an all-reduced token count",
+    "grad_accum_correct[forward]": _ACCUM,
+    "grad_accum_correct[joint]": _ACCUM,
     "fsdp_correct[joint]": _MEAN,
     "moe_ep_correct[forward]": _MOE,
     "moe_ep_wrong_block[forward]": _MOE,
     "dtensor_sp_correct[forward]": "lemma gap: DTensor's Shard(1) reduce-scatter (cat of the split along dim 1, "
                                    "reduce_scatter along dim 0): the rank's block is a slice along dim 1 of the sum",
-    "mesh_dp_tp_correct[forward]": "lemma gap: mm of a dp-sharded input with a tp-sharded weight on a 2-D mesh (map_mm_r over mixed groups)",
     "adv_pp_read_before_clone_before[forward]": "capture refuses (exit 2): the received value is never read while "
                                                 "the program reads the buffer (torch's irecv tracing drops it)",
     "adv_vllm_rope_correct[forward]": "lemma gap: rotary_embedding (NeoX halves) over head-sharded q and k",

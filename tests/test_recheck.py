@@ -138,3 +138,11 @@ def test_compare_reports_the_entries_that_differ():
     assert recheck.compare(a, a + 1e-14)["equal"]
     assert not recheck.compare(torch.tensor([1, 2]), torch.tensor([1, 3]))["equal"]
     assert not recheck.compare(a, a[:2])["equal"]
+
+
+def test_compare_equal_infinities_agree():
+    """-inf = -inf (a causal mask's filled scores); inf against -inf or a number does not."""
+    a = torch.tensor([float("-inf"), 1.0, float("inf"), float("nan")], dtype=torch.float64)
+    assert recheck.compare(a, a.clone())["equal"]
+    assert not recheck.compare(a, torch.tensor([float("inf"), 1.0, float("inf"), float("nan")]))["equal"]
+    assert not recheck.compare(a, torch.tensor([-1e300, 1.0, float("inf"), float("nan")], dtype=torch.float64))["equal"]

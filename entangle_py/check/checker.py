@@ -673,13 +673,57 @@ class Checker:
             node = self.seq_names.node(pname)
             v = self._new_svar(f"(Gs {str_lit(pname)})", self.seq.node(node).val)
             self.svar[node] = v
-            for t in self._relation_terms(rel, pname, f"input {pname!r}"):
+            terms = self._relation_terms(rel, pname, f"input {pname!r}")
+            for t in terms:
                 text = self._term_of(t, f"input {pname!r}")
                 if rel.term is not None:     # an explicit term must have the tensor's shape
                     mismatch = self._shape_mismatch(parse_sexpr(text), self.seq.node(node).val)
                     if mismatch:
                         raise CheckInputError(f"input {pname!r}: the relation {rel} {mismatch}")
                 self._add_sfact(v, text)
+            # concats equal to one tensor (sharded over one mesh dim, replicated over another)
+            # have equal parts where the parts line up: r0.w = r2.w for concat(r0.w, r1.w) =
+            # concat(r2.w, r3.w).  A sum over ranks says nothing of its parts.
+            for t in terms[1:]:
+                for a, b in self._equal_parts(terms[0], t):
+                    ta, tb = self._term_of(a, f'input {pname!r}'), self._term_of(b, f'input {pname!r}')
+                    self.sfacts[v].append(f"(union {ta} {tb})")
+                    self.sleaves[v] |= leaves_in(ta) | leaves_in(tb)
+
+    def _spec_meta(self, t: S.Term):
+        """(shape, dtype) of a spec term over G_d tensors, or None when not a concat of leaves."""
+        if isinstance(t, S.Leaf):
+            val = self.dist.ranks[t.rank].node(self.dist_names[t.rank].node(t.name)).val
+            return (tuple(val.shape), val.dtype) if isinstance(val, G.TensorMeta) else None
+        if t.op != "concat" or not t.args:
+            return None
+        metas = [self._spec_meta(a) for a in t.args]
+        if any(m is None for m in metas) or len({m[1] for m in metas}) != 1:
+            return None
+        d = t.attr("dim", 0) % len(metas[0][0]) if metas[0][0] else None
+        if d is None or len({len(m[0]) for m in metas}) != 1:
+            return None
+        shape = list(metas[0][0])
+        shape[d] = sum(m[0][d] for m in metas)
+        return tuple(shape), metas[0][1]
+
+    def _equal_parts(self, a: S.Term, b: S.Term):
+        """Pairs of subterms of two concat terms of one value that are equal because every part
+        lines up with its counterpart (same shape and dtype, same concat dim): concat is injective."""
+        if not (isinstance(a, S.Call) and isinstance(b, S.Call) and a.op == b.op == "concat"
+                and len(a.args) == len(b.args) and self._spec_meta(a) is not None
+                and self._spec_meta(a) == self._spec_meta(b)):
+            return
+        nd = len(self._spec_meta(a)[0])
+        if a.attr("dim", 0) % nd != b.attr("dim", 0) % nd:
+            return
+        pairs = list(zip(a.args, b.args))
+        if any(self._spec_meta(x) is None or self._spec_meta(x) != self._spec_meta(y) for x, y in pairs):
+            return
+        for x, y in pairs:
+            if x != y:
+                yield x, y
+                yield from self._equal_parts(x, y)
 
     # -- main loop -------------------------------------------------------------------------
     def run(self) -> Result:

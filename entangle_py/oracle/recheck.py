@@ -366,7 +366,8 @@ def compare(expected, got) -> dict:
     e, g = expected.double(), got.double()
     diff = (e - g).abs()
     both_nan = torch.isnan(e) & torch.isnan(g)
-    diff = torch.where(both_nan, torch.zeros_like(diff), diff)
+    # equal values (infinities of one sign too: inf - inf is nan) differ by nothing
+    diff = torch.where(both_nan | (e == g), torch.zeros_like(diff), diff)
     diff = torch.where(torch.isnan(diff), torch.full_like(diff, math.inf), diff)
     scale = max(1.0, float(torch.nan_to_num(e.abs(), posinf=0.0).max()))
     if exact:

@@ -414,6 +414,24 @@ ATTN_CONSTRUCTORS: list[Constructor] = [
     _c("dset", "DList i64 Dim", "DList", BIG, False, lambda s, i, v: _dset(s, i, v)),
 ]
 CONSTRUCTORS += ATTN_CONSTRUCTORS
+
+# -- walk helpers for lemmas over sums across ranks -------------------------------------------
+RANK_HELPERS: list[Constructor] = [
+    # op applied rank by rank: sum_r a_r + sum_r b_r = sum_r (a_r + b_r) (lists of equal length)
+    _c("zip_ranks", "String TList TList", "TList", BIG, False,
+       lambda op, l1, l2: [_binary(op, a, b) for a, b in _zip_exact(l1, l2)]),
+    # each part expanded to s with s[j] := the part's size on its dim d
+    _c("map_expand_at", "TList DList i64 i64", "TList", BIG, False,
+       lambda l, s, d, j: [x.expand(tuple(_dset(s, j, x.shape[d]))) for x in l]),
+    # concat([concat(l1, e)] + r, d): a concat whose first part is a concat along another dim,
+    # marked so that a lemma rooted at this (rare) constructor can look at the rest
+    _c("concat_nest", "TList TList i64 i64", "T", BIG, False,
+       lambda l1, r, d, e: _concat([_concat(l1, e)] + list(r), d)),
+    # pairs of parts that line up on dim e, each pair concatenated along d: [concat([a_i, b_i], d)]
+    _c("zip_concat", "TList TList i64 i64", "TList", BIG, False,
+       lambda l1, l2, d, e: [_concat([a, b], d) for a, b in _zip_aligned(l1, l2, e, e)]),
+]
+CONSTRUCTORS += RANK_HELPERS
 BY_NAME = {c.name: c for c in CONSTRUCTORS}
 
 
@@ -603,7 +621,8 @@ DIM_ARGS: dict[str, tuple[int, ...]] = {
     "concat": (1,), "slice": (1,), "transpose": (1, 2), "permute": (1,), "reduce": (2,),
     "softmax": (1,), "zip_binary": (3, 4), "lsum": (1,), "map_transpose": (1, 2), "map_softmax": (1,),
     "zip_matmul": (2,), "map_view_at": (2, 3), "map_view_split": (2,), "map_view_merge": (2,),
-    "map_slice": (1,), "map_permute": (1,), "map_reduce": (2,), "dset": (1,),
+    "map_slice": (1,), "map_permute": (1,), "map_reduce": (2,), "dset": (1,), "map_expand_at": (2, 3),
+    "concat_nest": (2, 3), "zip_concat": (2, 3),
 }
 
 

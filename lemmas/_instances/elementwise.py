@@ -175,6 +175,27 @@ def add_rsum(rng):
             "r": [tensor(rng, *shape) for _ in range(k - 2)]}
 
 
+def rsum_rsum(op):
+    """Two sums over the same number of ranks; the operands broadcast against each other."""
+    @repeat(8)
+    def gen(rng):
+        s1 = [rng.randint(1, 3) for _ in range(rng.randint(0, 3))]
+        s2 = [1 if rng.random() < 0.3 else v for v in s1[rng.randint(0, len(s1)):]]
+        if rng.random() < 0.5:
+            s1, s2 = s2, s1
+        k = rng.randint(1, 8)
+        return {"l1": [tensor(rng, *s1) for _ in range(k)], "l2": [tensor(rng, *s2) for _ in range(k)]}
+    gen.__name__ = f"rsum_rsum_{op}"
+    return gen
+
+
+@repeat(6)
+def zip_ranks(rng):
+    shape = [rng.randint(1, 3) for _ in range(rng.randint(0, 2))]
+    k = rng.randint(1, 6)
+    return {"op": rng.choice(["add", "sub", "mul"]), "a": tensor(rng, *shape), "b": tensor(rng, *shape),
+            "r1": [tensor(rng, *shape) for _ in range(k - 1)], "r2": [tensor(rng, *shape) for _ in range(k - 1)]}
+
 
 def map_binary_l_nil(rng):
     return [{"op": "add", "y": tensor(rng, 2)}]

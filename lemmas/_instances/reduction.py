@@ -110,3 +110,44 @@ amax_concat_other = _gen(4, ["amax"], False)
 
 def map_layernorm_nil(rng):
     return [{"w": tensor(rng, 2), "b": tensor(rng, 2), "k": 1, "e": "1e-05"}]
+
+
+def _merged_view(rng, merged=True):
+    """x and s = x's shape with dims a, a+1 merged (merged) or with a dim split differently (not)."""
+    nd = rng.randint(2, 4)
+    shape = [rng.randint(1, 3) for _ in range(nd)]
+    a = rng.randrange(nd - 1)
+    x = tensor(rng, *shape)
+    if merged:
+        s = shape[:a] + [shape[a] * shape[a + 1]] + shape[a + 2:]
+    else:      # the merged dim taken from the neighbours: s is x's shape with a+1 merged into a+2
+        if nd < 3 or a + 2 >= nd:
+            return None
+        s = shape[:a + 1] + [shape[a + 1] * shape[a + 2]] + shape[a + 3:]
+        if s[a] == shape[a] * shape[a + 1] and s[a + 1:] == shape[a + 2:]:
+            return None
+    return {"op": rng.choice(["sum", "mean", "amax"]), "x": x, "s": s, "a": a, "n": nd, "m": len(s)}
+
+
+def reduce_view_merged(keepdim):
+    def gen(rng):
+        made = 0
+        while made < 6:
+            inst = _merged_view(rng)
+            if inst is not None:
+                made += 1
+                yield inst
+    gen.__name__ = f"reduce_view_merged_{keepdim}"
+    return gen
+
+
+def reduce_view_not_merged(keepdim):
+    def gen(rng):
+        made = 0
+        while made < 3:
+            inst = _merged_view(rng, merged=False)
+            if inst is not None:
+                made += 1
+                yield inst
+    gen.__name__ = f"reduce_view_not_merged_{keepdim}"
+    return gen

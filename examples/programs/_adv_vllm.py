@@ -55,7 +55,8 @@ class Rope(nn.Module):
         x = copy_to(x, self.ws)
         q, k = F.linear(x, self.w_q), F.linear(x, self.w_k)
         neox = not (self.bug == "gptj" and self.ws > 1)  # BUG (gptj): GPT-J rotation on the ranks
-        torch.ops._C.rotary_embedding(self.positions, q, k, HS, self.cache, neox)
+        pos = self.positions + 1 if self.bug == "positions" and self.ws > 1 else self.positions  # BUG (positions): off by one
+        torch.ops._C.rotary_embedding(pos, q, k, HS, self.cache, neox)
         return reduce_from(F.linear(q * k, self.w_o), self.ws)
 
 

@@ -152,6 +152,7 @@ CORPUS = [
     _e("adv_vllm_norm_residual", "adv_vllm_norm", bug=("_adv_vllm.py", "pre-add residual")),
     _e("adv_vllm_rope_correct", "adv_vllm_rope"),
     _e("adv_vllm_rope_gptj", "adv_vllm_rope", bug=("_adv_vllm.py", "GPT-J rotation")),
+    _e("adv_vllm_rope_positions", "adv_vllm_rope", bug=("_adv_vllm.py", "off by one")),
     _e("adv_vllm_view_correct", "adv_vllm_view"),
 ]
 

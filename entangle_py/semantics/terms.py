@@ -382,9 +382,9 @@ HELPERS: list[Constructor] = [
     _c("zip_binary", "String TList TList i64 i64", "TList", BIG, False,
        lambda op, l1, l2, d1, d2: [_binary(op, a, b) for a, b in _zip_aligned(l1, l2, d1, d2)]),
     _c("lsum", "TList i64", "Dim", BIG, False, lambda l, d: sum(int(x.shape[d]) for x in l)),
-    _c("map_mm_l", "TList T", "TList", BIG, False, lambda l, w: [torch.mm(x, w) for x in l]),
-    _c("map_mm_r", "T TList", "TList", BIG, False, lambda x, l: [torch.mm(x, w) for w in l]),
-    _c("zip_mm", "TList TList", "TList", BIG, False, lambda l1, l2: [torch.mm(a, b) for a, b in _zip_exact(l1, l2)]),
+    _c("map_mm_l", "TList T", "TList", BIG, False, lambda l, w: [torch.mm(*_no_bool(x, w)) for x in l]),
+    _c("map_mm_r", "T TList", "TList", BIG, False, lambda x, l: [torch.mm(*_no_bool(x, w)) for w in l]),
+    _c("zip_mm", "TList TList", "TList", BIG, False, lambda l1, l2: [torch.mm(*_no_bool(a, b)) for a, b in _zip_exact(l1, l2)]),
     _c("map_transpose", "TList i64 i64", "TList", BIG, False, lambda l, a, b: [x.transpose(a, b) for x in l]),
     _c("map_softmax", "TList i64", "TList", BIG, False, lambda l, d: [torch.softmax(x, d) for x in l]),
     _c("map_view", "TList DList", "TList", BIG, False, lambda l, s: [x.reshape(tuple(s)) for x in l]),
@@ -399,7 +399,7 @@ CONSTRUCTORS += HELPERS
 ATTN_CONSTRUCTORS: list[Constructor] = [
     _c("matmul", "T T", "T", BIG, False, lambda a, b: torch.matmul(*_no_bool(a, b))),
     _c("zip_matmul", "TList TList i64", "TList", BIG, False,
-       lambda l1, l2, d: [torch.matmul(a, b) for a, b in _zip_aligned(l1, l2, d, d)]),
+       lambda l1, l2, d: [torch.matmul(*_no_bool(a, b)) for a, b in _zip_aligned(l1, l2, d, d)]),
     # each part viewed to s with s[j] := the part's size on its dim d
     _c("map_view_at", "TList DList i64 i64", "TList", BIG, False,
        lambda l, s, d, j: [x.reshape(tuple(_dset(s, j, x.shape[d]))) for x in l]),

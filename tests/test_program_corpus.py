@@ -22,7 +22,8 @@ from corpus import CORPUS  # noqa: E402
 
 _LN = ("no lowering: native_layer_norm's mean/rstd outputs (getitem_1, getitem_2) and native_layer_norm_backward are "
        "opaque, so the row-sharded backward has nothing for the reduction lemmas to work on")
-_MQA = "capture: torch.ones(s, s) created in forward without a device is CPU while inputs are meta (Tensor device mismatch)"
+_MQA = ("lemma gap: bmm of head-sharded q with the single K head expanded over the heads "
+        "(scores = q @ k.transpose; joint: the e-graph hits its limit there, exit 3)")
 _MOE = "no semantics for aten.topk / aten.all (top-k routing, one_hot)"
 _MEAN = ("lemma gap (joint): the backward of a mean over a batch-sharded dim with the loss averaged over ranks needs "
          "the 1/n factors moved out of mul / mm / pointwise backward ops, which changes the dtype of an int or bool "

@@ -16,55 +16,13 @@ No torch, no egglog: ``entangle explain`` prints terms from a JSON report with t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-_TOKEN = re.compile(r'\s*(?:(\()|(\))|("(?:[^"\\]|\\.)*")|([^\s()"]+))')
+from entangle_py.semantics.sexpr import Var, parse_sexpr, to_sexpr
 
-
-@dataclass(frozen=True)
-class Sym:
-    """A constructor or other bare symbol (strings are ``str``)."""
-    name: str
-
-
-def parse(text: str):
-    """One s-expression: lists become tuples headed by a Sym, "strings" str, numbers int/float."""
-    stack, pos, text = [[]], 0, text.strip()
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m or m.end() == pos:
-            raise ValueError(f"bad s-expression near {text[pos:pos + 20]!r}")
-        lp, rp, string, atom = m.groups()
-        pos = m.end()
-        if lp:
-            stack.append([])
-        elif rp:
-            done = tuple(stack.pop())
-            stack[-1].append(done)
-        elif string is not None:
-            stack[-1].append(re.sub(r'\\(.)', r'\1', string[1:-1]))
-        elif re.fullmatch(r"-?\d+", atom):
-            stack[-1].append(int(atom))
-        elif re.fullmatch(r"-?\d+\.\d*(e-?\d+)?", atom):
-            stack[-1].append(float(atom))
-        else:
-            stack[-1].append(Sym(atom))
-    if len(stack) != 1 or len(stack[0]) != 1:
-        raise ValueError(f"unbalanced s-expression {text!r}")
-    return stack[0][0]
-
-
-def to_text(t) -> str:
-    """egglog text of a parsed term (inverse of ``parse``)."""
-    if isinstance(t, tuple):
-        return "(" + " ".join(to_text(a) for a in t) + ")"
-    if isinstance(t, Sym):
-        return t.name
-    if isinstance(t, str):
-        return '"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(t, bool):
-        return "true" if t else "false"
-    return str(t)
+# terms as parsed s-expressions (Sym: a constructor or other bare symbol; strings are ``str``)
+Sym = Var
+parse = parse_sexpr
+to_text = to_sexpr
 
 
 def head(t) -> str | None:

@@ -11,69 +11,17 @@ them with torch given values for their variables.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
 
+from entangle_py.semantics.sexpr import Var, parse_sexpr, to_sexpr  # noqa: F401  (the term language's text)
+
 BIG = 100_000        # cost of a compute op / a G_s tensor: any term containing one is not clean
 CLEAN_COST = 1
 
 # ----------------------------------------------------------------------------- s-expressions
-
-_SEXPR_TOKEN = re.compile(r'\s*(?:(\()|(\))|("(?:[^"\\]|\\.)*")|([^\s()"]+))')
-
-
-@dataclass(frozen=True)
-class Var:
-    name: str
-
-
-def parse_sexpr(text: str):
-    """Parse one s-expression: lists become tuples, "strings" str, numbers int/float, else Var."""
-    pos, stack, out = 0, [[]], None
-    text = text.strip()
-    while pos < len(text):
-        m = _SEXPR_TOKEN.match(text, pos)
-        if not m or m.end() == pos:
-            raise ValueError(f"bad s-expression near {text[pos:pos+20]!r}")
-        lp, rp, string, atom = m.groups()
-        pos = m.end()
-        if lp:
-            stack.append([])
-        elif rp:
-            done = tuple(stack.pop())
-            stack[-1].append(done)
-        elif string is not None:
-            stack[-1].append(string[1:-1].replace('\\"', '"'))
-        else:
-            stack[-1].append(_atom(atom))
-    if len(stack) != 1 or len(stack[0]) != 1:
-        raise ValueError(f"unbalanced s-expression {text!r}")
-    out = stack[0][0]
-    return out
-
-
-def _atom(tok: str):
-    if re.fullmatch(r"-?\d+", tok):
-        return int(tok)
-    if re.fullmatch(r"-?\d+\.\d*(e-?\d+)?", tok):
-        return float(tok)
-    return Var(tok)
-
-
-def to_sexpr(x) -> str:
-    if isinstance(x, tuple):
-        return "(" + " ".join(to_sexpr(a) for a in x) + ")"
-    if isinstance(x, str):
-        return '"' + x.replace('"', '\\"') + '"'
-    if isinstance(x, Var):
-        return x.name
-    if isinstance(x, bool):
-        return "true" if x else "false"
-    return str(x)
-
 
 def is_clean(t) -> bool:
     """A parsed term built of clean constructors only (G_d leaves, data movement, rank reductions)."""

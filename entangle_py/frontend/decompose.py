@@ -12,9 +12,14 @@ differs from the recorded one — is refused (exit 2), never guessed.
 from __future__ import annotations
 
 import dataclasses
+import json
+
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
 
 from entangle_py.errors import InputError
 from entangle_py.ir import graph as G
+from entangle_py.frontend.capture import _Converter, _DynamoInfo, _target_name
 from entangle_py.ir import ops
 from entangle_py.plugins import REGISTRY
 from entangle_py.plugins._registry import _REQUIRED
@@ -71,9 +76,6 @@ def _decompose_graph(g: G.RankGraph) -> G.RankGraph:
 def _check_schemas(bundle, targets):
     """The program's op must be the one the plugin was written for: same arguments (names,
     types, which are written) and returns, when the capture recorded its schema."""
-    import json
-
-    import torch
     recorded = json.loads(bundle.meta.get(G.CUSTOM_OP_SCHEMAS, "{}"))
 
     def signature(text):
@@ -125,11 +127,6 @@ def _bind(g, n, op, functionalized):
 def _trace(g, n, op, functionalized):
     """Trace the reference on fake tensors of the arguments' shapes: ([name of each produced
     value], the ATen nodes computing them)."""
-    import torch
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    from entangle_py.frontend.capture import _Converter, _DynamoInfo, _target_name
-
     bound = _bind(g, n, op, functionalized)
     tensor_args = [k for k, v in bound.items() if isinstance(v, G.Ref)]
     metas = {}

@@ -27,8 +27,8 @@ GETITEM = "getitem"
 
 # Namespaces whose ops talk to other ranks (``wait_tensor`` among them only completes one).
 COLLECTIVE_NAMESPACES = frozenset({"_c10d_functional", "c10d_functional", "_c10d_functional_autograd", "_dtensor"})
-WAIT_OP = "wait_tensor"
 WAIT = "_c10d_functional.wait_tensor.default"
+WAIT_OP = WAIT.split(".")[1]
 # the legacy namespace names its group by an explicit rank list, not a group name
 LEGACY_COLLECTIVE_NAMESPACE = "c10d_functional"
 
@@ -98,8 +98,8 @@ LIFT_FRESH_COPY = "aten.lift_fresh_copy.default"
 ALIAS = "aten.alias.default"
 # Ops that only give a tensor a name (the name becomes an alias usable in spec files).
 NAMING_OPS = frozenset({"tg.log_tensor.default", "tg.inplace_log_tensor.default"})
-NAMING_OP_NAMES = frozenset({"log_tensor", "inplace_log_tensor"})     # in namespace tg, any overload
 LOG_TENSOR = "tg.log_tensor.default"
+NAMING_OP_NAMES = frozenset(t.split(".")[1] for t in NAMING_OPS)     # in namespace tg, any overload
 # Identities for a relation: the value of the first argument.
 IDENTITY_OPS = SAME_VALUE | NAMING_OPS | {WAIT, "aten.clone", "aten.detach"}
 
@@ -132,7 +132,6 @@ INDEXING = {
     "aten.nll_loss2d_backward.default": (2, 1, 1),
 }
 INDEX_TENSOR = "aten.index.Tensor"        # args: (table, [index per dim, ...])
-ARANGE = {"aten.arange.default": "end", "aten.arange.start": "start_end", "aten.arange.start_step": "start_end_step"}
 
 # Uninitialised allocations: their contents are arbitrary, so each is a free tensor equal to
 # nothing (two `empty` calls with the same arguments are NOT the same tensor).

@@ -6,7 +6,7 @@ tests insert random terms, run these rules and compare every derived fact with t
 """
 from entangle_py.engine.lemma import Rule
 from lemmas._instances.shapes import (
-    binary_terms, concat_terms, dlen_terms, elementwise_terms, ilist_query_terms, layernorm_terms, mm_terms,
+    binary_bcast_terms, binary_terms, concat_terms, dlen_terms, elementwise_terms, ilist_query_terms, layernorm_terms, mm_terms,
     reduce_terms, rmax_terms, rsum_terms, scalar_terms, slice_terms, softmax_terms, transpose_terms,
     view_and_dat_terms)
 
@@ -29,6 +29,12 @@ RULES = [
         "(rule ((= y (binary op a b)) (= n (ndim a)) (= n (ndim b))) ((set (ndim y) n)) :ruleset shapes)\n"
         "(rule ((= y (binary op a b)) (= v (dim a i)) (= v (dim b i)) (= n (ndim a)) (= n (ndim b))) ((set (dim y i) v)) :ruleset shapes)"),
         check_terms=binary_terms),
+    # broadcasting operands of one ndim: a dim where the other operand's is 1
+    Rule("shape-binary-bcast", (
+        "(rule ((= y (binary op a b)) (= n (ndim a)) (= n (ndim b)) (= v (dim a i)) (= (DLit 1) (dim b i))) "
+        "((set (dim y i) v)) :ruleset shapes)\n"
+        "(rule ((= y (binary op a b)) (= n (ndim a)) (= n (ndim b)) (= v (dim b i)) (= (DLit 1) (dim a i))) "
+        "((set (dim y i) v)) :ruleset shapes)"), check_terms=binary_bcast_terms),
     Rule("shape-concat", (
         "(rule ((= y (concat (Cons x r) d)) (= n (ndim x))) ((set (ndim y) n)) :ruleset shapes)\n"
         "(rule ((= y (concat (Cons x r) d)) (= v (dim x i)) (!= i d)) ((set (dim y i) v)) :ruleset shapes)\n"

@@ -144,7 +144,56 @@ def test_lowering_layer_norms(tmp_path):
     for key in ("ln", "ap"):
         y, mean, rstd = low[key].items
         assert y.text == '(layernorm $x $w $b 1 "1e-05")'
-        assert mean.text.startswith("(opaque ") and rstd.text.startswith("(opaque ")
+    mean, rstd = low["ln"].items[1:]      # native_layer_norm's statistics: reductions over the last dim
+    assert mean.text == '(reduce "mean" $x (ICons 2 (INil)) 1)'
+    assert rstd.text.startswith('(unary "rsqrt" (scalar "add" (reduce "mean" (unary "square"')
+    mean, rstd = low["ap"].items[1:]      # apex's (flattened to [rows]): opaque
+    assert mean.text.startswith("(opaque ") and rstd.text.startswith("(opaque ")
+
+
+def _ln_backward_samples():
+    """native_layer_norm_backward on the saved statistics of a real forward: shapes with one or
+    more normalised dims (and none outer), every output_mask, with and without weight and bias."""
+    from types import SimpleNamespace
+    torch.manual_seed(3)
+    for shape, k in [((4, 3, 6), 1), ((2, 3, 4), 2), ((6,), 1), ((0, 4), 1), ((2, 3, 4), 3)]:
+        for has_w, has_b in [(True, True), (False, False), (True, False), (False, True)]:
+            for mask in ([True, True, True], [True, False, False], [False, True, True], [False, False, True]):
+                x = torch.randn(*shape, dtype=torch.float64)
+                ns = list(shape[len(shape) - k:])
+                w = torch.randn(*ns, dtype=torch.float64) if has_w else None
+                b = torch.randn(*ns, dtype=torch.float64) if has_b else None
+                _, mean, rstd = torch.ops.aten.native_layer_norm(x, ns, w, b, 1e-5)
+                mask = [mask[0], mask[1] and has_w, mask[2] and has_b]
+                yield SimpleNamespace(input=torch.randn(*shape, dtype=torch.float64),
+                                      args=(x, ns, mean, rstd, w, b, mask), kwargs={})
+
+
+def test_layer_norm_backward_conforms_to_torch():
+    """No OpInfo traces native_layer_norm_backward: its lowering (and native_layer_norm's mean and
+    rstd, on the same shapes) checked like the OpInfo conformance, on samples of our own."""
+    from types import SimpleNamespace
+    from entangle_py.oracle import conformance as C
+    n = 0
+    for s in _ln_backward_samples():
+        v = C.check_sample(torch.ops.aten.native_layer_norm_backward.default, s)
+        assert v.kind == "agree", (C.describe_sample(s), [str(d) for d in v.nodes], v.why)
+        x, ns, _, _, w, b, _ = s.args
+        v = C.check_sample(torch.ops.aten.native_layer_norm.default,
+                           SimpleNamespace(input=x, args=(ns, w, b, 1e-5), kwargs={}))
+        assert v.kind == "agree", (C.describe_sample(s), [str(d) for d in v.nodes], v.why)
+        n += 1
+    assert n == 80
+
+
+def test_layer_norm_backward_refuses_a_bad_output_mask(tmp_path):
+    low = _lowered(tmp_path, '''
+        def forward(self, g: "f32[5, 4]", x: "f32[5, 4]", m: "f32[5, 1]", r: "f32[5, 1]", w: "f32[4]", b: "f32[4]"):
+            bw = torch.ops.aten.native_layer_norm_backward.default(g, x, [4], m, r, w, b, [True, 1, True])
+            gi: "f32[5, 4]" = bw[0]
+            return (gi,)
+        ''')
+    assert isinstance(low["bw"], L.Refused) and low["bw"].arg == "output_mask"
 
 
 def test_unsupported_apex_variant_is_refused(tmp_path):

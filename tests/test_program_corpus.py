@@ -20,8 +20,6 @@ for p in (ROOT / "examples" / "programs", ROOT / "benchmarks"):
 
 from corpus import CORPUS  # noqa: E402
 
-_LN = ("no lowering: native_layer_norm's mean/rstd outputs (getitem_1, getitem_2) and native_layer_norm_backward are "
-       "opaque, so the row-sharded backward has nothing for the reduction lemmas to work on")
 _MQA = ("lemma gap: bmm of head-sharded q with the single K head expanded over the heads "
         "(scores = q @ k.transpose; joint: the e-graph hits its limit there, exit 3)")
 _MOE = "no semantics for aten.topk / aten.all (top-k routing, one_hot)"
@@ -32,8 +30,6 @@ _ACCUM = ("lemma gap: a sum of micro-batch sums divided by an all-reduced token 
           "is false where y = 0 (inf vs nan) and a + b = rsum(a, b) needs equal dtypes; neither fact is in the e-graph")
 
 XFAIL = {
-    "sp_layernorm_correct[joint]": _LN,
-    "sp_layernorm_grad_not_reduced[joint]": None,
     "vocab_embedding_correct[joint]": "no lowering: aten.embedding_dense_backward is opaque (a masked scatter-add with a row-concat lemma)",
     "vocab_cross_entropy_correct[forward]": "no lowering: aten._log_softmax and aten.nll_loss_forward are opaque in G_s",
     "gqa_causal_repeat[forward]": "no semantics for aten.repeat (exit 2, not a refutation)",

@@ -81,12 +81,12 @@ def naming_aliases(g) -> dict[str, str]:
 # Pure ATen ops the checker knows to be deterministic functions of their arguments but has no
 # lemmas for: they relate by congruence only (same op, same constants, related inputs).
 OPAQUE_PURE = {
-    "aten.native_layer_norm.default", "aten.layer_norm.default", "aten.embedding.default",
+    "aten.layer_norm.default", "aten.embedding.default",
     "aten.index.Tensor", "aten.index_put.default", "aten.where.self",
     "aten.masked_fill.Tensor", "aten.select.int", "aten.gather.default", "aten.scatter.value",
     "aten.cumsum.default", "aten.sum.default", "aten.mean.default", "aten.max.dim", "aten.min.dim",
     "aten.argmax.default", "aten.log_softmax.int", "aten._log_softmax.default", "aten.var_mean.correction",
-    "aten.var.correction", "aten.native_layer_norm_backward.default", "aten.gelu_backward.default",
+    "aten.var.correction", "aten.gelu_backward.default",
     "aten._softmax_backward_data.default", "aten.threshold_backward.default", "aten.embedding_dense_backward.default",
     "aten.zeros.default", "aten.ones.default", "aten.full.default", "aten.zeros_like.default",
     "aten.ones_like.default", "aten.full_like.default", "aten.arange.default", "aten.arange.start",
@@ -824,10 +824,15 @@ class Lowerer:
 
     @lowers("aten.native_layer_norm.default")
     def _h_native_layer_norm_default(self, n):
+        """out, mean and rstd (see _native_layer_norm_exact); where mean and rstd are not
+        expressible, out alone (affine) and the statistics opaque."""
+        exact = self._native_layer_norm_exact(n)
+        if exact is not None:
+            return exact
         x, ns, w, b, eps = n.args[:5]
         t = self._layer_norm(n, x, ns, w, b, eps)
         if t is None or not isinstance(n.val, tuple):
-            return None
+            return self._opaque(n)
         return TupleTerms((Term(t),) + tuple(self._opaque(n).items[1:]))   # mean, rstd: opaque
 
     @lowers("aten.layer_norm.default")
@@ -846,6 +851,135 @@ class Lowerer:
         if t is None or not isinstance(n.val, tuple):
             return None
         return TupleTerms((Term(t),) + tuple(self._opaque(n).items[1:]))
+
+    # -- layer norm statistics and backward; embedding and slice backward (exact) ----------------
+    # native_layer_norm's mean and rstd, and native_layer_norm_backward, written with reductions
+    # over the normalised (inner) dims and elementwise ops: rows are independent, so the reduction
+    # and elementwise lemmas carry a row-sharded (sequence-parallel) layer norm through its
+    # backward; the weight and bias gradients are sums over the outer dims (a sum over ranks of the
+    # ranks' partial sums).  Computed in the input's dtype: float32 / float64 only (torch computes
+    # half types in float and rounds); other calls keep the opaque form (congruence only).
+
+    def _ln_dims(self, x, normalized_shape):
+        """(axis, N, inner IList text) of a layer norm of ``x`` over ``normalized_shape`` (its
+        trailing dims); None when not expressible (symbolic sizes, a mismatched shape, a dtype
+        computed in another precision)."""
+        if not isinstance(x, Ref) or self._dtype(x.name) not in ("float32", "float64"):
+            return None
+        if not isinstance(normalized_shape, (list, tuple)) or not normalized_shape:
+            return None
+        shape = tuple(self.shape(x.name))
+        k = len(normalized_shape)
+        if k > len(shape) or not all(isinstance(s, int) for s in shape):
+            return None
+        if tuple(shape[len(shape) - k:]) != tuple(normalized_shape) or 0 in normalized_shape:
+            return None     # (torch's mean of no elements is 0, a term's is nan)
+        axis = len(shape) - k
+        lst = "(INil)"
+        for d in reversed(range(axis, len(shape))):
+            lst = f"(ICons {d} {lst})"
+        return axis, math.prod(shape[axis:]), lst
+
+    def _ln_stat(self, x, stat, axis):
+        """A saved mean / rstd tensor (shape outer dims + 1s, or those elements flat) viewed to
+        the keepdim shape; None when it has neither shape or another dtype."""
+        if not isinstance(stat, Ref) or self._dtype(stat.name) != self._dtype(x.name):
+            return None
+        xs, ss = tuple(self.shape(x.name)), tuple(self.shape(stat.name))
+        want = xs[:axis] + (1,) * (len(xs) - axis)
+        if ss == want:
+            return self.t(stat)
+        if all(isinstance(s, int) for s in ss) and math.prod(ss) == math.prod(want):
+            return f"(view {self.t(stat)} {self._shape_list(want)})"
+        return None
+
+    def _ln_forward(self, n, x, ns, w, b, eps):
+        """(mean, rstd) terms of a layer norm of x (None: not expressible)."""
+        dims = self._ln_dims(x, ns)
+        if dims is None or not isinstance(eps, (int, float)) or isinstance(eps, bool):
+            return None
+        _, _, inner = dims
+        xt = self.t(x)
+        mean = f"(reduce \"mean\" {xt} {inner} 1)"
+        var = f"(reduce \"mean\" (unary \"square\" (binary \"sub\" {xt} {mean})) {inner} 1)"
+        rstd = f"(unary \"rsqrt\" (scalar \"add\" {var} {_scalar(float(eps))}))"
+        return mean, rstd
+
+    def _native_layer_norm_exact(self, n):
+        x, ns, w, b, eps = n.args[:5]
+        if not isinstance(n.val, tuple) or len(n.val) != 3 or not all(isinstance(v, TensorMeta) for v in n.val):
+            return None
+        if any(v.dtype != self._dtype(x.name) for v in n.val):
+            return None
+        if not all(isinstance(p, (Ref, type(None))) for p in (w, b)):
+            return None
+        stats = self._ln_forward(n, x, ns, w, b, eps)
+        if stats is None:
+            return None
+        mean, rstd = stats
+        y = self._layer_norm(n, x, ns, w, b, eps)
+        if y is None:       # no weight or no bias: (x - mean) * rstd [* w] [+ b]
+            y = f"(binary \"mul\" (binary \"sub\" {self.t(x)} {mean}) {rstd})"
+            if w is not None:
+                y = f"(binary \"mul\" {y} {self.t(w)})"
+            if b is not None:
+                y = f"(binary \"add\" {y} {self.t(b)})"
+        return TupleTerms((Term(y), Term(mean), Term(rstd)))
+
+    @lowers("aten.native_layer_norm_backward.default")
+    def _h_native_layer_norm_backward_default(self, n):
+        """torch's decomposition: x_hat = (x - mean) * rstd, g_hat = grad * weight;
+        grad_input = rstd / N * (N * g_hat - sum(g_hat) - x_hat * sum(g_hat * x_hat)) (sums over
+        the inner dims, kept); grad_weight = sum(grad * x_hat), grad_bias = sum(grad) over the
+        outer dims.  An output is computed only where output_mask holds (and the weight / bias is
+        given); mean and rstd are the saved tensors the op reads, never recomputed."""
+        if len(n.args) < 8:
+            return Refused(n.target, "output_mask", "missing arguments")
+        grad, x, ns, mean, rstd, w, b, mask = n.args[:8]
+        if not isinstance(n.val, tuple) or len(n.val) != 3:
+            return Refused(n.target, "output_mask", "not three outputs")
+        if not (isinstance(mask, (list, tuple)) and len(mask) == 3 and all(isinstance(m, bool) for m in mask)):
+            return Refused(n.target, "output_mask", f"output_mask={mask!r}")
+        dims = self._ln_dims(x, ns)
+        if (dims is None or not isinstance(grad, Ref) or not all(isinstance(p, (Ref, type(None))) for p in (w, b))
+                or self._dtype(grad.name) != self._dtype(x.name)
+                or tuple(self.shape(grad.name)) != tuple(self.shape(x.name))):
+            return self._opaque(n)
+        axis, count, inner = dims
+        if w is not None and (self._dtype(w.name) != self._dtype(x.name)
+                              or tuple(self.shape(w.name)) != tuple(ns)):
+            return self._opaque(n)
+        mt, rt = self._ln_stat(x, mean, axis), self._ln_stat(x, rstd, axis)
+        if mt is None or rt is None:
+            return self._opaque(n)
+        want = (mask[0], mask[1] and w is not None, mask[2] and b is not None)
+        for v, on in zip(n.val, want):
+            if on != isinstance(v, TensorMeta) or (on and v.dtype != self._dtype(x.name)):
+                return Refused(n.target, "output_mask", f"outputs {n.val} for output_mask={mask!r}")
+        g, xt = self.t(grad), self.t(x)
+        xhat = f"(binary \"mul\" (binary \"sub\" {xt} {mt}) {rt})"
+        outer = "(INil)"
+        for d in reversed(range(axis)):
+            outer = f"(ICons {d} {outer})"
+        items = [None, None, None]
+        if want[0]:
+            # the weight viewed with the outer dims as 1s: an operand of the gradient's ndim
+            # (shape facts, hence the reduction lemmas, follow broadcasting of one ndim only)
+            ghat = g
+            if w is not None:
+                wv = f"(view {self.t(w)} {self._shape_list((1,) * axis + tuple(ns))})" if axis else self.t(w)
+                ghat = f"(binary \"mul\" {g} {wv})"
+            c = _scalar(float(count))
+            s1 = f"(reduce \"sum\" {ghat} {inner} 1)"
+            s2 = f"(reduce \"sum\" (binary \"mul\" {ghat} {xhat}) {inner} 1)"
+            body = f"(binary \"sub\" (binary \"sub\" (scalar \"mul\" {ghat} {c}) {s1}) (binary \"mul\" {xhat} {s2}))"
+            items[0] = Term(f"(binary \"mul\" (scalar \"div\" {rt} {c}) {body})")
+        if want[1]:
+            gx = f"(binary \"mul\" {g} {xhat})"
+            items[1] = Term(f"(reduce \"sum\" {gx} {outer} 0)" if axis else gx)
+        if want[2]:
+            items[2] = Term(f"(reduce \"sum\" {g} {outer} 0)") if axis else Identity(grad.name)
+        return TupleTerms(tuple(items))
 
     # -- collectives -----------------------------------------------------------------------
     @lowers(*ops.COLLECTIVES)

@@ -112,6 +112,17 @@ def binary_terms(rng):
         yield ('(binary "add" a b)', {"a": a, "b": b}, facts)
 
 
+def binary_bcast_terms(rng):
+    """Operands of one ndim broadcasting along size-1 dims (on either side, or both): every dim."""
+    for sa, sb in [((3, 1), (3, 4)), ((1, 4), (3, 4)), ((2, 1, 4), (2, 3, 1)), ((1, 1, 6), (4, 3, 6)),
+                   ((4, 3, 6), (1, 1, 6)), ((1,), (5,)), ((1, 1), (1, 1))]:
+        yield ('(binary "mul" a b)', {"a": tensor(rng, *sa), "b": tensor(rng, *sb)})
+    for _ in range(3):
+        out = [rng.randint(1, 4) for _ in range(rng.randint(1, 4))]
+        a, b = ([rng.choice((1, v)) for v in out] for _ in range(2))
+        yield ('(binary "sub" a b)', {"a": tensor(rng, *a), "b": tensor(rng, *b)})
+
+
 def dlen_terms(rng):
     """Shape lists: (dlen s) and (dlast s), right and wrong values, and the empty list (no dlast)."""
     lists = [[], [6], [6, 4], [2, 3, 4], [rng.randint(1, 9) for _ in range(rng.randint(1, 5))]]

@@ -18,6 +18,9 @@ from lemmas._instances.indexing import (
     cst_terms, iscalar_terms, map_mpick, map_mpick_bad, map_mpick_nil, map_mtake, map_mtake_bad, map_mtake_nil,
     mpick_concat, mpick_concat_bad, mpick_intro, mpick_intro_bad, mpick_terms, mtake_concat, mtake_concat_bad,
     mtake_intro, mtake_intro_bad, mtake_terms, pick_terms, take_negative, take_terms, take_valid)
+from lemmas._instances.indexing import (
+    mscatter_intro, mscatter_intro_bad, mscatter_split, mscatter_split_bad, scatter_invalid, scatter_terms,
+    scatter_valid)
 
 
 def _mask_text(x, lo, hi):
@@ -26,6 +29,9 @@ def _mask_text(x, lo, hi):
 
 _MTAKE_LHS = (f'(binary "masked_fill:0.0" (take W (binary "masked_fill:0" (iscalar "sub" ids lo) {_mask_text("ids", "lo", "hi")})) '
               f'(view {_mask_text("ids", "lo", "hi")} s))')
+# the vocab-parallel lookup's backward: the gradient rows of foreign ids zeroed, their ids set to 0
+_MSCATTER_LHS = (f'(scatter (binary "masked_fill:0.0" g (view {_mask_text("ids", "lo", "hi")} s)) '
+                 f'(binary "masked_fill:0" (iscalar "sub" ids lo) {_mask_text("ids", "lo", "hi")}) n)')
 _MPICK_LHS = (f'(binary "masked_fill:0.0" (pick L (binary "masked_fill:0" (iscalar "sub" t lo) {_mask_text("t", "lo", "hi")})) '
               f'{_mask_text("t", "lo", "hi")})')
 
@@ -57,6 +63,23 @@ LEMMAS = [
           instances=map_mpick_nil),
     Lemma("map-mpick-cons", "(map_mpick (Cons x r) t lo)", "(Cons (mpick x t lo) (map_mpick r t (+ lo w)))",
           when=("(= k (ndim x))", "(= (dim x (- k 1)) (DLit w))"), instances=map_mpick, rejects=map_mpick_bad),
+    # the gradient of a lookup (embedding_dense_backward): with valid ids the scatter into n rows
+    # is the masked scatter of rows [0, n)
+    Lemma("scatter-valid-masked", "(scatter g ids n)", "(mscatter g ids 0 n)", assumes=("valid_indices",),
+          instances=scatter_valid, rejects=scatter_invalid),
+    # Megatron's vocab-parallel lookup, backward: foreign ids scatter a zeroed gradient row into row
+    # 0, so the rank's table gradient is rows [lo, lo + n) of the full one.  Exact for every id.
+    Lemma("mscatter-intro", _MSCATTER_LHS, "(mscatter g ids lo n)",
+          when=("(= hi (+ lo n))", "(= (dlen s) (+ (ndim ids) 1))", "(= (dlast s) (DLit 1))",
+                f"(vpfx {_mask_text('ids', 'lo', 'hi')} s (ndim ids))"),
+          instances=mscatter_intro, rejects=mscatter_intro_bad),
+    # rows [lo, lo + n) are rows [lo, lo2) then [lo2, lo + n): split where a block that ends there
+    # (a rank's) is in the e-graph; repeated, the head splits further (a concat in the head flattens)
+    Lemma("mscatter-split", "(mscatter g ids lo n)",
+          "(concat (Cons (mscatter g ids lo (- lo2 lo)) (Cons (mscatter g ids lo2 m) (Nil))) 0)",
+          trigger=("(mscatter g ids lo n)", "(mscatter g ids lo2 m)"),
+          when=("(= (+ lo2 m) (+ lo n))", "(< lo lo2)", "(> m 0)"),
+          instances=mscatter_split, rejects=mscatter_split_bad),
 ]
 
 
@@ -82,6 +105,10 @@ RULES = [
     _index_shape("(pick x i)", "shape-pick", pick_terms),
     _index_shape("(mpick x i o)", "shape-mpick", mpick_terms),
     _index_shape("(iscalar op i c)", "shape-iscalar", iscalar_terms),
+    Rule("shape-scatter", "\n".join(
+        f"(rule ((= y {pat})) ((set (ndim y) 2) (set (dim y 0) (DLit n))) :ruleset shapes)\n"
+        f"(rule ((= y {pat}) (= a (ndim g)) (= v (dim g (- a 1)))) ((set (dim y 1) v)) :ruleset shapes)"
+        for pat in ("(scatter g i n)", "(mscatter g i o n)")), check_terms=scatter_terms),
     Rule("shape-cst", (
         "(rule ((= y (cst c s)) (= n (dlen s))) ((set (ndim y) n)) :ruleset shapes)\n"
         "(rule ((= y (cst c s)) (= v (dat s i))) ((set (dim y i) v)) :ruleset shapes)"), check_terms=cst_terms),

@@ -344,3 +344,33 @@ def test_reductions_that_change_dtype_stay_opaque(tmp_path):
             return (s, d)
         ''')
     assert low["s"].text.startswith("(opaque ") and low["d"].text.startswith("(opaque ")
+
+
+def test_embedding_backward_conforms_to_torch():
+    """embedding_dense_backward (no OpInfo traces it) against torch on samples of our own: ids of
+    0-3 dims, repeated ids, rows never looked up, an empty batch."""
+    from types import SimpleNamespace
+    from entangle_py.oracle import conformance as C
+    torch.manual_seed(5)
+    n = 0
+    for ids_shape, rows in [((5,), 4), ((2, 3), 7), ((2, 2, 2), 3), ((), 3), ((0, 2), 4), ((4,), 1)]:
+        ids = torch.randint(0, rows, ids_shape)
+        g = torch.randn(*ids_shape, 3, dtype=torch.float64)
+        v = C.check_sample(torch.ops.aten.embedding_dense_backward.default,
+                           SimpleNamespace(input=g, args=(ids, rows, -1, False), kwargs={}))
+        assert v.kind == "agree", (ids_shape, rows, [str(d) for d in v.nodes], v.why)
+        n += 1
+    assert n == 6
+
+
+def test_embedding_backward_refuses_padding_and_frequency_scaling(tmp_path):
+    low = _lowered(tmp_path, '''
+        def forward(self, g: "f32[2, 3, 5]", ids: "i64[2, 3]"):
+            a: "f32[7, 5]" = torch.ops.aten.embedding_dense_backward.default(g, ids, 7, -1, False)
+            b: "f32[7, 5]" = torch.ops.aten.embedding_dense_backward.default(g, ids, 7, 0, False)
+            c: "f32[7, 5]" = torch.ops.aten.embedding_dense_backward.default(g, ids, 7, -1, True)
+            return (a, b, c)
+        ''')
+    assert low["a"].text == "(scatter $g $ids 7)"
+    assert isinstance(low["b"], L.Refused) and low["b"].arg == "padding_idx"
+    assert isinstance(low["c"], L.Refused) and low["c"].arg == "scale_grad_by_freq"

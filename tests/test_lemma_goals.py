@@ -69,6 +69,10 @@ def red(op, x, dims, keepdim):
     return f'(reduce "{op}" {x} {ilist(dims)} {keepdim})'
 
 
+_MASK = '(binary "bitwise_or" (iscalar "lt" {{ids}} {lo}) (iscalar "ge" {{ids}} {hi}))'
+_MSCATTER = (f'(scatter (binary "masked_fill:0.0" {{{{g}}}} (view {_MASK} {dlist([2, 3, 1])})) '
+             f'(binary "masked_fill:0" (iscalar "sub" {{{{ids}}}} {{lo}}) {_MASK}) {{n}})')
+
 # (family, start, goal, leaf shapes, assumptions)
 POSITIVE = [
     # arith: the mean of two ranks' means of n/2 rows each, (s / (n/2)) / 2, is s / n
@@ -116,6 +120,11 @@ POSITIVE = [
     # ... and with valid ids (an assumption), a plain lookup is too
     ("indexing", f"(take {cat(0, '{w0}', '{w1}')} {{ids}})", f"(rsum {cons('(mtake {w0} {ids} 0)', '(mtake {w1} {ids} 3)')})",
      {"w0": [3, 4], "w1": [2, 4], "ids": [5]}, ("valid_indices",)),
+    # the gradient of a lookup with valid ids (an assumption) is the masked scatter of rows [0, n);
+    # a rank's masked lookup backward is its block of rows of it
+    ("indexing", "(scatter {g} {ids} 5)", "(mscatter {g} {ids} 0 5)", {"g": [2, 3, 4], "ids": [2, 3]},
+     ("valid_indices",)),
+    ("indexing", _MSCATTER.format(lo=3, hi=5, n=2), "(mscatter {g} {ids} 3 2)", {"g": [2, 3, 4], "ids": [2, 3]}, ()),
 ]
 
 NEGATIVE = [
@@ -165,6 +174,10 @@ NEGATIVE = [
     # a masked lookup in a table split by columns is not a sum of lookups
     ("indexing", f"(mtake {cat(1, '{w0}', '{w1}')} {{ids}} 0)", f"(rsum {cons('(mtake {w0} {ids} 0)', '(mtake {w1} {ids} 3)')})",
      {"w0": [3, 4], "w1": [3, 2], "ids": [5]}, ()),
+    # the scatter is not the masked one unless ids are assumed valid
+    ("indexing", "(scatter {g} {ids} 5)", "(mscatter {g} {ids} 0 5)", {"g": [2, 3, 4], "ids": [2, 3]}, ()),
+    # a mask of another range is not the rank's block
+    ("indexing", _MSCATTER.format(lo=3, hi=6, n=2), "(mscatter {g} {ids} 3 2)", {"g": [2, 3, 4], "ids": [2, 3]}, ()),
 ]
 
 
@@ -200,4 +213,15 @@ def test_concat_interchange_where_a_rank_concatenates_the_pair():
     reached, _ = proves(start, goal, shapes, present=(cat(1, "{a}", "{c}"),))
     assert reached
     reached, saturated = proves(start, goal, shapes)
+    assert saturated and not reached
+
+
+def test_masked_scatter_splits_where_a_rank_block_ends():
+    """The rows of a masked scatter split at the blocks the ranks computed (the vocab-parallel
+    embedding's table gradient), three blocks nesting in the head; without them no split."""
+    shapes = {"g": [2, 3, 4], "ids": [2, 3]}
+    blocks = ("(mscatter {g} {ids} 0 2)", "(mscatter {g} {ids} 2 3)", "(mscatter {g} {ids} 5 2)")
+    reached, _ = proves("(mscatter {g} {ids} 0 7)", cat(0, *blocks), shapes, present=blocks)
+    assert reached
+    reached, saturated = proves("(mscatter {g} {ids} 0 7)", cat(0, *blocks), shapes)
     assert saturated and not reached

@@ -30,7 +30,6 @@ _ACCUM = ("lemma gap: a sum of micro-batch sums divided by an all-reduced token 
           "is false where y = 0 (inf vs nan) and a + b = rsum(a, b) needs equal dtypes; neither fact is in the e-graph")
 
 XFAIL = {
-    "vocab_embedding_correct[joint]": "no lowering: aten.embedding_dense_backward is opaque (a masked scatter-add with a row-concat lemma)",
     "vocab_cross_entropy_correct[forward]": "no lowering: aten._log_softmax and aten.nll_loss_forward are opaque in G_s",
     "gqa_causal_repeat[forward]": "no semantics for aten.repeat (exit 2, not a refutation)",
     "mqa_causal_correct[forward]": _MQA,

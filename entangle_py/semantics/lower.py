@@ -87,7 +87,7 @@ OPAQUE_PURE = {
     "aten.cumsum.default", "aten.sum.default", "aten.mean.default", "aten.max.dim", "aten.min.dim",
     "aten.argmax.default", "aten.log_softmax.int", "aten._log_softmax.default", "aten.var_mean.correction",
     "aten.var.correction", "aten.gelu_backward.default",
-    "aten._softmax_backward_data.default", "aten.threshold_backward.default", "aten.embedding_dense_backward.default",
+    "aten._softmax_backward_data.default", "aten.threshold_backward.default",
     "aten.zeros.default", "aten.ones.default", "aten.full.default", "aten.zeros_like.default",
     "aten.ones_like.default", "aten.full_like.default", "aten.arange.default", "aten.arange.start",
     "aten.new_zeros.default", "aten.scalar_tensor.default",
@@ -980,6 +980,30 @@ class Lowerer:
         if want[2]:
             items[2] = Term(f"(reduce \"sum\" {g} {outer} 0)") if axis else Identity(grad.name)
         return TupleTerms(tuple(items))
+
+    @lowers("aten.embedding_dense_backward.default")
+    def _h_embedding_dense_backward_default(self, n):
+        """The gradient of embedding(weight, ids): ``(scatter grad ids num_weights)``, each row of
+        grad added into row ids[p] of a zero table.  padding_idx (-1: none) and scale_grad_by_freq
+        (False) are read; other values are refused."""
+        grad, ids = n.args[:2]
+        num = self._arg(n, 2, "num_weights")
+        pad = self._arg(n, 3, "padding_idx", -1)
+        freq = self._arg(n, 4, "scale_grad_by_freq", False)
+        if pad != -1 or isinstance(pad, bool):
+            return Refused(n.target, "padding_idx", f"padding_idx={pad!r}")
+        if freq is not False:
+            return Refused(n.target, "scale_grad_by_freq", f"scale_grad_by_freq={freq!r}")
+        if not isinstance(num, int) or isinstance(num, bool) or num < 0:
+            return Refused(n.target, "num_weights", f"num_weights={num!r} (not a constant)")
+        if not isinstance(grad, Ref) or not isinstance(ids, Ref) or self._dtype(ids.name) not in ("int64", "int32"):
+            return Refused(n.target, "indices", "not a tensor of integer ids")
+        gs, is_ = tuple(self.shape(grad.name)), tuple(self.shape(ids.name))
+        if len(gs) != len(is_) + 1 or gs[:-1] != is_ or tuple(n.val.shape) != (num, gs[-1]):
+            return Refused(n.target, "grad_output", f"gradient of shape {list(gs)} for ids of shape {list(is_)}")
+        if self._dtype(grad.name) != n.val.dtype:
+            return Refused(n.target, "grad_output", "a gradient of another dtype than the result")
+        return Term(f"(scatter {self.t(grad)} {self.t(ids)} {num})")
 
     # -- collectives -----------------------------------------------------------------------
     @lowers(*ops.COLLECTIVES)

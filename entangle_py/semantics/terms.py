@@ -724,6 +724,48 @@ PRIMITIVES.update({
 })
 
 
+# ----------------------------------------------------------------------------- embedding backward
+# The gradient of a table lookup (embedding_dense_backward): the rows of ``g`` added into a zero
+# table at their ids, and its vocab-parallel (masked) form, the rank's own block of rows.
+
+def _check_ids(ids):
+    if ids.dtype not in (torch.int64, torch.int32):
+        raise ValueError("scatter needs integer ids")
+
+
+def _scatter(g, ids, n: int):
+    """``out[i] = sum of g[p] over the positions p where ids[p] = i``, ``out`` of n rows (g of
+    ids' shape plus one dim); undefined for an id outside [0, n) (torch's CPU kernel skips it,
+    other devices fail)."""
+    _check_ids(ids)
+    if g.dim() != ids.dim() + 1 or tuple(g.shape[:-1]) != tuple(ids.shape):
+        raise ValueError(f"scatter: rows of shape {tuple(g.shape)} for ids of shape {tuple(ids.shape)}")
+    if n < 0 or bool(((ids < 0) | (ids >= n)).any()):
+        raise ValueError(f"scatter: an id outside [0, {n})")
+    return torch.ops.aten.embedding_dense_backward(g, ids, n, -1, False)
+
+
+def _mscatter(g, ids, lo: int, n: int):
+    """Rows lo .. lo + n - 1 of the scatter of ``g`` (broadcast against ids' shape plus a size-1
+    dim, which it may not enlarge) at ``ids``: ids outside them add nothing (any ids)."""
+    _check_ids(ids)
+    shape = tuple(torch.broadcast_shapes(tuple(g.shape), tuple(ids.shape) + (1,)))
+    if n < 0 or shape[:-1] != tuple(ids.shape):
+        raise ValueError(f"mscatter: rows of shape {tuple(g.shape)} for ids of shape {tuple(ids.shape)}")
+    g = g.expand(shape)
+    rel = ids - int(lo)
+    valid = (rel >= 0) & (rel < n)
+    out = torch.zeros((n, g.shape[-1]), dtype=g.dtype)
+    return out.index_add(0, rel[valid].long(), g[valid])
+
+
+CONSTRUCTORS += [
+    _c("scatter", "T T i64", "T", BIG, False, _scatter),
+    _c("mscatter", "T T i64 i64", "T", BIG, False, _mscatter),
+]
+BY_NAME = {c.name: c for c in CONSTRUCTORS}
+
+
 # ----------------------------------------------------------------------------- shapes of clean terms
 
 def clean_meta(t, leaf, size, same) -> tuple[tuple, str]:

@@ -180,3 +180,87 @@ def map_mtake_nil(rng):
 
 def map_mpick_nil(rng):
     return [{"t": _ids(rng, [3], -2, 4), "lo": 1}]
+
+
+# ----------------------------------------------------------------------------- embedding backward
+
+def _rows(rng, ids):
+    return tensor(rng, *ids.shape, rng.randint(1, 4))
+
+
+@repeat(8)
+def scatter_valid(rng):
+    n = rng.randint(1, 9)
+    ids = _ids(rng, _lead(rng), 0, n)
+    return {"g": _rows(rng, ids), "ids": ids, "n": n}
+
+
+@repeat(4)
+def scatter_invalid(rng):
+    """Counterexample: an id outside [0, n) (the plain scatter is undefined there)."""
+    n = rng.randint(1, 9)
+    ids = _ids(rng, _lead(rng), 0, n)
+    ids.view(-1)[0] = rng.choice((-rng.randint(1, n), n + rng.randint(0, 3)))
+    return {"g": _rows(rng, ids), "ids": ids, "n": n}
+
+
+def _mscatter_instance(rng):
+    inst = _mtake_instance(rng)
+    return {"g": _rows(rng, inst["ids"]), "ids": inst["ids"], "lo": inst["lo"], "hi": inst["hi"], "n": inst["n"],
+            "s": inst["s"]}
+
+
+def mscatter_intro(rng):
+    for k in range(10):
+        yield _mscatter_instance(rng)
+    yield from mscatter_intro_bcast(rng)
+
+
+@repeat(3)
+def mscatter_intro_bcast(rng):
+    """The gradient broadcast against the mask (a row of its own per id): still exact."""
+    inst = _mscatter_instance(rng)
+    inst["g"] = tensor(rng, *([1] * rng.randint(0, inst["ids"].dim())), 3)
+    return inst
+
+
+def mscatter_intro_bad(rng):
+    for k in range(6):
+        inst = _mscatter_instance(rng)
+        if k % 2 == 0:
+            inst["hi"] = inst["hi"] + 1                         # the mask is not the rank's rows
+        else:
+            inst["s"] = inst["s"][:-1]                          # the mask is not a trailing unsqueeze
+        yield inst
+
+
+def _split_instance(rng):
+    lo = rng.randint(-4, 6)
+    n = rng.randint(2, 9)
+    lo2 = lo + rng.randint(1, n - 1)
+    ids = _ids(rng, _lead(rng), lo - 3, lo + n + 3)
+    return {"g": _rows(rng, ids), "ids": ids, "lo": lo, "n": n, "lo2": lo2, "m": lo + n - lo2}
+
+
+@repeat(8)
+def mscatter_split(rng):
+    return _split_instance(rng)
+
+
+def mscatter_split_bad(rng):
+    for k in range(4):
+        inst = _split_instance(rng)
+        if k % 2 == 0:
+            inst["m"] += 1                                      # the block does not end where the rows do
+        else:
+            inst["lo2"], inst["m"] = inst["lo"], inst["n"]      # no split (the same block)
+        yield inst
+
+
+def scatter_terms(rng):
+    for _ in range(3):
+        n = rng.randint(1, 5)
+        ids = _ids(rng, _lead(rng), 0, n)
+        g = _rows(rng, ids)
+        yield (f"(scatter g i {n})", {"g": g, "i": ids})
+        yield (f"(mscatter g i 2 {n})", {"g": g, "i": ids})

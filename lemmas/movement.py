@@ -20,6 +20,7 @@ from lemmas._instances.movement import (
     transpose_view_prefix, transpose_view_suffix, unary_view, view_keep_prefix, view_keep_suffix,
     view_kept_dims_terms, view_last, view_last_bad, view_merge, view_merge_into_axis, view_not_self, view_rsum,
     view_self, view_split, view_view)
+from lemmas._instances.movement import concat_zpad, concat_zpad_bad, map_zpad, map_zpad_bad, zpad_terms
 
 # Conditions for a view of a concat along d (parts bound as (Cons x r): lemmas match only concrete part
 # lists, so that an unresolved helper list is never mapped over again -- views can form cycles).
@@ -206,6 +207,17 @@ LEMMAS = [
           when=("(= 1 (ndim y))", "(= n (ndim x))", "(= n (ndim (binary op x y)))",
                 "(vsfx (binary op x y) s 1)", "(= (dim x (- n 1)) (dim (binary op x y) (- n 1)))"),
           instances=binary_view_bcast, rejects=binary_view_bcast_merged),
+    # ------------------------------------------------------------------ zero padding (slice_backward)
+    # a concat is the sum of its parts each padded with zeros to the whole (x + 0 = x): the gradient
+    # of a weight each rank slices its own rows of.  Only where the first part's padded form is in
+    # the e-graph (a rank computed it), so that concats elsewhere are left alone.
+    Lemma("concat-zpad-rsum", "(concat (Cons x r) d)", "(rsum (map_zpad (Cons x r) d 0 t))",
+          trigger=("(concat (Cons x r) d)", "(zpad x d 0 h)"),
+          when=("(= (dim (concat (Cons x r) d) d) (DLit t))",), instances=concat_zpad, rejects=concat_zpad_bad),
+    Lemma("map-zpad-nil", "(map_zpad (Nil) d lo t)", "(Nil)", instances=fixed({"d": 0, "lo": 0, "t": 3})),
+    Lemma("map-zpad-cons", "(map_zpad (Cons x r) d lo t)",
+          "(Cons (zpad x d lo (- t (+ lo n))) (map_zpad r d (+ lo n) t))",
+          when=("(= (dim x d) (DLit n))",), instances=map_zpad, rejects=map_zpad_bad),
 ]
 
 RULES = [
@@ -224,6 +236,11 @@ RULES = [
         "(rule ((= l (ICons a r))) ((set (ipos l a) 0)) :ruleset shapes)\n"
         "(rule ((= l (ICons a r)) (= k (ipos r b)) (!= b a)) ((set (ipos l b) (+ k 1))) :ruleset shapes)"),
         check_terms=ipos_terms),
+    Rule("shape-zpad", (
+        "(rule ((= y (zpad x d lo hi)) (= n (ndim x))) ((set (ndim y) n)) :ruleset shapes)\n"
+        "(rule ((= y (zpad x d lo hi)) (= v (dim x i)) (!= i d)) ((set (dim y i) v)) :ruleset shapes)\n"
+        "(rule ((= y (zpad x d lo hi)) (= v (dim x d))) ((set (dim y d) (dadd (dadd v (DLit lo)) (DLit hi)))) "
+        ":ruleset shapes)"), check_terms=zpad_terms),
     Rule("shape-permute", (
         "(rule ((= y (permute x p)) (= n (ndim x))) ((set (ndim y) n)) :ruleset shapes)\n"
         "(rule ((= y (permute x p)) (= i (ipos p k)) (= v (dim x k))) ((set (dim y i) v)) :ruleset shapes)"),

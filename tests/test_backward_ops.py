@@ -374,3 +374,34 @@ def test_embedding_backward_refuses_padding_and_frequency_scaling(tmp_path):
     assert low["a"].text == "(scatter $g $ids 7)"
     assert isinstance(low["b"], L.Refused) and low["b"].arg == "padding_idx"
     assert isinstance(low["c"], L.Refused) and low["c"].arg == "scale_grad_by_freq"
+
+
+def test_slice_backward_conforms_to_torch():
+    """slice_backward (no OpInfo traces it) against torch on samples of our own: any dim, negative
+    and out-of-range bounds, an empty slice, the whole dim (the gradient itself)."""
+    from types import SimpleNamespace
+    from entangle_py.oracle import conformance as C
+    torch.manual_seed(7)
+    n = 0
+    for sizes, dim, start, end in [([8, 6], 0, 4, 8), ([8, 6], 0, 0, 4), ([8, 6], 1, 2, 5), ([2, 3, 4], -1, -3, 100),
+                                   ([5], 0, 1, 3), ([4, 4], 0, 3, 2), ([4, 4], 1, 0, 4), ([3, 0, 2], 2, 1, 2)]:
+        s, e = slice(start, end).indices(sizes[dim])[:2]
+        shape = list(sizes)
+        shape[dim] = max(e - s, 0)
+        g = torch.randn(*shape, dtype=torch.float64)
+        v = C.check_sample(torch.ops.aten.slice_backward.default,
+                           SimpleNamespace(input=g, args=(sizes, dim, start, end, 1), kwargs={}))
+        assert v.kind == "agree", (sizes, dim, start, end, [str(d) for d in v.nodes], v.why)
+        n += 1
+    assert n == 8
+
+
+def test_slice_backward_refuses_a_step(tmp_path):
+    low = _lowered(tmp_path, '''
+        def forward(self, g: "f32[2, 6]", h: "f32[4, 6]"):
+            a: "f32[8, 6]" = torch.ops.aten.slice_backward.default(g, [8, 6], 0, 0, 4, 2)
+            b: "f32[8, 6]" = torch.ops.aten.slice_backward.default(h, [8, 6], 0, 4, 9223372036854775807, 1)
+            return (a, b)
+        ''')
+    assert isinstance(low["a"], L.Refused) and low["a"].arg == "step"
+    assert low["b"].text == "(zpad $h 0 4 0)"

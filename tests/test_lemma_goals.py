@@ -225,3 +225,16 @@ def test_masked_scatter_splits_where_a_rank_block_ends():
     assert reached
     reached, saturated = proves("(mscatter {g} {ids} 0 7)", cat(0, *blocks), shapes)
     assert saturated and not reached
+
+
+def test_concat_is_a_sum_of_padded_parts_where_a_rank_padded_one():
+    """A concat is the sum over ranks of its parts zero-padded to the whole (slice_backward of a
+    weight each rank slices its rows of), derived only where the first part's padded form is in
+    the e-graph; without it the concat is left alone."""
+    shapes = {"a": [2, 3], "b": [3, 3], "c": [1, 3]}
+    start = cat(0, "{a}", "{b}", "{c}")
+    goal = f"(rsum {cons('(zpad {a} 0 0 4)', '(zpad {b} 0 2 1)', '(zpad {c} 0 5 0)')})"
+    reached, _ = proves(start, goal, shapes, present=("(zpad {a} 0 0 4)",))
+    assert reached
+    reached, saturated = proves(start, goal, shapes)
+    assert saturated and not reached

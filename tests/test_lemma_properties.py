@@ -24,6 +24,8 @@ NEEDS_FACT = {
     "mtake-concat": "a bool table: the sum over ranks of bool lookups is undefined (needs a dtype fact)",
     # found once concat axes were drawn among the base shape's dims (lemmas/_draw.py, dimvars)
     "mpick-concat": "bool logits: the sum over ranks of bool picks is undefined (needs a dtype fact)",
+    # its trigger, a zero-padded first part, comes only from slice_backward of a float gradient
+    "concat-zpad-rsum": "bool parts: the sum over ranks of bool padded parts is undefined (needs a dtype fact)",
 }
 
 

@@ -97,7 +97,7 @@ OPAQUE_PURE = {
     "aten._log_softmax_backward_data.default", "aten.bitwise_not.default", "aten.clamp.default",
     "aten.tril.default", "aten.triu.default", "aten.squeeze.dims", "aten.sum.dim_IntList",
     "apex.fused_layer_norm_affine_fwd.default", "apex.fused_layer_norm_affine_bwd.default",
-    "aten.constant_pad_nd.default", "aten.eye.default", "aten.eye.m", "aten.slice_backward.default",
+    "aten.constant_pad_nd.default", "aten.eye.default", "aten.eye.m",
     "aten.select_backward.default", "aten.nonzero.default",
 }
 
@@ -1004,6 +1004,31 @@ class Lowerer:
         if self._dtype(grad.name) != n.val.dtype:
             return Refused(n.target, "grad_output", "a gradient of another dtype than the result")
         return Term(f"(scatter {self.t(grad)} {self.t(ids)} {num})")
+
+    @lowers("aten.slice_backward.default")
+    def _h_slice_backward_default(self, n):
+        """The gradient of x[start:end] along dim: zeros of input_sizes with grad in that slice,
+        i.e. grad padded with zeros (``zpad``).  Step 1 only; other steps are refused."""
+        grad, sizes, dim, start, end, step = (list(n.args) + [None] * 6)[:6]
+        if step != 1 or isinstance(step, bool):
+            return Refused(n.target, "step", f"step={step!r}")
+        if not isinstance(grad, Ref) or not isinstance(sizes, (list, tuple)) or not isinstance(dim, int):
+            return Refused(n.target, "input_sizes", "not a tensor, a shape and a dim")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (*sizes, start, end)):
+            return Refused(n.target, "input_sizes", "symbolic sizes or bounds")
+        if not -len(sizes) <= dim < len(sizes) or tuple(n.val.shape) != tuple(sizes):
+            return Refused(n.target, "dim", f"dim {dim} of sizes {list(sizes)}")
+        d = self._dim(dim, len(sizes))
+        s, e = slice(start, end).indices(sizes[d])[:2]
+        e = max(e, s)
+        gs = tuple(self.shape(grad.name))
+        if gs != tuple(sizes[:d]) + (e - s,) + tuple(sizes[d + 1:]) or self._dtype(grad.name) != n.val.dtype:
+            return Refused(n.target, "grad_output", f"a gradient of shape {list(gs)} for [{s}:{e}] of {list(sizes)}")
+        if n.val.dtype not in FLOAT_DTYPES:     # (gradients are; concat-zpad-rsum needs a sum of them)
+            return Refused(n.target, "grad_output", f"a {n.val.dtype} gradient")
+        if s == 0 and e == sizes[d]:
+            return Identity(grad.name)
+        return Term(f"(zpad {self.t(grad)} {d} {s} {sizes[d] - e})")
 
     # -- collectives -----------------------------------------------------------------------
     @lowers(*ops.COLLECTIVES)

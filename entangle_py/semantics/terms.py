@@ -766,6 +766,37 @@ CONSTRUCTORS += [
 BY_NAME = {c.name: c for c in CONSTRUCTORS}
 
 
+# ----------------------------------------------------------------------------- zero padding
+# The gradient of a slice (slice_backward): the gradient placed in a zero tensor, i.e. padded with
+# zeros along one dim.  A concat is the sum of its parts each padded to the whole (the gradient of
+# a weight every rank slices its own rows of: a sum over ranks).
+
+def _pad(x, d: int, lo: int, hi: int):
+    """``x`` with ``lo`` zero slices before it and ``hi`` after it along dim ``d`` (its dtype)."""
+    if not 0 <= d < x.dim() or lo < 0 or hi < 0:
+        raise ValueError(f"pad of a {x.dim()}-D tensor along dim {d} by {lo}, {hi}")
+    zeros = [torch.zeros(tuple(x.shape[:d]) + (k,) + tuple(x.shape[d + 1:]), dtype=x.dtype) for k in (lo, hi)]
+    return torch.cat([zeros[0], x, zeros[1]], d)
+
+
+def _map_pad(parts, d: int, lo: int, total: int):
+    out, off = [], int(lo)
+    for x in parts:
+        out.append(_pad(x, d, off, total - off - x.shape[d]))
+        off += x.shape[d]
+    return out
+
+
+CONSTRUCTORS += [
+    _c("zpad", "T i64 i64 i64", "T", CLEAN_COST, True, _pad),
+    # each part padded to total along d, the first starting lo in: part k has lo + (sizes of the
+    # parts before it) zeros before it
+    _c("map_zpad", "TList i64 i64 i64", "TList", BIG, False, _map_pad),
+]
+BY_NAME = {c.name: c for c in CONSTRUCTORS}
+DIM_ARGS.update({"zpad": (1,), "map_zpad": (1,)})
+
+
 # ----------------------------------------------------------------------------- shapes of clean terms
 
 def clean_meta(t, leaf, size, same) -> tuple[tuple, str]:
@@ -850,4 +881,9 @@ def clean_meta(t, leaf, size, same) -> tuple[tuple, str]:
         return new, dtype
     if head == "cst":
         return tuple(dims(a[1])), None
+    if head == "zpad":
+        shape, dtype = sub(a[0])
+        d, lo, hi = a[1], a[2], a[3]
+        check(0 <= d < len(shape) and lo >= 0 and hi >= 0, f"pad of a {len(shape)}-D tensor along {d} by {lo}, {hi}")
+        return tuple(shape[:d]) + (shape[d] + lo + hi,) + tuple(shape[d + 1:]), dtype
     raise EvalError(f"{head} is not a clean operator")

@@ -687,3 +687,45 @@ def zip_concat_misaligned(rng):
 @repeat(3)
 def concat_interchange_same(rng):
     return _ab(_interchange(rng, same=True))
+
+
+# ----------------------------------------------------------------------------- zero padding
+
+@repeat(8)
+def concat_zpad(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    l = concat_parts(rng, nd, d)
+    x, r = l[0], l[1:]
+    return {"x": x, "r": r, "d": d, "t": sum(p.shape[d] for p in l), "h": 0}
+
+
+@repeat(3)
+def concat_zpad_bad(rng):
+    inst = next(concat_zpad(rng))
+    inst["t"] += rng.choice((-1, 1))                  # not the concat's size along d
+    return inst
+
+
+@repeat(6)
+def map_zpad(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    l = concat_parts(rng, nd, d)
+    lo = rng.randint(0, 3)
+    t = lo + sum(p.shape[d] for p in l) + rng.randint(0, 3)
+    return {"x": l[0], "r": l[1:], "d": d, "lo": lo, "t": t, "n": l[0].shape[d]}
+
+
+@repeat(3)
+def map_zpad_bad(rng):
+    inst = next(map_zpad(rng))
+    inst["n"] += 1                                    # not the part's size along d
+    return inst
+
+
+def zpad_terms(rng):
+    for _ in range(3):
+        nd = rng.randint(1, 3)
+        d = rng.randrange(nd)
+        yield (f"(zpad x {d} {rng.randint(0, 3)} {rng.randint(0, 3)})", {"x": tensor(rng, *[rng.randint(1, 4) for _ in range(nd)])})

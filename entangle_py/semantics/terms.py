@@ -35,7 +35,7 @@ def str_lit(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-# ----------------------------------------------------------------------------- constructors
+# ----------------------------------------------------------------------------- the constructor record
 
 @dataclass(frozen=True)
 class Constructor:
@@ -46,6 +46,8 @@ class Constructor:
     clean: bool
     meaning: Callable              # torch semantics over evaluated arguments
 
+
+# ----------------------------------------------------------------------------- meanings
 
 def _unary(op: str, x):
     return unary_fn(op)(x)
@@ -213,6 +215,10 @@ SCALAR_OPS: dict[str, Callable] = {
     "ge": lambda x, c: x >= c,
 }
 
+def _aten(name):
+    return lambda *a: getattr(torch.ops.aten, name)(*a)
+
+
 BINARY_OPS: dict[str, Callable] = {
     "add": torch.add,
     "sub": torch.sub,
@@ -233,6 +239,13 @@ BINARY_OPS: dict[str, Callable] = {
     "bitwise_and": torch.bitwise_and,
     "logical_or": torch.logical_or,
     "logical_and": torch.logical_and,
+    # pointwise backward ops: elementwise binary ops (with broadcasting) over (grad, saved tensor),
+    # so every binary lemma holds for them (tests/test_backward_ops.py checks each is elementwise)
+    "gelu_backward": lambda g, x: torch.ops.aten.gelu_backward(g, x),
+    "gelu_tanh_backward": lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="tanh"),
+    "silu_backward": _aten("silu_backward"),
+    "sigmoid_backward": _aten("sigmoid_backward"),      # (grad, sigmoid output)
+    "tanh_backward": _aten("tanh_backward"),            # (grad, tanh output)
 }
 
 def const_product(a: str, b: str) -> str:
@@ -248,140 +261,12 @@ def const_product(a: str, b: str) -> str:
     return repr(p)
 
 
+
 # masked_fill(x, mask, c) is the binary op "masked_fill:<c>" over (x, mask): it is elementwise with
 # broadcasting like any binary op, so the binary lemmas (concat, broadcast) cover it.
 MASKED_FILL = "masked_fill:"
 # threshold_backward(grad, x, c) is the binary op "threshold_backward:<c>" over (grad, x).
 THRESHOLD_BACKWARD = "threshold_backward:"
-
-# Elementwise ops that commute with a sum over ranks in their first argument when the other is
-# not summed (linearity): (sum_r x_r) * c = sum_r (x_r * c).
-LINEAR_SCALAR_OPS = ("mul", "div")
-
-
-def _c(name, signature, sort, cost, clean, meaning):
-    return Constructor(name, signature, sort, cost, clean, meaning)
-
-
-CONSTRUCTORS: list[Constructor] = [
-    # sizes
-    _c("DLit", "i64", "Dim", 0, True, lambda n: n),
-    _c("DSym", "String", "Dim", 0, True, None),
-    _c("dadd", "Dim Dim", "Dim", 1, True, lambda a, b: a + b),   # size arithmetic (see dims.py)
-    _c("dsub", "Dim Dim", "Dim", 1, True, lambda a, b: a - b),
-    # lists: tensors (concat parts, ranks of a sum), ints (dims), sizes (shapes)
-    _c("Nil", "", "TList", 0, True, lambda: []),
-    _c("Cons", "T TList", "TList", 0, True, lambda a, r: [a] + r),
-    _c("INil", "", "IList", 0, True, lambda: []),
-    _c("ICons", "i64 IList", "IList", 0, True, lambda a, r: [a] + r),
-    _c("DNil", "", "DList", 0, True, lambda: []),
-    _c("DCons", "Dim DList", "DList", 0, True, lambda a, r: [a] + r),
-    # leaves
-    _c("Gd", "String", "T", 1, True, None),           # a tensor of the distributed program
-    _c("Gs", "String", "T", BIG * 10, False, None),   # a tensor of the sequential program
-    # clean: data movement and reductions over ranks
-    _c("concat", "TList i64", "T", CLEAN_COST, True, _concat),
-    _c("rsum", "TList", "T", CLEAN_COST, True, _stack_sum),
-    _c("rmax", "TList", "T", CLEAN_COST, True, _stack_max),
-    _c("slice", "T i64 Dim Dim", "T", CLEAN_COST, True, _slice),
-    _c("transpose", "T i64 i64", "T", CLEAN_COST, True, lambda x, a, b: x.transpose(a, b)),
-    _c("permute", "T IList", "T", CLEAN_COST, True, lambda x, dims: x.permute(*dims)),
-    _c("view", "T DList", "T", CLEAN_COST, True, _view),
-    _c("expand", "T DList", "T", CLEAN_COST, True, _expand),
-    # compute
-    _c("unary", "String T", "T", BIG, False, _unary),
-    _c("scalar", "String T String", "T", BIG, False, _scalar),
-    _c("binary", "String T T", "T", BIG, False, _binary),
-    _c("mm", "T T", "T", BIG, False, lambda a, b: torch.mm(*_no_bool(a, b))),
-    _c("bmm", "T T", "T", BIG, False, lambda a, b: torch.bmm(*_no_bool(a, b))),
-    _c("reduce", "String T IList i64", "T", BIG, False, _reduce),
-    _c("softmax", "T i64", "T", BIG, False, lambda x, d: torch.softmax(x, d)),
-    _c("opaque", "String TList", "T", BIG, False, None),   # an op with no lemmas: congruence only
-]
-
-BY_NAME = {c.name: c for c in CONSTRUCTORS}
-
-# egglog primitives usable in lemma guards and right-hand sides, with their Python meaning.
-PRIMITIVES: dict[str, Callable] = {
-    "+": lambda a, b: a + b,
-    "-": lambda a, b: a - b,
-    "*": lambda a, b: a * b,
-    "=": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
-    "dle": lambda a, b: a <= b,     # a relation on sizes, proven by egglog (literals) or Z3
-    "cmul": lambda a, b: const_product(a, b),   # product of two constant texts (see const_product)
-    "%": lambda a, b: a % b,
-    "/": lambda a, b: a // b,
-}
-
-# ----------------------------------------------------------------------------- helper functions
-# List-walking helpers (map an op over concat parts, zip two lists, ...) are constructors too:
-# they are dirty (cost BIG) until rewritten away, so an unfinished walk is never extracted.
-
-HELPERS: list[Constructor] = [
-    _c("map_unary", "String TList", "TList", BIG, False, lambda op, l: [_unary(op, x) for x in l]),
-    _c("map_scalar", "String TList String", "TList", BIG, False, lambda op, l, c: [_scalar(op, x, c) for x in l]),
-    _c("map_binary_l", "String TList T", "TList", BIG, False, lambda op, l, y: [_binary(op, x, y) for x in l]),
-    _c("map_binary_r", "String T TList", "TList", BIG, False, lambda op, y, l: [_binary(op, y, x) for x in l]),
-    _c("zip_binary", "String TList TList i64 i64", "TList", BIG, False,
-       lambda op, l1, l2, d1, d2: [_binary(op, a, b) for a, b in _zip_aligned(l1, l2, d1, d2)]),
-    _c("lsum", "TList i64", "Dim", BIG, False, lambda l, d: sum(int(x.shape[d]) for x in l)),
-    _c("map_mm_l", "TList T", "TList", BIG, False, lambda l, w: [torch.mm(*_no_bool(x, w)) for x in l]),
-    _c("map_mm_r", "T TList", "TList", BIG, False, lambda x, l: [torch.mm(*_no_bool(x, w)) for w in l]),
-    _c("zip_mm", "TList TList", "TList", BIG, False, lambda l1, l2: [torch.mm(*_no_bool(a, b)) for a, b in _zip_exact(l1, l2)]),
-    _c("map_transpose", "TList i64 i64", "TList", BIG, False, lambda l, a, b: [x.transpose(a, b) for x in l]),
-    _c("map_softmax", "TList i64", "TList", BIG, False, lambda l, d: [torch.softmax(x, d) for x in l]),
-    _c("map_view", "TList DList", "TList", BIG, False, lambda l, s: [x.reshape(tuple(s)) for x in l]),
-    _c("map_view_last", "TList DList", "TList", BIG, False,
-       lambda l, s: [x.reshape(tuple(s[:-1]) + (x.shape[-1],)) for x in l]),
-    _c("dset_last", "DList Dim", "DList", BIG, False, lambda s, v: list(s[:-1]) + [v]),
-]
-CONSTRUCTORS += HELPERS
-
-# -- batched matmul and view/permute/slice helpers (attention with heads split across ranks) ----
-# matmul is torch.matmul on operands with the same batch dims (>= 3-D; 2-D is mm).
-ATTN_CONSTRUCTORS: list[Constructor] = [
-    _c("matmul", "T T", "T", BIG, False, lambda a, b: torch.matmul(*_no_bool(a, b))),
-    _c("zip_matmul", "TList TList i64", "TList", BIG, False,
-       lambda l1, l2, d: [torch.matmul(*_no_bool(a, b)) for a, b in _zip_aligned(l1, l2, d, d)]),
-    # each part viewed to s with s[j] := the part's size on its dim d
-    _c("map_view_at", "TList DList i64 i64", "TList", BIG, False,
-       lambda l, s, d, j: [x.reshape(tuple(_dset(s, j, x.shape[d]))) for x in l]),
-    # each part viewed to s with s[d] := part size on d divided by s[d+1] (dim d split in two)
-    _c("map_view_split", "TList DList i64", "TList", BIG, False,
-       lambda l, s, d: [x.reshape(tuple(_dset(s, d, _exact_div(x.shape[d], _dat(s, d + 1))))) for x in l]),
-    # each part viewed to s with s[d] := part size on d times its size on d+1 (dims d, d+1 merged)
-    _c("map_view_merge", "TList DList i64", "TList", BIG, False,
-       lambda l, s, d: [x.reshape(tuple(_dset(s, d, x.shape[d] * x.shape[d + 1]))) for x in l]),
-    _c("map_slice", "TList i64 Dim Dim", "TList", BIG, False, lambda l, d, a, b: [_slice(x, d, a, b) for x in l]),
-    _c("map_permute", "TList IList", "TList", BIG, False, lambda l, p: [x.permute(*p) for x in l]),
-    _c("dset", "DList i64 Dim", "DList", BIG, False, lambda s, i, v: _dset(s, i, v)),
-]
-CONSTRUCTORS += ATTN_CONSTRUCTORS
-
-# -- walk helpers for lemmas over sums across ranks -------------------------------------------
-RANK_HELPERS: list[Constructor] = [
-    # op applied rank by rank: sum_r a_r + sum_r b_r = sum_r (a_r + b_r) (lists of equal length)
-    _c("zip_ranks", "String TList TList", "TList", BIG, False,
-       lambda op, l1, l2: [_binary(op, a, b) for a, b in _zip_exact(l1, l2)]),
-    # each part expanded to s with s[j] := the part's size on its dim d
-    _c("map_expand_at", "TList DList i64 i64", "TList", BIG, False,
-       lambda l, s, d, j: [x.expand(tuple(_dset(s, j, x.shape[d]))) for x in l]),
-    # concat([concat(l1, e)] + r, d): a concat whose first part is a concat along another dim,
-    # marked so that a lemma rooted at this (rare) constructor can look at the rest
-    _c("concat_nest", "TList TList i64 i64", "T", BIG, False,
-       lambda l1, r, d, e: _concat([_concat(l1, e)] + list(r), d)),
-    # pairs of parts that line up on dim e, each pair concatenated along d: [concat([a_i, b_i], d)]
-    _c("zip_concat", "TList TList i64 i64", "TList", BIG, False,
-       lambda l1, l2, d, e: [_concat([a, b], d) for a, b in _zip_aligned(l1, l2, e, e)]),
-]
-CONSTRUCTORS += RANK_HELPERS
-BY_NAME = {c.name: c for c in CONSTRUCTORS}
-
 
 def _exact_div(a: int, b: int) -> int:
     if b <= 0 or a % b:
@@ -409,7 +294,7 @@ def _zip_exact(l1, l2):
     return zip(l1, l2)
 
 
-# ----------------------------------------------------------------------------- indexing
+# ----------------------------------------------------------------------------- meanings: indexing
 # Table lookups (embedding, ``W[ids]``), row-wise picks along the last dim (the cross-entropy
 # target logit ``L[arange, t]``), their masked vocab-parallel forms, integer scalar ops and
 # constants.  Offsets are i64 so lemmas can add part widths.
@@ -475,7 +360,55 @@ def _map_offsets(fn, parts, x, lo, axis):
     return out
 
 
-INDEXING: list[Constructor] = [
+def _layernorm(x, w, b, k, eps):
+    """Layer norm over the last ``k`` dims with an affine weight and bias."""
+    if not 1 <= k <= x.dim():
+        raise ValueError(f"layer norm over the last {k} dims of a {x.dim()}-D tensor")
+    return torch.nn.functional.layer_norm(x, tuple(x.shape[x.dim() - k:]), w, b, float(eps))
+
+
+# ----------------------------------------------------------------------------- constructors
+
+def _c(name, signature, sort, cost, clean, meaning):
+    return Constructor(name, signature, sort, cost, clean, meaning)
+
+
+CONSTRUCTORS: list[Constructor] = [
+    # sizes
+    _c("DLit", "i64", "Dim", 0, True, lambda n: n),
+    _c("DSym", "String", "Dim", 0, True, None),
+    _c("dadd", "Dim Dim", "Dim", 1, True, lambda a, b: a + b),   # size arithmetic (see dims.py)
+    _c("dsub", "Dim Dim", "Dim", 1, True, lambda a, b: a - b),
+    # lists: tensors (concat parts, ranks of a sum), ints (dims), sizes (shapes)
+    _c("Nil", "", "TList", 0, True, lambda: []),
+    _c("Cons", "T TList", "TList", 0, True, lambda a, r: [a] + r),
+    _c("INil", "", "IList", 0, True, lambda: []),
+    _c("ICons", "i64 IList", "IList", 0, True, lambda a, r: [a] + r),
+    _c("DNil", "", "DList", 0, True, lambda: []),
+    _c("DCons", "Dim DList", "DList", 0, True, lambda a, r: [a] + r),
+    # leaves
+    _c("Gd", "String", "T", 1, True, None),           # a tensor of the distributed program
+    _c("Gs", "String", "T", BIG * 10, False, None),   # a tensor of the sequential program
+    # clean: data movement and reductions over ranks
+    _c("concat", "TList i64", "T", CLEAN_COST, True, _concat),
+    _c("rsum", "TList", "T", CLEAN_COST, True, _stack_sum),
+    _c("rmax", "TList", "T", CLEAN_COST, True, _stack_max),
+    _c("slice", "T i64 Dim Dim", "T", CLEAN_COST, True, _slice),
+    _c("transpose", "T i64 i64", "T", CLEAN_COST, True, lambda x, a, b: x.transpose(a, b)),
+    _c("permute", "T IList", "T", CLEAN_COST, True, lambda x, dims: x.permute(*dims)),
+    _c("view", "T DList", "T", CLEAN_COST, True, _view),
+    _c("expand", "T DList", "T", CLEAN_COST, True, _expand),
+    # compute
+    _c("unary", "String T", "T", BIG, False, _unary),
+    _c("scalar", "String T String", "T", BIG, False, _scalar),
+    _c("binary", "String T T", "T", BIG, False, _binary),
+    _c("mm", "T T", "T", BIG, False, lambda a, b: torch.mm(*_no_bool(a, b))),
+    _c("bmm", "T T", "T", BIG, False, lambda a, b: torch.bmm(*_no_bool(a, b))),
+    _c("reduce", "String T IList i64", "T", BIG, False, _reduce),
+    _c("softmax", "T i64", "T", BIG, False, lambda x, d: torch.softmax(x, d)),
+    _c("opaque", "String TList", "T", BIG, False, None),   # an op with no lemmas: congruence only
+    # integer scalar ops, constants, table lookups and picks (indexing; offsets are i64 so
+    # lemmas can add part widths)
     _c("iscalar", "String T i64", "T", BIG, False, _iscalar),       # x op c, integer x and c
     _c("cst", "String DList", "T", CLEAN_COST, True, _cst),          # a constant tensor of a shape
     _c("take", "T T", "T", BIG, False, _take),
@@ -486,11 +419,91 @@ INDEXING: list[Constructor] = [
        lambda l, ids, lo: _map_offsets(_mtake, l, ids, lo, 0)),
     _c("map_mpick", "TList T i64", "TList", BIG, False,
        lambda l, t, lo: _map_offsets(_mpick, l, t, lo, -1)),
+    _c("layernorm", "T T T i64 String", "T", BIG, False, _layernorm),
+
+    # List-walking helpers (map an op over concat parts, zip two lists, ...) are constructors
+    # too: they are dirty (cost BIG) until rewritten away, so an unfinished walk is never extracted.
+    _c("map_unary", "String TList", "TList", BIG, False, lambda op, l: [_unary(op, x) for x in l]),
+    _c("map_scalar", "String TList String", "TList", BIG, False, lambda op, l, c: [_scalar(op, x, c) for x in l]),
+    _c("map_binary_l", "String TList T", "TList", BIG, False, lambda op, l, y: [_binary(op, x, y) for x in l]),
+    _c("map_binary_r", "String T TList", "TList", BIG, False, lambda op, y, l: [_binary(op, y, x) for x in l]),
+    _c("zip_binary", "String TList TList i64 i64", "TList", BIG, False,
+       lambda op, l1, l2, d1, d2: [_binary(op, a, b) for a, b in _zip_aligned(l1, l2, d1, d2)]),
+    _c("lsum", "TList i64", "Dim", BIG, False, lambda l, d: sum(int(x.shape[d]) for x in l)),
+    _c("map_mm_l", "TList T", "TList", BIG, False, lambda l, w: [torch.mm(*_no_bool(x, w)) for x in l]),
+    _c("map_mm_r", "T TList", "TList", BIG, False, lambda x, l: [torch.mm(*_no_bool(x, w)) for w in l]),
+    _c("zip_mm", "TList TList", "TList", BIG, False, lambda l1, l2: [torch.mm(*_no_bool(a, b)) for a, b in _zip_exact(l1, l2)]),
+    _c("map_transpose", "TList i64 i64", "TList", BIG, False, lambda l, a, b: [x.transpose(a, b) for x in l]),
+    _c("map_softmax", "TList i64", "TList", BIG, False, lambda l, d: [torch.softmax(x, d) for x in l]),
+    _c("map_view", "TList DList", "TList", BIG, False, lambda l, s: [x.reshape(tuple(s)) for x in l]),
+    _c("map_view_last", "TList DList", "TList", BIG, False,
+       lambda l, s: [x.reshape(tuple(s[:-1]) + (x.shape[-1],)) for x in l]),
+    _c("dset_last", "DList Dim", "DList", BIG, False, lambda s, v: list(s[:-1]) + [v]),
+    # batched matmul and view/permute/slice helpers (attention with heads split across ranks);
+    # matmul is torch.matmul on operands with the same batch dims (>= 3-D; 2-D is mm)
+    _c("matmul", "T T", "T", BIG, False, lambda a, b: torch.matmul(*_no_bool(a, b))),
+    _c("zip_matmul", "TList TList i64", "TList", BIG, False,
+       lambda l1, l2, d: [torch.matmul(*_no_bool(a, b)) for a, b in _zip_aligned(l1, l2, d, d)]),
+    # each part viewed to s with s[j] := the part's size on its dim d
+    _c("map_view_at", "TList DList i64 i64", "TList", BIG, False,
+       lambda l, s, d, j: [x.reshape(tuple(_dset(s, j, x.shape[d]))) for x in l]),
+    # each part viewed to s with s[d] := part size on d divided by s[d+1] (dim d split in two)
+    _c("map_view_split", "TList DList i64", "TList", BIG, False,
+       lambda l, s, d: [x.reshape(tuple(_dset(s, d, _exact_div(x.shape[d], _dat(s, d + 1))))) for x in l]),
+    # each part viewed to s with s[d] := part size on d times its size on d+1 (dims d, d+1 merged)
+    _c("map_view_merge", "TList DList i64", "TList", BIG, False,
+       lambda l, s, d: [x.reshape(tuple(_dset(s, d, x.shape[d] * x.shape[d + 1]))) for x in l]),
+    _c("map_slice", "TList i64 Dim Dim", "TList", BIG, False, lambda l, d, a, b: [_slice(x, d, a, b) for x in l]),
+    _c("map_permute", "TList IList", "TList", BIG, False, lambda l, p: [x.permute(*p) for x in l]),
+    _c("dset", "DList i64 Dim", "DList", BIG, False, lambda s, i, v: _dset(s, i, v)),
+    # walk helpers for lemmas over sums across ranks
+    # op applied rank by rank: sum_r a_r + sum_r b_r = sum_r (a_r + b_r) (lists of equal length)
+    _c("zip_ranks", "String TList TList", "TList", BIG, False,
+       lambda op, l1, l2: [_binary(op, a, b) for a, b in _zip_exact(l1, l2)]),
+    # each part expanded to s with s[j] := the part's size on its dim d
+    _c("map_expand_at", "TList DList i64 i64", "TList", BIG, False,
+       lambda l, s, d, j: [x.expand(tuple(_dset(s, j, x.shape[d]))) for x in l]),
+    # concat([concat(l1, e)] + r, d): a concat whose first part is a concat along another dim,
+    # marked so that a lemma rooted at this (rare) constructor can look at the rest
+    _c("concat_nest", "TList TList i64 i64", "T", BIG, False,
+       lambda l1, r, d, e: _concat([_concat(l1, e)] + list(r), d)),
+    # pairs of parts that line up on dim e, each pair concatenated along d: [concat([a_i, b_i], d)]
+    _c("zip_concat", "TList TList i64 i64", "TList", BIG, False,
+       lambda l1, l2, d, e: [_concat([a, b], d) for a, b in _zip_aligned(l1, l2, e, e)]),
+    # reductions and layer norm part by part
+    _c("map_reduce", "String TList IList i64", "TList", BIG, False,
+       lambda op, l, dims, k: [_reduce(op, x, dims, k) for x in l]),
+    _c("map_layernorm", "TList T T i64 String", "TList", BIG, False,
+       lambda l, w, b, k, eps: [_layernorm(x, w, b, k, eps) for x in l]),
+    _c("lappend", "TList TList", "TList", BIG, False, lambda a, b: list(a) + list(b)),
 ]
-CONSTRUCTORS += INDEXING
+
 BY_NAME = {c.name: c for c in CONSTRUCTORS}
 
-# Functions (not constructors) and relations the engine maintains.
+# egglog primitives usable in lemma guards and right-hand sides, with their Python meaning.
+PRIMITIVES: dict[str, Callable] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "=": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "dle": lambda a, b: a <= b,     # a relation on sizes, proven by egglog (literals) or Z3
+    "cmul": lambda a, b: const_product(a, b),   # product of two constant texts (see const_product)
+    "%": lambda a, b: a % b,
+    "/": lambda a, b: a // b,
+    "ihas": lambda l, i: int(i in l),
+    "ibelow": lambda l, i: sum(1 for a in l if a < i),
+    "ilen": lambda l: len(l),
+}
+
+# Functions (not constructors) and relations the engine maintains.  Queries on int lists
+# (reduction dims) are computed on demand by rules in lemmas/shapes.py: (iask l i) asks for
+# (ihas l i) = 1 if i is in l else 0 and (ibelow l i) = #{a in l : a < i}; (ilen l) is the
+# length (their Python meaning, for lemma conditions, is in PRIMITIVES).
 FUNCTIONS_TEXT = """
 (function dim (T i64) Dim :merge old)
 (function ndim (T) i64 :merge old)
@@ -511,6 +524,10 @@ FUNCTIONS_TEXT = """
 (function ipos (IList i64) i64 :merge old)
 (relation ask_cmul (String String))
 (function cmul (String String) String :merge old)
+(relation iask (IList i64))
+(function ihas (IList i64) i64 :merge old)
+(function ibelow (IList i64) i64 :merge old)
+(function ilen (IList) i64 :merge old)
 """
 
 
@@ -669,59 +686,6 @@ def allclose(a, b, rtol=1e-6, atol=1e-8) -> bool:
     if isinstance(a, float) and isinstance(b, float):
         return math.isclose(a, b, rel_tol=rtol, abs_tol=atol)
     return a == b
-
-
-# ============================================================================ backward ops,
-# reductions, layer norm (appended as one block: pointwise backward ops are binary ops, reductions
-# and layer norm get helpers to walk concat parts, IList queries for reduction dims).
-
-def _aten(name):
-    return lambda *a: getattr(torch.ops.aten, name)(*a)
-
-
-# Pointwise backward ops are elementwise binary ops (with broadcasting) over (grad, saved tensor):
-# every binary lemma holds for them.  tests/test_backward_ops.py checks each op is elementwise.
-BINARY_OPS.update({
-    "gelu_backward": lambda g, x: torch.ops.aten.gelu_backward(g, x),
-    "gelu_tanh_backward": lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="tanh"),
-    "silu_backward": _aten("silu_backward"),
-    "sigmoid_backward": _aten("sigmoid_backward"),      # (grad, sigmoid output)
-    "tanh_backward": _aten("tanh_backward"),            # (grad, tanh output)
-})
-
-
-
-def _layernorm(x, w, b, k, eps):
-    """Layer norm over the last ``k`` dims with an affine weight and bias."""
-    if not 1 <= k <= x.dim():
-        raise ValueError(f"layer norm over the last {k} dims of a {x.dim()}-D tensor")
-    return torch.nn.functional.layer_norm(x, tuple(x.shape[x.dim() - k:]), w, b, float(eps))
-
-
-CONSTRUCTORS += [
-    _c("layernorm", "T T T i64 String", "T", BIG, False, _layernorm),
-    _c("map_reduce", "String TList IList i64", "TList", BIG, False,
-       lambda op, l, dims, k: [_reduce(op, x, dims, k) for x in l]),
-    _c("map_layernorm", "TList T T i64 String", "TList", BIG, False,
-       lambda l, w, b, k, eps: [_layernorm(x, w, b, k, eps) for x in l]),
-    _c("lappend", "TList TList", "TList", BIG, False, lambda a, b: list(a) + list(b)),
-]
-BY_NAME = {c.name: c for c in CONSTRUCTORS}
-
-# Queries on int lists (reduction dims), computed on demand by rules in lemmas/shapes.py:
-# (iask l i) asks for (ihas l i) = 1 if i is in l else 0 and (ibelow l i) = #{a in l : a < i};
-# (ilen l) is the length.  Their Python meaning (for lemma conditions) is below.
-FUNCTIONS_TEXT += """
-(relation iask (IList i64))
-(function ihas (IList i64) i64 :merge old)
-(function ibelow (IList i64) i64 :merge old)
-(function ilen (IList) i64 :merge old)
-"""
-PRIMITIVES.update({
-    "ihas": lambda l, i: int(i in l),
-    "ibelow": lambda l, i: sum(1 for a in l if a < i),
-    "ilen": lambda l: len(l),
-})
 
 
 # ----------------------------------------------------------------------------- shapes of clean terms

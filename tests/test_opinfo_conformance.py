@@ -63,9 +63,9 @@ def _wrong(patch):
     """A lowerer class that lowers as the real one except where ``patch(node, var)`` returns a
     result (only the public API of lower.Lowerer is used)."""
     class Wrong:
-        def __init__(self, graph, var, constants=None):
-            self.inner = L.Lowerer(graph, var, constants)
-            self.var = var
+        def __init__(self, graph, constants=None):
+            self.inner = L.Lowerer(graph, constants)
+            self.var = L.ref
 
         def lower(self, n):
             out = patch(n, self.var)

@@ -297,7 +297,7 @@ def check_node(lowerer, node: G.Node, values: dict, tenv: dict) -> NodeVerdict:
     ``tenv`` maps term variables (``_var(name)``) to tensors."""
     v = NodeVerdict(node.name, node.target, "skip")
     try:
-        r = lowerer.lower(node)
+        r = L.bind_result(lowerer.lower(node), _var)
     except Exception as e:      # noqa: BLE001 - a crashing lowering is a refusal the checker does not expect
         v.kind, v.why = "disagree", f"lowering raised {type(e).__name__}: {_first_line(e)}"
         return v
@@ -424,7 +424,7 @@ def check_graph(graph: G.RankGraph, inputs: dict, outputs: dict | None = None,
                 if why:
                     return SampleVerdict("error", why=f"graph output {p.name} is not the eager result: {why}")
     tenv = {_var(k): v for k, v in values.items() if isinstance(v, torch.Tensor)}
-    lw = (lowerer_cls or L.Lowerer)(graph, _var)
+    lw = (lowerer_cls or L.Lowerer)(graph)
     nodes = [check_node(lw, n, values, tenv) for n in graph.nodes if not n.is_placeholder]
     return summarize(nodes)
 

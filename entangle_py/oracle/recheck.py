@@ -164,9 +164,8 @@ class Draw:
             return v[int(idx)] if idx else v
         head, _, part = base.partition(":")      # a middle value the lowering introduced
         if g.has(head) and key not in self._sum_cache:
-            low = L.Lowerer(g, lambda name: gd_leaf(r, name), constants=self.ck.spec.constants,
-                            same_rng=self.ck.same_rng)
-            res = low.lower(g.node(head))
+            low = L.Lowerer(g, constants=self.ck.spec.constants, same_rng=self.ck.same_rng)
+            res = L.bind_result(low.lower(g.node(head)), lambda name: gd_leaf(r, name))
             if not (isinstance(res, L.Decomposed) and res.name == part):
                 raise EvalError(f"no value for G_d tensor {key}")
             self._sum_cache[key] = self.eval(res.inner.text)

@@ -19,6 +19,7 @@ import sympy
 from entangle_py import plugins
 from entangle_py.ir import ops
 from entangle_py.ir.graph import Node, Ref, TensorMeta, TorchConst
+from entangle_py.semantics.sexpr import Var, parse_sexpr, to_sexpr
 from entangle_py.semantics.terms import CASTS, DROPMASK, DROPOUT, INT_SCALAR_OPS, MASKED_FILL, THRESHOLD_BACKWARD, str_lit
 
 # The lowering registry: ATen target -> handler(lowerer, node).  One entry per target (a second
@@ -106,9 +107,29 @@ class Identity:
     ref: str
 
 
+def ref(name: str) -> str:
+    """The leaf for the value of node ``name`` in a lowered term: ``(ref "<name>")``."""
+    return f"(ref {str_lit(name)})"
+
+
 @dataclass(frozen=True)
 class Term:
-    text: str          # s-expression over the input e-classes
+    """A lowered op's value: an s-expression whose leaves ``(ref "<node>")`` are the tensors of
+    the graph it reads.  A value, not bound to any e-graph: the caller says what each node is."""
+    text: str
+
+    def bind(self, expr_of) -> str:
+        """The term with each ``(ref "<node>")`` replaced by ``expr_of(node)`` (an s-expression;
+        a KeyError from it, a node the caller has no expression for, propagates)."""
+        return to_sexpr(_bind(parse_sexpr(self.text), expr_of))
+
+
+def _bind(t, expr_of):
+    if not isinstance(t, tuple):
+        return t
+    if isinstance(t[0], Var) and t[0].name == "ref":
+        return Var(expr_of(t[1]))        # printed verbatim by to_sexpr
+    return tuple(_bind(a, expr_of) for a in t)
 
 
 @dataclass(frozen=True)
@@ -128,10 +149,27 @@ class Collective:
 @dataclass(frozen=True)
 class Decomposed:
     """An op computed in two steps whose middle value is a tensor of its own, named
-    ``<node>:<name>``: ``inner``, then ``outer`` (egglog text with ``{inner}`` for it)."""
+    ``<node>:<name>``: ``inner``, then ``outer`` (a term whose ``(ref "{inner}")`` is it:
+    ``outer_term()``)."""
     name: str
     inner: Term
     outer: str
+
+
+
+def bind_result(res, expr_of):
+    """A lowering result with every term's ``(ref "<node>")`` leaves replaced by
+    ``expr_of(node)`` (``Term.bind``); a Decomposed keeps ``{inner}`` in its outer term.  Raises
+    KeyError, before the caller does anything with it, when a read node has no expression."""
+    if isinstance(res, Term):
+        return Term(res.bind(expr_of))
+    if isinstance(res, TupleTerms):
+        return TupleTerms(tuple(bind_result(i, expr_of) for i in res.items))
+    if isinstance(res, Decomposed):
+        outer = Term(res.outer.replace("{inner}", ref("{inner}")))
+        return Decomposed(res.name, bind_result(res.inner, expr_of),
+                          outer.bind(lambda n: "{inner}" if n == "{inner}" else expr_of(n)))
+    return res
 
 
 @dataclass(frozen=True)
@@ -165,11 +203,10 @@ CONST_PORT_PREFIX = "const:"
 
 
 class Lowerer:
-    """Lower the nodes of one rank graph.  ``var(name)`` gives the egglog expression of a node."""
+    """Lower the nodes of one rank graph to values: terms over ``(ref "<node>")`` leaves."""
 
-    def __init__(self, graph, var, constants=None, same_rng=True, canon=None):
+    def __init__(self, graph, constants=None, same_rng=True, canon=None):
         self.g = graph
-        self.var = var
         # symbolic sizes in terms under the checker's names (a rank's x_size0 is not the
         # sequential program's x_size0 unless the checker identified them)
         self.canon = canon or (lambda size: size)
@@ -187,10 +224,14 @@ class Lowerer:
     def ndim(self, name: str) -> int:
         return len(self.shape(name))
 
+    @staticmethod
+    def var(name: str) -> str:
+        return ref(name)
+
     def t(self, a) -> str:
         if not isinstance(a, Ref):
             raise TypeError(f"expected a tensor argument, got {a!r}")
-        return self.var(a.name)
+        return ref(a.name)
 
     def lower(self, n: Node):
         if not isinstance(n.val, (TensorMeta, tuple)):

@@ -620,9 +620,6 @@ def _clone(x):
 def draws(seq: G.Bundle, dist: G.Bundle, spec, n: int = 2, seed: int = 0, default_size: int = 4) -> list[Draw]:
     """``n`` draws of float64 inputs for G_s, distributed to the ranks through the spec's input
     relation, with G_s and the original G_d run on them."""
-    import torch
-
-    from entangle_py.oracle import interp
     spec = _draw_spec(seq, dist, spec)
     try:
         return _draws(seq, dist, spec, n, seed, default_size, _int_ranges(seq))
@@ -646,12 +643,13 @@ def _draws(seq, dist, spec, n, seed, default_size, int_ranges):
     import torch
 
     from entangle_py.oracle import interp
+    from entangle_py.oracle import placement
     out = []
     for i in range(n):
         gen = torch.Generator().manual_seed(seed + i)
-        seq_in = interp.random_inputs(seq.ranks[0], gen, float_dtype=torch.float64, default_size=default_size,
+        seq_in = placement.random_inputs(seq.ranks[0], gen, float_dtype=torch.float64, default_size=default_size,
                                       int_ranges=int_ranges)
-        dist_in = interp.distribute_inputs(seq_in, spec, dist, gen, float_dtype=torch.float64)
+        dist_in = placement.distribute_inputs(seq_in, spec, dist, gen, float_dtype=torch.float64)
         senv = interp.run_bundle(seq, [{k: _clone(v) for k, v in seq_in.items()}], float_dtype=torch.float64)
         denv = interp.run_bundle(dist, [{k: _clone(v) for k, v in d.items()} for d in dist_in],
                                  float_dtype=torch.float64)
@@ -757,7 +755,7 @@ def relations_hold(seq: G.Bundle, dist: G.Bundle, spec, draw_seq: dict, values: 
                    certificates: dict, port_of: list | None) -> tuple[bool, str]:
     """Do the certificates and the spec's [expect] relations hold on ``values`` (per-rank named
     values)?  Returns (ok, reason of the first that does not)."""
-    from entangle_py.oracle import interp
+    from entangle_py.oracle import placement
     from entangle_py.check import spec as S
     for out, cert in certificates.items():
         want = draw_seq.get(out)
@@ -774,7 +772,7 @@ def relations_hold(seq: G.Bundle, dist: G.Bundle, spec, draw_seq: dict, values: 
         try:
             terms = S.relation_terms(rel, name, dist.world_size, spec.mesh, getattr(want, "ndim", None))
             for t in terms:
-                if not _close(want, interp.eval_term(t, values)):
+                if not _close(want, placement.eval_term(t, values)):
                     return False, f"[expect] {name} = {rel} does not hold"
         except Exception as e:
             return False, f"[expect] {name}: {type(e).__name__}: {str(e)[:120]}"

@@ -36,6 +36,7 @@ import torch
 from entangle_py.ir import graph as G
 from entangle_py.ir import ops
 from entangle_py.oracle import interp
+from entangle_py.oracle import placement
 from entangle_py.semantics import lower as L
 from entangle_py.check import spec as S
 from entangle_py.check.checker import OpFailure, gd_leaf
@@ -96,7 +97,7 @@ class _Runner(interp._Runner):
             return (unary_fn(f"{DROPOUT}{p!r}:{k}")(x).to(x.dtype), unary_fn(f"{DROPMASK}{p!r}:{k}")(x))
         if node.target in ops.ALLOCATIONS:       # uninitialised memory: random, so that reading it shows
             v = fn(*args, **kwargs)
-            return interp.random_tensor(v.shape, v.dtype, None, (-3, 4)) if isinstance(v, torch.Tensor) else v
+            return placement.random_tensor(v.shape, v.dtype, None, (-3, 4)) if isinstance(v, torch.Tensor) else v
         return fn(*args, **kwargs)
 
     def run(self):
@@ -116,7 +117,7 @@ class Draw:
         gen = torch.Generator().manual_seed(seed)
         g0 = checker.seq
         try:
-            seq_in = interp.random_inputs(g0, gen, sizes=sizes, int_ranges=int_ranges(g0), float_dtype=F64)
+            seq_in = placement.random_inputs(g0, gen, sizes=sizes, int_ranges=int_ranges(g0), float_dtype=F64)
             _set_constants(g0, seq_in, checker.spec.constants)
             spec = replace(checker.spec, inputs={**checker.spec.inputs, **getattr(checker, "inferred", {})})
             given = checker._given_tensors()
@@ -125,13 +126,13 @@ class Draw:
                 node = checker.seq_names.node(name)
                 meta = g0.node(node).val
                 shape = [interp.eval_size(d, sizes, f"[cut] {name}") for d in meta.shape]
-                value = interp.random_tensor(shape, _float(meta.dtype), gen)
+                value = placement.random_tensor(shape, _float(meta.dtype), gen)
                 seq_ov[node] = value
-                for r, t in enumerate(interp.distribute(value, rel, name, dist, spec.mesh if spec.mesh.shape else None, gen)):
+                for r, t in enumerate(placement.distribute(value, rel, name, dist, spec.mesh if spec.mesh.shape else None, gen)):
                     dnode = checker.dist_names[r].node(name)
                     if t is not None and dnode is not None:
                         dist_ov[r][dnode] = t
-            dist_in = interp.distribute_inputs({k: v for k, v in seq_in.items()}, spec, dist, gen, float_dtype=F64)
+            dist_in = placement.distribute_inputs({k: v for k, v in seq_in.items()}, spec, dist, gen, float_dtype=F64)
             for r in range(W):
                 _set_constants(dist.ranks[r], dist_in[r], checker.spec.constants)
             torch.manual_seed(seed)
@@ -220,7 +221,7 @@ def _identifiers(text):
 
 
 def _float(dtype: str) -> torch.dtype:
-    d = interp._dtype(dtype)
+    d = placement._dtype(dtype)
     return F64 if d.is_floating_point else d
 
 
@@ -443,7 +444,7 @@ def _recheck_draw(checker, result, run: Draw) -> dict | None:
         ndim = expected.dim() if isinstance(expected, torch.Tensor) else None
         for t in S.relation_terms(checker.spec.expect[name], pname, W, checker.spec.mesh, ndim=ndim):
             try:
-                got = interp.eval_term(t, run.named())
+                got = placement.eval_term(t, run.named())
             except interp.InterpError as e:
                 raise Skip(f"cannot evaluate expectation {name} = {req}: {e}") from None
             c = compare(expected, got)
@@ -658,7 +659,7 @@ def _output_candidates(checker, run: Draw) -> dict:
         if rel is not None:
             for t in S.relation_terms(rel, p.name, W, checker.spec.mesh, ndim=expected.dim()):
                 try:
-                    cands.append((str(t), interp.eval_term(t, run.named())))
+                    cands.append((str(t), placement.eval_term(t, run.named())))
                 except interp.InterpError:
                     pass
             out[p.name] = cands

@@ -116,6 +116,15 @@ POSITIVE = [
     # ... and with valid ids (an assumption), a plain lookup is too
     ("indexing", f"(take {cat(0, '{w0}', '{w1}')} {{ids}})", f"(rsum {cons('(mtake {w0} {ids} 0)', '(mtake {w1} {ids} 3)')})",
      {"w0": [3, 4], "w1": [2, 4], "ids": [5]}, ("valid_indices",)),
+    # positions: a rank's local positions moved by its offset, next to the first rank's, are the whole run
+    ("positions", cat(0, "(arange 0 1 (DLit 3))", '(iscalar "add" (arange 0 1 (DLit 3)) 3)'), "(arange 0 1 (DLit 6))",
+     {}, ()),
+    # elementwise: key positions [1, S] against the ranks' query positions (a concat along dim 0)
+    ("elementwise", f'(binary "gt" {{k}} {cat(0, "{a}", "{b}")})', cat(0, '(binary "gt" {k} {a})', '(binary "gt" {k} {b})'),
+     {"k": [1, 6], "a": [2, 1], "b": [4, 1]}, ()),
+    # linalg: the rows of a batched product (context parallelism's queries against gathered keys)
+    ("linalg", f"(bmm {cat(1, '{a}', '{b}')} {{w}})", cat(1, "(bmm {a} {w})", "(bmm {b} {w})"),
+     {"a": [2, 3, 4], "b": [2, 1, 4], "w": [2, 4, 5]}, ()),
 ]
 
 NEGATIVE = [
@@ -165,6 +174,11 @@ NEGATIVE = [
     # a masked lookup in a table split by columns is not a sum of lookups
     ("indexing", f"(mtake {cat(1, '{w0}', '{w1}')} {{ids}} 0)", f"(rsum {cons('(mtake {w0} {ids} 0)', '(mtake {w1} {ids} 3)')})",
      {"w0": [3, 4], "w1": [3, 2], "ids": [5]}, ()),
+    # positions: a gap between two runs is not one run
+    ("positions", cat(0, "(arange 0 1 (DLit 3))", "(arange 4 1 (DLit 3))"), "(arange 0 1 (DLit 6))", {}, ()),
+    # elementwise: an operand that varies along the concat axis is not split with it
+    ("elementwise", f'(binary "gt" {{k}} {cat(0, "{a}", "{b}")})', cat(0, '(binary "gt" {k} {a})', '(binary "gt" {k} {b})'),
+     {"k": [6, 6], "a": [2, 1], "b": [4, 1]}, ()),
 ]
 
 
@@ -201,3 +215,16 @@ def test_concat_interchange_where_a_rank_concatenates_the_pair():
     assert reached
     reached, saturated = proves(start, goal, shapes)
     assert saturated and not reached
+
+
+def test_rank_positions_tile_the_sequence():
+    """Context parallelism: rank r's query positions arange(s) + r * s, next to the sequential
+    arange(S), are slices of it that tile it (arange-inside, slice-cover, slice-full); only
+    between aranges in the e-graph."""
+    whole = "(arange 0 1 (DLit 6))"
+    parts = ("(arange 0 1 (DLit 3))", '(iscalar "add" (arange 0 1 (DLit 3)) 3)')
+    reached, _ = proves(whole, cat(0, *parts), {}, present=parts)
+    assert reached
+    reached, _ = proves(whole, cat(0, "(arange 0 1 (DLit 3))", "(arange 4 1 (DLit 3))"), {},
+                        present=("(arange 0 1 (DLit 3))", "(arange 4 1 (DLit 3))"))
+    assert not reached

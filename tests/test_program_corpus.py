@@ -40,7 +40,6 @@ XFAIL = {
     "mqa_causal_correct[forward]": _MQA,
     "mqa_causal_correct[joint]": _MQA,
     "mqa_causal_kv_grad_not_reduced[joint]": _MQA,
-    "cp_attention_correct[forward]": "no lowering: aten.arange is opaque (positions arange(s) + rank offset vs arange(S))",
     "swiglu_unfused_correct[joint]": "no lowering for aten.slice_backward (the gradient of a weight sliced by rank is opaque)",
     "uneven_gather_correct[forward]": "no lowering: aten.constant_pad_nd (F.pad before the gather) is opaque",
     "dp_avg_correct[joint]": _MEAN,

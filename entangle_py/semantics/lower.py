@@ -390,6 +390,40 @@ class Lowerer:
             return Identity(x.name)
         return Term(f"(slice {self.t(x)} {d} (DLit {s}) (DLit {e}))")
 
+    # -- positions: arange ------------------------------------------------------------------
+    @lowers("aten.arange.default", "aten.arange.start", "aten.arange.start_step")
+    def _h_arange(self, n):
+        """arange(start, end, step) with integer-valued bounds: (arange start step length), the
+        length read from the output's shape; another dtype is the int64 positions cast, exact
+        while every value is a number of that dtype.  Fractional or symbolic bounds, or values
+        past exactness: declined (opaque, congruence only)."""
+        if n.target == "aten.arange.default":
+            start, end, step = 0, self._arg(n, 0, "end"), 1
+        elif n.target == "aten.arange.start":
+            start, end, step = self._arg(n, 0, "start"), self._arg(n, 1, "end"), 1
+        else:
+            start, end, step = self._arg(n, 0, "start"), self._arg(n, 1, "end"), self._arg(n, 2, "step", 1)
+        vals = []
+        for v in (start, end, step):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not v.is_integer()):
+                return None
+            vals.append(int(v))
+        start, end, step = vals
+        if not isinstance(n.val, TensorMeta) or len(n.val.shape) != 1 or step == 0:
+            return None
+        length = n.val.shape[0]
+        if not isinstance(length, int):
+            return None
+        term = f"(arange {start} {step} (DLit {length}))"
+        dtype = n.val.dtype
+        if dtype == "int64":
+            return Term(term)
+        exact = _ARANGE_EXACT.get(dtype)
+        last = start + step * (length - 1) if length else start
+        if exact is None or max(abs(start), abs(last)) > exact:
+            return None
+        return Term(f"(unary {str_lit('to_' + dtype)} {term})")
+
     def _split_parts(self, n, sizes):
         x, dim = n.args[0], (n.args[2] if len(n.args) > 2 else n.kwargs.get("dim", 0))
         d = self._dim(dim, self.ndim(x.name))
@@ -857,6 +891,10 @@ class Lowerer:
         return Collective(sig.kind, a[0].name, str(a[sig.group]), reduce=reduce, params=params)
 
 
+# arange of another dtype is the int64 positions cast: exact while every value is an integer of
+# that dtype (floats: at most their mantissa's range; int32: in range)
+_ARANGE_EXACT = {"int32": 2**31 - 1, "float64": 2**53, "float32": 2**24, "bfloat16": 2**8, "float16": 2**11}
+
 _COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
 
 def _rounded(op: str, n: Node) -> str:
@@ -878,6 +916,9 @@ UNREAD_ARGS: dict[str, dict[str, tuple]] = {
     "aten.contiguous.default": {"memory_format": "any"},
     "aten.embedding.default": {"padding_idx": "any", "scale_grad_by_freq": "any", "sparse": "any"},
     "aten.layer_norm.default": {"cudnn_enable": "any"},
+    # positions: where they live and how they are laid out does not change their values
+    **{f"aten.arange.{ov}": {"layout": "any", "device": "any", "pin_memory": "any"}
+       for ov in ("default", "start", "start_step")},
 }
 
 

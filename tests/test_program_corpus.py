@@ -52,7 +52,6 @@ XFAIL = {
                                    "reduce_scatter along dim 0): the rank's block is a slice along dim 1 of the sum",
     "adv_pp_read_before_clone_before[forward]": "capture refuses (exit 2): the received value is never read while "
                                                 "the program reads the buffer (torch's irecv tracing drops it)",
-    "adv_vllm_rope_gptj[forward]": "no semantics for aten.slice.Tensor with step 2 (GPT-J interleaved pairs; exit 2)",
     "adv_vllm_view_correct[forward]": "refused (exit 2): a plugin op writing a view of its buffer is not decomposed",
 }
 XFAIL = {k: v for k, v in XFAIL.items() if v}

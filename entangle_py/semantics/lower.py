@@ -377,18 +377,52 @@ class Lowerer:
         start = n.args[2] if len(n.args) > 2 else n.kwargs.get("start", None)
         end = n.args[3] if len(n.args) > 3 else n.kwargs.get("end", None)
         step = n.args[4] if len(n.args) > 4 else n.kwargs.get("step", 1)
-        if step != 1 or not all(isinstance(v, (int, type(None))) for v in (start, end)):
+        if not all(isinstance(v, (int, type(None))) and not isinstance(v, bool) for v in (start, end, step)):
             return None
         shape = self.shape(x.name)
         d = self._dim(dim, len(shape))
         size = shape[d]
-        if not isinstance(size, int):
+        if not isinstance(size, int) or step is None or step < 1:
             return None
+        if step != 1:
+            return self._strided_slice(n, x, d, start, end, step)
         s, e = slice(start, end).indices(size)[:2]
         e = max(e, s)
         if s == 0 and e == size:
             return Identity(x.name)
         return Term(f"(slice {self.t(x)} {d} (DLit {s}) (DLit {e}))")
+
+    def _strided_slice(self, n, x, d, start, end, k):
+        """x[..., a:b:k] along d (k > 1), in data movement only: the n picked elements are column
+        j of the window x[..., a - j : a - j + k n] viewed as [..., n, k] (j the least shift that
+        keeps the window inside the dim); when no shift fits, the first n - 1 that way and the
+        last one sliced, concatenated."""
+        shape = list(self.shape(x.name))
+        size = shape[d]
+        a, b, _ = slice(start, end, k).indices(size)
+        count = len(range(a, b, k))
+        xt = self.t(x)
+
+        def picked(m):          # the first m (>= 2) picked elements, when a shift fits
+            j = max(0, a + k * m - size)
+            if j > a:
+                return None
+            lo = a - j
+            window = f"(slice {xt} {d} (DLit {lo}) (DLit {lo + k * m}))"
+            split = self._shape_list(shape[:d] + [m, k] + shape[d + 1:])
+            col = f"(slice (view {window} {split}) {d + 1} (DLit {j}) (DLit {j + 1}))"
+            return f"(view {col} {self._shape_list(shape[:d] + [m] + shape[d + 1:])})"
+
+        if count == 0:
+            return Term(f"(slice {xt} {d} (DLit 0) (DLit 0))")
+        if count == 1:
+            return Term(f"(slice {xt} {d} (DLit {a}) (DLit {a + 1}))")
+        whole = picked(count)
+        if whole is not None:
+            return Term(whole)
+        last = a + k * (count - 1)
+        head = picked(count - 1) if count > 2 else f"(slice {xt} {d} (DLit {a}) (DLit {a + 1}))"
+        return Term(f"(concat (Cons {head} (Cons (slice {xt} {d} (DLit {last}) (DLit {last + 1})) (Nil))) {d})")
 
     # -- positions: arange ------------------------------------------------------------------
     @lowers("aten.arange.default", "aten.arange.start", "aten.arange.start_step")

@@ -110,6 +110,12 @@ POSITIVE = [
      f"(view {red('sum', '{x}', [0, 1], 1)} {dlist([1, 4])})", {"x": [2, 3, 4]}, ()),
     # collective: a sum over one rank is its value
     ("collective", f"(rsum {cons('{a}')})", "{a}", {"a": [2, 3]}, ()),
+    # a rank's block of a reduce-scatter of [chunk 0; chunk 1] (dim-1 chunks cat along dim 0) is the sum of its chunk
+    ("collective", "(slice (rsum " + cons(cat(0, "(slice {u0} 1 (DLit 0) (DLit 2))", "(slice {u0} 1 (DLit 2) (DLit 4))"),
+                                          cat(0, "(slice {u1} 1 (DLit 0) (DLit 2))", "(slice {u1} 1 (DLit 2) (DLit 4))"))
+     + ") 0 (DLit 2) (DLit 4))",
+     "(rsum " + cons("(slice {u0} 1 (DLit 2) (DLit 4))", "(slice {u1} 1 (DLit 2) (DLit 4))") + ")",
+     {"u0": [2, 4, 3], "u1": [2, 4, 3]}, ()),
     # indexing: a masked lookup in a table split by rows is the rsum of the parts' lookups at their offsets
     ("indexing", f"(mtake {cat(0, '{w0}', '{w1}')} {{ids}} 0)", f"(rsum {cons('(mtake {w0} {ids} 0)', '(mtake {w1} {ids} 3)')})",
      {"w0": [3, 4], "w1": [2, 4], "ids": [5]}, ()),
@@ -168,6 +174,12 @@ NEGATIVE = [
      f"(view {red('sum', '{x}', [0, 1], 1)} {dlist([1, 12])})", {"x": [2, 3, 4]}, ()),
     # collective: a sum over two ranks holding the same value is not that value
     ("collective", f"(rsum {cons('{a}', '{a}')})", "{a}", {"a": [2, 3]}, ()),
+    # ... and not the sum of the other chunk
+    ("collective", "(slice (rsum " + cons(cat(0, "(slice {u0} 1 (DLit 0) (DLit 2))", "(slice {u0} 1 (DLit 2) (DLit 4))"),
+                                          cat(0, "(slice {u1} 1 (DLit 0) (DLit 2))", "(slice {u1} 1 (DLit 2) (DLit 4))"))
+     + ") 0 (DLit 2) (DLit 4))",
+     "(rsum " + cons("(slice {u0} 1 (DLit 0) (DLit 2))", "(slice {u1} 1 (DLit 0) (DLit 2))") + ")",
+     {"u0": [2, 4, 3], "u1": [2, 4, 3]}, ()),
     # indexing: a plain lookup is not the masked one unless ids are assumed valid
     ("indexing", f"(take {cat(0, '{w0}', '{w1}')} {{ids}})", f"(rsum {cons('(mtake {w0} {ids} 0)', '(mtake {w1} {ids} 3)')})",
      {"w0": [3, 4], "w1": [2, 4], "ids": [5]}, ()),
@@ -227,4 +239,16 @@ def test_rank_positions_tile_the_sequence():
     assert reached
     reached, _ = proves(whole, cat(0, "(arange 0 1 (DLit 3))", "(arange 4 1 (DLit 3))"), {},
                         present=("(arange 0 1 (DLit 3))", "(arange 4 1 (DLit 3))"))
+    assert not reached
+
+
+def test_reduce_scatter_blocks_tile_the_sum():
+    """DTensor's Shard(1) reduce-scatter: the ranks' sums of their dim-1 chunks, beside the sum
+    over ranks of the whole tensors, tile that sum along dim 1 (slice-rsum-fold, slice-cover)."""
+    shapes = {"u0": [2, 4, 3], "u1": [2, 4, 3]}
+    blocks = ["(rsum " + cons(f"(slice {{u0}} 1 (DLit {a}) (DLit {b}))", f"(slice {{u1}} 1 (DLit {a}) (DLit {b}))") + ")"
+              for a, b in ((0, 2), (2, 4))]
+    reached, _ = proves("(rsum " + cons("{u0}", "{u1}") + ")", cat(1, *blocks), shapes, present=blocks)
+    assert reached
+    reached, _ = proves("(rsum " + cons("{u0}", "{u1}") + ")", cat(1, *blocks[::-1]), shapes, present=blocks)
     assert not reached

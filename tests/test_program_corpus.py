@@ -48,8 +48,6 @@ XFAIL = {
     "fsdp_correct[joint]": _MEAN,
     "moe_ep_correct[forward]": _MOE,
     "moe_ep_wrong_block[forward]": _MOE,
-    "dtensor_sp_correct[forward]": "lemma gap: DTensor's Shard(1) reduce-scatter (cat of the split along dim 1, "
-                                   "reduce_scatter along dim 0): the rank's block is a slice along dim 1 of the sum",
     "adv_pp_read_before_clone_before[forward]": "capture refuses (exit 2): the received value is never read while "
                                                 "the program reads the buffer (torch's irecv tracing drops it)",
     "adv_vllm_view_correct[forward]": "refused (exit 2): a plugin op writing a view of its buffer is not decomposed",

@@ -385,14 +385,14 @@ class Lowerer:
         if not isinstance(size, int) or step is None or step < 1:
             return None
         if step != 1:
-            return self._strided_slice(n, x, d, start, end, step)
+            return self._strided_slice(x, d, start, end, step)
         s, e = slice(start, end).indices(size)[:2]
         e = max(e, s)
         if s == 0 and e == size:
             return Identity(x.name)
         return Term(f"(slice {self.t(x)} {d} (DLit {s}) (DLit {e}))")
 
-    def _strided_slice(self, n, x, d, start, end, k):
+    def _strided_slice(self, x, d, start, end, k):
         """x[..., a:b:k] along d (k > 1), in data movement only: the n picked elements are column
         j of the window x[..., a - j : a - j + k n] viewed as [..., n, k] (j the least shift that
         keeps the window inside the dim); when no shift fits, the first n - 1 that way and the
@@ -430,7 +430,7 @@ class Lowerer:
         """arange(start, end, step) with integer-valued bounds: (arange start step length), the
         length read from the output's shape; another dtype is the int64 positions cast, exact
         while every value is a number of that dtype.  Fractional or symbolic bounds, or values
-        past exactness: declined (opaque, congruence only)."""
+        past exactness: declined (opaque for the overloads in OPAQUE_PURE, else no semantics)."""
         if n.target == "aten.arange.default":
             start, end, step = 0, self._arg(n, 0, "end"), 1
         elif n.target == "aten.arange.start":

@@ -19,7 +19,8 @@ from typing import Callable, Iterable
 from entangle_py.semantics import terms
 from entangle_py.errors import InputError
 
-LEMMA_FAMILIES = ("movement", "elementwise", "linalg", "reduction", "collective", "shapes", "indexing", "arith")
+LEMMA_FAMILIES = ("movement", "elementwise", "linalg", "reduction", "collective", "shapes", "indexing", "arith",
+                  "positions")
 
 # Assumptions a lemma may rest on: facts about the programs' inputs that the checker cannot prove.
 # A lemma naming one is only active when the spec enables it (``[assume] name = true``), and the

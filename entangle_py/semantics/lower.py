@@ -418,18 +418,86 @@ class Lowerer:
         start = n.args[2] if len(n.args) > 2 else n.kwargs.get("start", None)
         end = n.args[3] if len(n.args) > 3 else n.kwargs.get("end", None)
         step = n.args[4] if len(n.args) > 4 else n.kwargs.get("step", 1)
-        if step != 1 or not all(isinstance(v, (int, type(None))) for v in (start, end)):
+        if not all(isinstance(v, (int, type(None))) and not isinstance(v, bool) for v in (start, end, step)):
             return None
         shape = self.shape(x.name)
         d = self._dim(dim, len(shape))
         size = shape[d]
-        if not isinstance(size, int):
+        if not isinstance(size, int) or step is None or step < 1:
             return None
+        if step != 1:
+            return self._strided_slice(x, d, start, end, step)
         s, e = slice(start, end).indices(size)[:2]
         e = max(e, s)
         if s == 0 and e == size:
             return Identity(x.name)
         return Term(f"(slice {self.t(x)} {d} (DLit {s}) (DLit {e}))")
+
+    def _strided_slice(self, x, d, start, end, k):
+        """x[..., a:b:k] along d (k > 1), in data movement only: the n picked elements are column
+        j of the window x[..., a - j : a - j + k n] viewed as [..., n, k] (j the least shift that
+        keeps the window inside the dim); when no shift fits, the first n - 1 that way and the
+        last one sliced, concatenated."""
+        shape = list(self.shape(x.name))
+        size = shape[d]
+        a, b, _ = slice(start, end, k).indices(size)
+        count = len(range(a, b, k))
+        xt = self.t(x)
+
+        def picked(m):          # the first m (>= 2) picked elements, when a shift fits
+            j = max(0, a + k * m - size)
+            if j > a:
+                return None
+            lo = a - j
+            window = f"(slice {xt} {d} (DLit {lo}) (DLit {lo + k * m}))"
+            split = self._shape_list(shape[:d] + [m, k] + shape[d + 1:])
+            col = f"(slice (view {window} {split}) {d + 1} (DLit {j}) (DLit {j + 1}))"
+            return f"(view {col} {self._shape_list(shape[:d] + [m] + shape[d + 1:])})"
+
+        if count == 0:
+            return Term(f"(slice {xt} {d} (DLit 0) (DLit 0))")
+        if count == 1:
+            return Term(f"(slice {xt} {d} (DLit {a}) (DLit {a + 1}))")
+        whole = picked(count)
+        if whole is not None:
+            return Term(whole)
+        last = a + k * (count - 1)
+        head = picked(count - 1) if count > 2 else f"(slice {xt} {d} (DLit {a}) (DLit {a + 1}))"
+        return Term(f"(concat (Cons {head} (Cons (slice {xt} {d} (DLit {last}) (DLit {last + 1})) (Nil))) {d})")
+
+    # -- positions: arange ------------------------------------------------------------------
+    @lowers("aten.arange.default", "aten.arange.start", "aten.arange.start_step")
+    def _h_arange(self, n):
+        """arange(start, end, step) with integer-valued bounds: (arange start step length), the
+        length read from the output's shape; another dtype is the int64 positions cast, exact
+        while every value is a number of that dtype.  Fractional or symbolic bounds, or values
+        past exactness: declined (opaque for the overloads in OPAQUE_PURE, else no semantics)."""
+        if n.target == "aten.arange.default":
+            start, end, step = 0, self._arg(n, 0, "end"), 1
+        elif n.target == "aten.arange.start":
+            start, end, step = self._arg(n, 0, "start"), self._arg(n, 1, "end"), 1
+        else:
+            start, end, step = self._arg(n, 0, "start"), self._arg(n, 1, "end"), self._arg(n, 2, "step", 1)
+        vals = []
+        for v in (start, end, step):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not v.is_integer()):
+                return None
+            vals.append(int(v))
+        start, end, step = vals
+        if not isinstance(n.val, TensorMeta) or len(n.val.shape) != 1 or step == 0:
+            return None
+        length = n.val.shape[0]
+        if not isinstance(length, int):
+            return None
+        term = f"(arange {start} {step} (DLit {length}))"
+        dtype = n.val.dtype
+        if dtype == "int64":
+            return Term(term)
+        exact = _ARANGE_EXACT.get(dtype)
+        last = start + step * (length - 1) if length else start
+        if exact is None or max(abs(start), abs(last)) > exact:
+            return None
+        return Term(f"(unary {str_lit('to_' + dtype)} {term})")
 
     def _split_parts(self, n, sizes):
         x, dim = n.args[0], (n.args[2] if len(n.args) > 2 else n.kwargs.get("dim", 0))
@@ -898,6 +966,10 @@ class Lowerer:
         return Collective(sig.kind, a[0].name, str(a[sig.group]), reduce=reduce, params=params)
 
 
+# arange of another dtype is the int64 positions cast: exact while every value is an integer of
+# that dtype (floats: at most their mantissa's range; int32: in range)
+_ARANGE_EXACT = {"int32": 2**31 - 1, "float64": 2**53, "float32": 2**24, "bfloat16": 2**8, "float16": 2**11}
+
 _COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
 
 def _rounded(op: str, n: Node) -> str:
@@ -919,6 +991,9 @@ UNREAD_ARGS: dict[str, dict[str, tuple]] = {
     "aten.contiguous.default": {"memory_format": "any"},
     "aten.embedding.default": {"padding_idx": "any", "scale_grad_by_freq": "any", "sparse": "any"},
     "aten.layer_norm.default": {"cudnn_enable": "any"},
+    # positions: where they live and how they are laid out does not change their values
+    **{f"aten.arange.{ov}": {"layout": "any", "device": "any", "pin_memory": "any"}
+       for ov in ("default", "start", "start_step")},
 }
 
 

@@ -772,4 +772,25 @@ def clean_meta(t, leaf, size, same) -> tuple[tuple, str]:
         return new, dtype
     if head == "cst":
         return tuple(dims(a[1])), None
+    if head == "arange":
+        return (size(a[2]),), "int64"
     raise EvalError(f"{head} is not a clean operator")
+
+
+# ============================================================================ positions
+# (arange a k n) = [a, a + k, ..., a + (n - 1) k], int64 (torch.arange(a, a + n k, k)): position
+# ids built in the program (a causal mask on global positions under context parallelism).  A
+# constant, so clean like ``cst``: a slice of one is another, and adjacent ones tile a longer one.
+
+def _arange(start: int, step: int, n: int):
+    if not isinstance(n, int) or n < 0:
+        raise ValueError(f"arange of length {n!r}")
+    return torch.arange(n, dtype=torch.int64) * int(step) + int(start)
+
+
+CONSTRUCTORS += [
+    _c("arange", "i64 i64 Dim", "T", CLEAN_COST, True, _arange),
+    # a batched product of each part (rows of a context-parallel rank: bmm(concat(l, 1), w))
+    _c("map_bmm_l", "TList T", "TList", BIG, False, lambda l, w: [torch.bmm(*_no_bool(x, w)) for x in l]),
+]
+BY_NAME = {c.name: c for c in CONSTRUCTORS}

@@ -153,6 +153,20 @@ def map_binary(rng):
     return {"op": "add", "x": l[0], "r": l[1:], "y": tensor(rng, l[0].shape[1])}
 
 
+def _mirrored(covered: bool, size_one: bool, ok=lambda inst: True):
+    """``_broadcast`` cases with y as the first operand (the concat on the right)."""
+    @repeat(6)
+    def gen(rng):
+        inst = _broadcast(rng, covered, size_one, op=rng.choice(["add", "sub", "div", "gt", "lt"]))
+        return inst if ok(inst) else None
+    return gen
+
+
+bcast_absent_r = _mirrored(False, False)
+bcast_one_r = _mirrored(True, True)
+bcast_full_r = _mirrored(True, False, ok=lambda inst: inst["l"][0].shape[inst["d"]] != 1 or len(inst["l"]) > 1)
+
+
 @repeat(6)
 def rsum_scalar(rng):
     shape = [rng.randint(1, 4), rng.randint(1, 4)]

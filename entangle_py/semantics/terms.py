@@ -438,6 +438,8 @@ def _mtake(w, ids, lo: int):
 
 
 def _check_pick_shapes(x, idx):
+    if idx.dtype in (torch.bool, torch.uint8) or idx.is_floating_point():
+        raise ValueError("pick needs integer indices")
     if x.dim() < 1 or tuple(idx.shape) != tuple(x.shape[:-1]):
         raise ValueError(f"pick: index shape {tuple(idx.shape)} is not {tuple(x.shape[:-1])}")
 
@@ -463,6 +465,30 @@ def _mpick(x, t, lo: int):
     return out
 
 
+def _tpick(x, t, c: int):
+    """The target logit of a loss (nll_loss): ``x[..., t]`` where ``t != c`` (the ignore index),
+    zero where ``t == c``.  Undefined (torch raises) where a target other than ``c`` is not in
+    ``[0, x.shape[-1])``: targets do not wrap."""
+    _check_pick_shapes(x, t)
+    keep = t != int(c)
+    if bool(((t[keep] < 0) | (t[keep] >= x.shape[-1])).any()):
+        raise ValueError("tpick: target out of range")
+    out = torch.zeros(tuple(t.shape), dtype=x.dtype)
+    if x.shape[-1] > 0:
+        got = torch.gather(x, -1, t.masked_fill(~keep, 0).unsqueeze(-1)).squeeze(-1)
+        out = torch.where(keep, got, out)
+    return out
+
+
+def _tcount(x, t, c: int, n: str):
+    """The number of targets of a loss that are not the ignore index ``c``: a 0-D tensor of x's
+    dtype.  ``n`` is t's number of elements as a float text ("" when not known statically); the
+    term is undefined when it is not."""
+    if n != "" and float(n) != t.numel():
+        raise ValueError(f"tcount: {n} is not the number of targets ({t.numel()})")
+    return (t != int(c)).sum().to(x.dtype)
+
+
 def _cst(c: str, shape):
     return torch.full(tuple(shape), float(c), dtype=torch.float64)
 
@@ -482,6 +508,10 @@ INDEXING: list[Constructor] = [
     _c("mtake", "T T i64", "T", BIG, False, _mtake),
     _c("pick", "T T", "T", BIG, False, _pick),
     _c("mpick", "T T i64", "T", BIG, False, _mpick),
+    # a loss's target pick and count (nll_loss): only loss lowerings write them, so their index is
+    # a loss target (what the valid_indices assumption speaks of)
+    _c("tpick", "T T i64", "T", BIG, False, _tpick),
+    _c("tcount", "T T i64 String", "T", BIG, False, _tcount),
     _c("map_mtake", "TList T i64", "TList", BIG, False,
        lambda l, ids, lo: _map_offsets(_mtake, l, ids, lo, 0)),
     _c("map_mpick", "TList T i64", "TList", BIG, False,

@@ -190,3 +190,12 @@ def test_log_softmax_casts():
     v = C.check_sample(torch.log_softmax, _sample(x.to(torch.bfloat16), 1))
     (nv,) = [nv for nv in v.nodes if nv.target == "aten._log_softmax.default"]
     assert nv.term.startswith('(unary "to_bfloat16"') and '(unary "to_float32" v:' in nv.term
+
+
+def test_constant_pad_is_a_concat_with_constant_blocks():
+    x = torch.randn(2, 3)
+    for pad, value in (([0, 1], 0.0), ([2, 0, 1, 1], -1.5), ([-1, 2], 0.0), ([1, -2, 0, -1], 3.0), ([0, 0], 0.0)):
+        _agree(torch.constant_pad_nd, x, pad, value)
+    _agree(torch.constant_pad_nd, torch.arange(6).view(2, 3), [1, 1], 7)
+    v = C.check_sample(torch.constant_pad_nd, _sample(torch.arange(6).view(2, 3), [1, 1], 0.5))
+    assert v.kind == "refused", v.nodes          # 0.5 in an integer tensor: not exact

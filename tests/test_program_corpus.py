@@ -41,7 +41,6 @@ XFAIL = {
     "mqa_causal_kv_grad_not_reduced[joint]": _MQA,
     "cp_attention_correct[forward]": "no lowering: aten.arange is opaque (positions arange(s) + rank offset vs arange(S))",
     "swiglu_unfused_correct[joint]": "no lowering for aten.slice_backward (the gradient of a weight sliced by rank is opaque)",
-    "uneven_gather_correct[forward]": "no lowering: aten.constant_pad_nd (F.pad before the gather) is opaque",
     "dp_avg_correct[joint]": _MEAN,
     "grad_accum_correct[forward]": _ACCUM,
     "grad_accum_correct[joint]": _ACCUM,

@@ -97,7 +97,7 @@ OPAQUE_PURE = {
     "aten._log_softmax_backward_data.default", "aten.bitwise_not.default", "aten.clamp.default",
     "aten.tril.default", "aten.triu.default", "aten.squeeze.dims", "aten.sum.dim_IntList",
     "apex.fused_layer_norm_affine_fwd.default", "apex.fused_layer_norm_affine_bwd.default",
-    "aten.constant_pad_nd.default", "aten.eye.default", "aten.eye.m", "aten.slice_backward.default",
+    "aten.eye.default", "aten.eye.m", "aten.slice_backward.default",
     "aten.select_backward.default", "aten.nonzero.default",
 }
 
@@ -606,6 +606,52 @@ class Lowerer:
             return None
         col = f"(view {self.t(idx)} {self._shape_list(xs[:-1])})"
         return Term(f"(view (pick {self.t(x)} {col}) {self._shape_list(n.val.shape)})")
+
+    @lowers("aten.constant_pad_nd.default")
+    def _h_constant_pad_nd_default(self, n):
+        """pad = (left, right) per dim from the last one back: a negative side cuts (a slice), a
+        positive one adds a constant block (``cst`` cast to the tensor's dtype) by a concat."""
+        x, pad = n.args[:2]
+        value = self._arg(n, 2, "value", 0)
+        shape = list(self.shape(x.name))
+        dt = n.val.dtype
+        if (not isinstance(pad, (list, tuple)) or len(pad) % 2 or len(pad) > 2 * len(shape)
+                or not all(isinstance(p, int) and not isinstance(p, bool) for p in pad)):
+            return Refused(n.target, "pad", f"pad={pad!r}")
+        text = _fill_text(value, dt) if isinstance(value, (int, float)) else None
+        if (text is None or dt not in CASTS or (dt in INT_DTYPES and abs(int(text)) >= 2**53)
+                or self._dtype(x.name) != dt):
+            return Refused(n.target, "value", f"value={value!r} for a {dt} tensor")
+        t = self.t(x)
+        for i in range(len(pad) // 2):
+            d = len(shape) - 1 - i
+            left, right, size = pad[2 * i], pad[2 * i + 1], shape[d]
+            if not isinstance(size, int):
+                return Refused(n.target, "self", f"a pad of a dim of symbolic size {size}")
+            lo, hi = max(-left, 0), size - max(-right, 0)
+            if hi < lo:
+                return Refused(n.target, "pad", f"pad={pad!r} cuts more than dim {d} holds")
+            if (lo, hi) != (0, size):
+                t = f"(slice {t} {d} (DLit {lo}) (DLit {hi}))"
+            shape[d] = hi - lo
+            parts = []
+            for width, at_end in ((max(left, 0), False), (max(right, 0), True)):
+                if width == 0:
+                    continue
+                block = f"(cst {str_lit(text)} {self._shape_list(shape[:d] + [width] + shape[d + 1:])})"
+                if dt != "float64":
+                    block = f"(unary {str_lit('to_' + dt)} {block})"
+                parts.append((at_end, block))
+            if parts:
+                items = [b for e, b in parts if not e] + [t] + [b for e, b in parts if e]
+                lst = "(Nil)"
+                for p in reversed(items):
+                    lst = f"(Cons {p} {lst})"
+                t = f"(concat {lst} {d})"
+            shape[d] += max(left, 0) + max(right, 0)
+        if t == self.t(x):
+            return Identity(x.name)
+        return Term(t)
 
     # -- indexing --------------------------------------------------------------------------
     def _dtype(self, name):

@@ -199,3 +199,9 @@ def test_constant_pad_is_a_concat_with_constant_blocks():
     _agree(torch.constant_pad_nd, torch.arange(6).view(2, 3), [1, 1], 7)
     v = C.check_sample(torch.constant_pad_nd, _sample(torch.arange(6).view(2, 3), [1, 1], 0.5))
     assert v.kind == "refused", v.nodes          # 0.5 in an integer tensor: not exact
+
+
+def test_repeat_is_an_expand_between_views():
+    x = torch.randn(2, 3)
+    for reps in ([1, 1], [2, 1], [1, 3], [2, 2], [3, 1, 2], [0, 2], [2, 1, 1, 1]):
+        _agree(torch.Tensor.repeat, x, reps)

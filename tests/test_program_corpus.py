@@ -35,7 +35,6 @@ XFAIL = {
     "sp_layernorm_correct[joint]": _LN,
     "sp_layernorm_grad_not_reduced[joint]": None,
     "vocab_embedding_correct[joint]": "no lowering: aten.embedding_dense_backward is opaque (a masked scatter-add with a row-concat lemma)",
-    "gqa_causal_repeat[forward]": "no semantics for aten.repeat (exit 2, not a refutation)",
     "mqa_causal_correct[forward]": _MQA,
     "mqa_causal_correct[joint]": _MQA,
     "mqa_causal_kv_grad_not_reduced[joint]": _MQA,

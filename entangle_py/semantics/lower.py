@@ -370,6 +370,32 @@ class Lowerer:
             return Identity(x.name)
         return Term(f"(expand {self.t(x)} {self._shape_list(n.val.shape)})")
 
+    @lowers("aten.repeat.default")
+    def _h_repeat_default(self, n):
+        """repeat(x, r): x with leading 1s to len(r) dims, each dim i tiled r[i] times = a size-1
+        dim inserted before every tiled dim, expanded to r[i], the pairs merged by a view."""
+        x, reps = n.args[:2]
+        shape = list(self.shape(x.name))
+        if (not isinstance(reps, (list, tuple)) or len(reps) < len(shape)
+                or not all(isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in reps)):
+            return Refused(n.target, "repeats", f"repeats={reps!r}")
+        full = [1] * (len(reps) - len(shape)) + shape
+        inner, big = [], []
+        for r, size in zip(reps, full):
+            if r != 1:
+                inner.append(1)
+                big.append(r)
+            inner.append(size)
+            big.append(size)
+        t = self.t(x)
+        if inner != shape:
+            t = f"(view {t} {self._shape_list(inner)})"
+        if big != inner:
+            t = f"(expand {t} {self._shape_list(big)})"
+        if list(n.val.shape) != big:
+            t = f"(view {t} {self._shape_list(n.val.shape)})"
+        return Identity(x.name) if t == self.t(x) else Term(t)
+
     @lowers("aten.slice.Tensor")
     def _h_slice_Tensor(self, n):
         x = n.args[0]

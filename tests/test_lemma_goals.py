@@ -69,6 +69,9 @@ def red(op, x, dims, keepdim):
     return f'(reduce "{op}" {x} {ilist(dims)} {keepdim})'
 
 
+_NLL = '(unary "neg" (tpick {L} {t} -100))'
+
+
 # (family, start, goal, leaf shapes, assumptions)
 POSITIVE = [
     # arith: the mean of two ranks' means of n/2 rows each, (s / (n/2)) / 2, is s / n
@@ -116,6 +119,15 @@ POSITIVE = [
     # ... and with valid ids (an assumption), a plain lookup is too
     ("indexing", f"(take {cat(0, '{w0}', '{w1}')} {{ids}})", f"(rsum {cons('(mtake {w0} {ids} 0)', '(mtake {w1} {ids} 3)')})",
      {"w0": [3, 4], "w1": [2, 4], "ids": [5]}, ("valid_indices",)),
+    # a loss's target pick with a negative ignore index, targets being classes: the masked pick at 0
+    ("indexing", "(tpick {L} {t} -100)", "(mpick {L} {t} 0)", {"L": [4, 5], "t": [4]}, ("valid_indices",)),
+    # ... and its mean: the sum over the count of targets is the sum over their number
+    ("indexing", f'(binary "div" {red("sum", _NLL, [0], 0)} (tcount {{L}} {{t}} -100 "4.0"))',
+     f'(scalar "div" {red("sum", _NLL, [0], 0)} "4.0")', {"L": [4, 5], "t": [4]}, ("valid_indices",)),
+    # the pick of log_softmax: the log-sum-exp, constant along the picked dim, comes out
+    ("indexing", f'(pick (binary "sub" {{a}} (view {{y}} {dlist([4, 1])})) {{t}})', '(binary "sub" (pick {a} {t}) {y})',
+     {"a": [4, 5], "y": [4], "t": [4]}, ()),
+    ("elementwise", '(unary "neg" (binary "sub" {a} {b}))', '(binary "sub" {b} {a})', {"a": [2, 3], "b": [3]}, ()),
 ]
 
 NEGATIVE = [
@@ -165,6 +177,14 @@ NEGATIVE = [
     # a masked lookup in a table split by columns is not a sum of lookups
     ("indexing", f"(mtake {cat(1, '{w0}', '{w1}')} {{ids}} 0)", f"(rsum {cons('(mtake {w0} {ids} 0)', '(mtake {w1} {ids} 3)')})",
      {"w0": [3, 4], "w1": [3, 2], "ids": [5]}, ()),
+    # a loss's ignore index is dropped only when targets are assumed classes, and only a negative one
+    ("indexing", "(tpick {L} {t} -100)", "(pick {L} {t})", {"L": [4, 5], "t": [4]}, ()),
+    ("indexing", "(tpick {L} {t} 1)", "(pick {L} {t})", {"L": [4, 5], "t": [4]}, ("valid_indices",)),
+    # a masked pick at offset 0 (rank 0's vocabulary shard) is not a plain pick, even assuming valid ids
+    ("indexing", "(mpick {L} {t} 0)", "(pick {L} {t})", {"L": [4, 5], "t": [4]}, ("valid_indices",)),
+    # the log-sum-exp broadcast along a leading dim of the picked tensor does not come out
+    ("indexing", f'(pick (binary "sub" {{a}} (view {{y}} {dlist([4, 1])})) {{t}})', '(binary "sub" (pick {a} {t}) {y})',
+     {"a": [1, 5], "y": [4], "t": [4]}, ()),
 ]
 
 

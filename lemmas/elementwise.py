@@ -2,8 +2,9 @@
 from entangle_py.engine.lemma import Lemma
 from lemmas._instances import fixed
 from lemmas._instances.elementwise import (
-    add_rsum, bcast_absent, bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat, binary_concat_misaligned, map_binary,
-    map_binary_l_nil, map_scalar, map_unary, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat, unary_concat,
+    add_rsum, bcast_absent, bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat,
+    binary_concat_misaligned, map_binary, map_binary_l_nil, map_scalar, map_unary, neg_sub, rsum_rsum, rsum_scalar,
+    rsum_scalar_with, scalar_concat, unary_concat,
     zip_binary, zip_binary_mismatch, zip_ranks)
 
 # constants are written by repr(float): inf * (a + b) is not inf * a + inf * b, nor (a + b) / 0
@@ -68,6 +69,9 @@ LEMMAS = [
     Lemma("zip-ranks-nil", "(zip_ranks op (Nil) (Nil))", "(Nil)", instances=fixed({"op": "add"})),
     Lemma("zip-ranks-cons", "(zip_ranks op (Cons a r1) (Cons b r2))", "(Cons (binary op a b) (zip_ranks op r1 r2))",
           instances=zip_ranks),
+    # -(a - b) = b - a, exactly (rounding is symmetric; int wrap-around too): a loss's negated
+    # log-probability of the target, -(z_t - lse), is the lse - z_t that a vocab-parallel loss computes
+    Lemma("neg-sub", '(unary "neg" (binary "sub" a b))', '(binary "sub" b a)', instances=neg_sub),
     Lemma("add-rsum-accumulate", '(binary "add" x (rsum (Cons a (Cons b r))))',
           '(binary "add" (binary "add" x a) (rsum (Cons b r)))', instances=add_rsum),
 ]

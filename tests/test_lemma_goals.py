@@ -69,6 +69,9 @@ def red(op, x, dims, keepdim):
     return f'(reduce "{op}" {x} {ilist(dims)} {keepdim})'
 
 
+_NLL = '(unary "neg" (tpick {L} {t} -100))'
+
+
 # (family, start, goal, leaf shapes, assumptions)
 POSITIVE = [
     # arith: the mean of two ranks' means of n/2 rows each, (s / (n/2)) / 2, is s / n
@@ -131,6 +134,15 @@ POSITIVE = [
     # linalg: the rows of a batched product (context parallelism's queries against gathered keys)
     ("linalg", f"(bmm {cat(1, '{a}', '{b}')} {{w}})", cat(1, "(bmm {a} {w})", "(bmm {b} {w})"),
      {"a": [2, 3, 4], "b": [2, 1, 4], "w": [2, 4, 5]}, ()),
+    # a loss's target pick with a negative ignore index, targets being classes: the masked pick at 0
+    ("indexing", "(tpick {L} {t} -100)", "(mpick {L} {t} 0)", {"L": [4, 5], "t": [4]}, ("valid_indices",)),
+    # ... and its mean: the sum over the count of targets is the sum over their number
+    ("indexing", f'(binary "div" {red("sum", _NLL, [0], 0)} (tcount {{L}} {{t}} -100 "4.0"))',
+     f'(scalar "div" {red("sum", _NLL, [0], 0)} "4.0")', {"L": [4, 5], "t": [4]}, ("valid_indices",)),
+    # the pick of log_softmax: the log-sum-exp, constant along the picked dim, comes out
+    ("indexing", f'(pick (binary "sub" {{a}} (view {{y}} {dlist([4, 1])})) {{t}})', '(binary "sub" (pick {a} {t}) {y})',
+     {"a": [4, 5], "y": [4], "t": [4]}, ()),
+    ("elementwise", '(unary "neg" (binary "sub" {a} {b}))', '(binary "sub" {b} {a})', {"a": [2, 3], "b": [3]}, ()),
 ]
 
 NEGATIVE = [
@@ -191,6 +203,14 @@ NEGATIVE = [
     # elementwise: an operand that varies along the concat axis is not split with it
     ("elementwise", f'(binary "gt" {{k}} {cat(0, "{a}", "{b}")})', cat(0, '(binary "gt" {k} {a})', '(binary "gt" {k} {b})'),
      {"k": [6, 6], "a": [2, 1], "b": [4, 1]}, ()),
+    # a loss's ignore index is dropped only when targets are assumed classes, and only a negative one
+    ("indexing", "(tpick {L} {t} -100)", "(pick {L} {t})", {"L": [4, 5], "t": [4]}, ()),
+    ("indexing", "(tpick {L} {t} 1)", "(pick {L} {t})", {"L": [4, 5], "t": [4]}, ("valid_indices",)),
+    # a masked pick at offset 0 (rank 0's vocabulary shard) is not a plain pick, even assuming valid ids
+    ("indexing", "(mpick {L} {t} 0)", "(pick {L} {t})", {"L": [4, 5], "t": [4]}, ("valid_indices",)),
+    # the log-sum-exp broadcast along a leading dim of the picked tensor does not come out
+    ("indexing", f'(pick (binary "sub" {{a}} (view {{y}} {dlist([4, 1])})) {{t}})', '(binary "sub" (pick {a} {t}) {y})',
+     {"a": [1, 5], "y": [4], "t": [4]}, ()),
 ]
 
 

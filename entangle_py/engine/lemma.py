@@ -27,7 +27,7 @@ LEMMA_FAMILIES = ("movement", "elementwise", "linalg", "reduction", "collective"
 # report prints every assumption in force.  Such a lemma's ``rejects`` are counterexamples: inputs
 # violating the assumption on which its two sides differ (the assumption is really needed).
 ASSUMPTIONS = {
-    "valid_indices": "every id that indexes a table (embedding, W[ids]) lies in [0, rows of the table)",
+    "valid_indices": "every id that indexes a table (embedding, W[ids], a loss's target class) lies in [0, rows of the table)",
     "same_rng": "the k-th random draw (dropout) of each rank is the part of the sequential program's "
                 "k-th draw that its input holds: both programs draw the same mask, moving with the data",
 }

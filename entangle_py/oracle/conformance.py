@@ -393,6 +393,8 @@ def _nondeterministic(g: G.RankGraph) -> bool:
 def _mutates(n: G.Node) -> bool:
     if n.namespace != "aten":
         return False
+    if n.target in ops.MUTATES_UNANNOTATED:
+        return True
     try:
         return interp.resolve_op(n.target)._schema.is_mutable
     except Exception:   # noqa: BLE001

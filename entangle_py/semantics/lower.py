@@ -86,7 +86,7 @@ OPAQUE_PURE = {
     "aten.index.Tensor", "aten.index_put.default", "aten.where.self",
     "aten.masked_fill.Tensor", "aten.select.int", "aten.gather.default", "aten.scatter.value",
     "aten.cumsum.default", "aten.sum.default", "aten.mean.default", "aten.max.dim", "aten.min.dim",
-    "aten.argmax.default", "aten.log_softmax.int", "aten._log_softmax.default", "aten.var_mean.correction",
+    "aten.argmax.default", "aten.var_mean.correction",
     "aten.var.correction", "aten.native_layer_norm_backward.default", "aten.gelu_backward.default",
     "aten._softmax_backward_data.default", "aten.threshold_backward.default", "aten.embedding_dense_backward.default",
     "aten.zeros.default", "aten.ones.default", "aten.full.default", "aten.zeros_like.default",
@@ -94,11 +94,11 @@ OPAQUE_PURE = {
     "aten.new_zeros.default", "aten.scalar_tensor.default",
     "aten.slice_scatter.default", "aten.select_scatter.default", "aten.index_select.default",
     "aten._to_copy.default", "aten.sigmoid_backward.default", "aten.tanh_backward.default",
-    "aten.silu_backward.default", "aten.nll_loss_forward.default", "aten.nll_loss_backward.default",
+    "aten.silu_backward.default", "aten.nll_loss_backward.default",
     "aten._log_softmax_backward_data.default", "aten.bitwise_not.default", "aten.clamp.default",
     "aten.tril.default", "aten.triu.default", "aten.squeeze.dims", "aten.sum.dim_IntList",
     "apex.fused_layer_norm_affine_fwd.default", "apex.fused_layer_norm_affine_bwd.default",
-    "aten.constant_pad_nd.default", "aten.eye.default", "aten.eye.m", "aten.slice_backward.default",
+    "aten.eye.default", "aten.eye.m", "aten.slice_backward.default",
     "aten.select_backward.default", "aten.nonzero.default",
 }
 
@@ -411,6 +411,32 @@ class Lowerer:
             return Identity(x.name)
         return Term(f"(expand {self.t(x)} {self._shape_list(n.val.shape)})")
 
+    @lowers("aten.repeat.default")
+    def _h_repeat_default(self, n):
+        """repeat(x, r): x with leading 1s to len(r) dims, each dim i tiled r[i] times = a size-1
+        dim inserted before every tiled dim, expanded to r[i], the pairs merged by a view."""
+        x, reps = n.args[:2]
+        shape = list(self.shape(x.name))
+        if (not isinstance(reps, (list, tuple)) or len(reps) < len(shape)
+                or not all(isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in reps)):
+            return Refused(n.target, "repeats", f"repeats={reps!r}")
+        full = [1] * (len(reps) - len(shape)) + shape
+        inner, big = [], []
+        for r, size in zip(reps, full):
+            if r != 1:
+                inner.append(1)
+                big.append(r)
+            inner.append(size)
+            big.append(size)
+        t = self.t(x)
+        if inner != shape:
+            t = f"(view {t} {self._shape_list(inner)})"
+        if big != inner:
+            t = f"(expand {t} {self._shape_list(big)})"
+        if list(n.val.shape) != big:
+            t = f"(view {t} {self._shape_list(n.val.shape)})"
+        return Identity(x.name) if t == self.t(x) else Term(t)
+
     @lowers("aten.slice.Tensor")
     def _h_slice_Tensor(self, n):
         x = n.args[0]
@@ -629,6 +655,138 @@ class Lowerer:
         if self._dtype(x.name) != n.val.dtype:      # half_to_float, softmax(dtype=...): a cast we do not model
             return Refused(n.target, "dtype", f"{self._dtype(x.name)} -> {n.val.dtype}")
         return Term(f"(softmax {self.t(x)} {self._dim(dim, self.ndim(x.name))})")
+
+    @lowers("aten._log_softmax.default", "aten.log_softmax.int")
+    def _h__log_softmax_default(self, n):
+        """log_softmax(x, d) = (x - m) - log(sum(exp(x - m), d)) with m = amax(x, d) (keepdim),
+        as torch's decomposition computes it: the log of the sum of exponentials is reduced
+        without keepdim and viewed back, so a pick of the result can take it out whole.  Half
+        precision computes in float32 and casts back (as torch does)."""
+        x, dim = n.args[:2]
+        src = self._dtype(x.name)
+        if n.target == "aten._log_softmax.default":
+            if self._arg(n, 2, "half_to_float", False):
+                return Refused(n.target, "half_to_float", "a half input computed to a float result")
+        else:
+            dtype = self._arg(n, 2, "dtype")
+            if dtype is not None and not (isinstance(dtype, TorchConst) and dtype.kind == "dtype"):
+                return Refused(n.target, "dtype", f"dtype={dtype!r}")
+        out = n.val.dtype
+        if out not in FLOAT_DTYPES or src not in FLOAT_DTYPES:
+            return Refused(n.target, "self", f"log_softmax of {src} to {out}")
+        shape = tuple(self.shape(x.name))
+        d = self._dim(dim, max(len(shape), 1))
+        xt = self.t(x)
+        if not shape:                # a 0-D tensor: as a vector of one element, viewed back
+            shape, xt = (1,), f"(view {xt} {self._shape_list((1,))})"
+        compute = "float32" if out in ("float16", "bfloat16") else out
+        if src != compute:
+            xt = f"(unary {str_lit('to_' + compute)} {xt})"
+        dims = f"(ICons {d} (INil))"
+        shifted = f"(binary \"sub\" {xt} (reduce \"amax\" {xt} {dims} 1))"
+        lse = f"(unary \"log\" (reduce \"sum\" (unary \"exp\" {shifted}) {dims} 0))"
+        keep = shape[:d] + (1,) + shape[d + 1:]
+        t = f"(binary \"sub\" {shifted} (view {lse} {self._shape_list(keep)}))"
+        if tuple(n.val.shape) != shape:
+            t = f"(view {t} {self._shape_list(n.val.shape)})"
+        if compute != out:
+            t = f"(unary {str_lit('to_' + out)} {t})"
+        return Term(t)
+
+    @lowers("aten.nll_loss_forward.default")
+    def _h_nll_loss_forward_default(self, n):
+        """(output, total_weight) of nll_loss over log-probabilities L [C] or [N, C] and class
+        targets t: each target's term is -L[..., t] (``tpick``: zero where t is the ignore index,
+        which also leaves the count, ``tcount``); reduction none / sum / mean (sum over count)."""
+        x, t = n.args[:2]
+        weight = self._arg(n, 2, "weight")
+        reduction = self._arg(n, 3, "reduction", 1)
+        c = self._arg(n, 4, "ignore_index", -100)
+        if weight is not None:
+            return Refused(n.target, "weight", "a class weight")
+        if reduction not in (0, 1, 2) or isinstance(reduction, bool):
+            return Refused(n.target, "reduction", f"reduction={reduction!r}")
+        if not isinstance(c, int) or isinstance(c, bool):
+            return Refused(n.target, "ignore_index", f"ignore_index={c!r}")
+        xs, ts = tuple(self.shape(x.name)), tuple(self.shape(t.name))
+        if len(xs) not in (1, 2) or ts != xs[:-1] or self._dtype(t.name) not in INT_DTYPES:
+            return Refused(n.target, "target", f"targets {ts} for log-probabilities {xs}")
+        dt = n.val[0].dtype
+        if dt not in FLOAT_DTYPES or self._dtype(x.name) != dt:
+            return Refused(n.target, "self", f"nll_loss of {self._dtype(x.name)} to {dt}")
+        numel = math.prod(ts)
+        count_text = _scalar_text(numel) if isinstance(numel, int) else ""
+        xt, tt = self.t(x), self.t(t)
+        each = f"(unary \"neg\" (tpick {xt} {tt} {c}))"
+        count = f"(tcount {xt} {tt} {c} {str_lit(count_text)})"
+        total = f"(reduce \"sum\" {each} (ICons 0 (INil)) 0)" if ts else each
+        if reduction == 0:
+            out = each
+            tw = f"(unary {str_lit('to_' + dt)} (cst \"0.0\" (DNil)))" if ts else count
+        else:
+            out = total if reduction == 2 else f"(binary \"div\" {total} {count})"
+            tw = count
+        return TupleTerms((Term(out), Term(tw)))
+
+    @lowers("aten.gather.default")
+    def _h_gather_default(self, n):
+        """gather(x, last dim, idx) with idx x's shape but 1 on the last dim: the pick of
+        idx's one column, viewed back.  ``pick`` wraps negative indices where gather raises: the
+        two agree wherever the program runs.  Other gathers are opaque."""
+        x, dim, idx = n.args[:3]
+        xs = tuple(self.shape(x.name))
+        if not isinstance(idx, Ref) or len(xs) == 0 or self._dim(dim, len(xs)) != len(xs) - 1:
+            return None
+        if tuple(self.shape(idx.name)) != xs[:-1] + (1,) or self._dtype(idx.name) not in ("int64", "int32"):
+            return None
+        col = f"(view {self.t(idx)} {self._shape_list(xs[:-1])})"
+        return Term(f"(view (pick {self.t(x)} {col}) {self._shape_list(n.val.shape)})")
+
+    @lowers("aten.constant_pad_nd.default")
+    def _h_constant_pad_nd_default(self, n):
+        """pad = (left, right) per dim from the last one back: a negative side cuts (a slice), a
+        positive one adds a constant block (``cst`` cast to the tensor's dtype) by a concat."""
+        x, pad = n.args[:2]
+        value = self._arg(n, 2, "value", 0)
+        shape = list(self.shape(x.name))
+        dt = n.val.dtype
+        if (not isinstance(pad, (list, tuple)) or len(pad) % 2 or len(pad) > 2 * len(shape)
+                or not all(isinstance(p, int) and not isinstance(p, bool) for p in pad)):
+            return Refused(n.target, "pad", f"pad={pad!r}")
+        text = _fill_text(value, dt) if isinstance(value, (int, float)) else None
+        if (text is None or dt not in CASTS or (dt in INT_DTYPES and abs(int(text)) >= 2**53)
+                or self._dtype(x.name) != dt):
+            return Refused(n.target, "value", f"value={value!r} for a {dt} tensor")
+        t = self.t(x)
+        for i in range(len(pad) // 2):
+            d = len(shape) - 1 - i
+            left, right, size = pad[2 * i], pad[2 * i + 1], shape[d]
+            if not isinstance(size, int):
+                return Refused(n.target, "self", f"a pad of a dim of symbolic size {size}")
+            lo, hi = max(-left, 0), size - max(-right, 0)
+            if hi < lo:
+                return Refused(n.target, "pad", f"pad={pad!r} cuts more than dim {d} holds")
+            if (lo, hi) != (0, size):
+                t = f"(slice {t} {d} (DLit {lo}) (DLit {hi}))"
+            shape[d] = hi - lo
+            parts = []
+            for width, at_end in ((max(left, 0), False), (max(right, 0), True)):
+                if width == 0:
+                    continue
+                block = f"(cst {str_lit(text)} {self._shape_list(shape[:d] + [width] + shape[d + 1:])})"
+                if dt != "float64":
+                    block = f"(unary {str_lit('to_' + dt)} {block})"
+                parts.append((at_end, block))
+            if parts:
+                items = [b for e, b in parts if not e] + [t] + [b for e, b in parts if e]
+                lst = "(Nil)"
+                for p in reversed(items):
+                    lst = f"(Cons {p} {lst})"
+                t = f"(concat {lst} {d})"
+            shape[d] += max(left, 0) + max(right, 0)
+        if t == self.t(x):
+            return Identity(x.name)
+        return Term(t)
 
     # -- indexing --------------------------------------------------------------------------
     def _dtype(self, name):
@@ -994,6 +1152,7 @@ UNREAD_ARGS: dict[str, dict[str, tuple]] = {
     # positions: where they live and how they are laid out does not change their values
     **{f"aten.arange.{ov}": {"layout": "any", "device": "any", "pin_memory": "any"}
        for ov in ("default", "start", "start_step")},
+    "aten.gather.default": {"sparse_grad": "any"},
 }
 
 

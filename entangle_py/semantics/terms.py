@@ -261,7 +261,6 @@ def const_product(a: str, b: str) -> str:
     return repr(p)
 
 
-
 # masked_fill(x, mask, c) is the binary op "masked_fill:<c>" over (x, mask): it is elementwise with
 # broadcasting like any binary op, so the binary lemmas (concat, broadcast) cover it.
 MASKED_FILL = "masked_fill:"
@@ -323,6 +322,8 @@ def _mtake(w, ids, lo: int):
 
 
 def _check_pick_shapes(x, idx):
+    if idx.dtype in (torch.bool, torch.uint8) or idx.is_floating_point():
+        raise ValueError("pick needs integer indices")
     if x.dim() < 1 or tuple(idx.shape) != tuple(x.shape[:-1]):
         raise ValueError(f"pick: index shape {tuple(idx.shape)} is not {tuple(x.shape[:-1])}")
 
@@ -348,6 +349,30 @@ def _mpick(x, t, lo: int):
     return out
 
 
+def _tpick(x, t, c: int):
+    """The target logit of a loss (nll_loss): ``x[..., t]`` where ``t != c`` (the ignore index),
+    zero where ``t == c``.  Undefined (torch raises) where a target other than ``c`` is not in
+    ``[0, x.shape[-1])``: targets do not wrap."""
+    _check_pick_shapes(x, t)
+    keep = t != int(c)
+    if bool(((t[keep] < 0) | (t[keep] >= x.shape[-1])).any()):
+        raise ValueError("tpick: target out of range")
+    out = torch.zeros(tuple(t.shape), dtype=x.dtype)
+    if x.shape[-1] > 0:
+        got = torch.gather(x, -1, t.masked_fill(~keep, 0).unsqueeze(-1)).squeeze(-1)
+        out = torch.where(keep, got, out)
+    return out
+
+
+def _tcount(x, t, c: int, n: str):
+    """The number of targets of a loss that are not the ignore index ``c``: a 0-D tensor of x's
+    dtype.  ``n`` is t's number of elements as a float text ("" when not known statically); the
+    term is undefined when it is not."""
+    if n != "" and float(n) != t.numel():
+        raise ValueError(f"tcount: {n} is not the number of targets ({t.numel()})")
+    return (t != int(c)).sum().to(x.dtype)
+
+
 def _cst(c: str, shape):
     return torch.full(tuple(shape), float(c), dtype=torch.float64)
 
@@ -365,6 +390,16 @@ def _layernorm(x, w, b, k, eps):
     if not 1 <= k <= x.dim():
         raise ValueError(f"layer norm over the last {k} dims of a {x.dim()}-D tensor")
     return torch.nn.functional.layer_norm(x, tuple(x.shape[x.dim() - k:]), w, b, float(eps))
+
+
+# Positions: (arange a k n) = [a, a + k, ..., a + (n - 1) k], int64 (torch.arange(a, a + n k, k)):
+# position ids built in the program (a causal mask on global positions under context
+# parallelism).  A constant, so clean like ``cst``: a slice of one is another, and adjacent ones
+# tile a longer one.
+def _arange(start: int, step: int, n: int):
+    if not isinstance(n, int) or n < 0:
+        raise ValueError(f"arange of length {n!r}")
+    return torch.arange(n, dtype=torch.int64) * int(step) + int(start)
 
 
 # ----------------------------------------------------------------------------- constructors
@@ -411,10 +446,15 @@ CONSTRUCTORS: list[Constructor] = [
     # lemmas can add part widths)
     _c("iscalar", "String T i64", "T", BIG, False, _iscalar),       # x op c, integer x and c
     _c("cst", "String DList", "T", CLEAN_COST, True, _cst),          # a constant tensor of a shape
+    _c("arange", "i64 i64 Dim", "T", CLEAN_COST, True, _arange),     # positions (see _arange)
     _c("take", "T T", "T", BIG, False, _take),
     _c("mtake", "T T i64", "T", BIG, False, _mtake),
     _c("pick", "T T", "T", BIG, False, _pick),
     _c("mpick", "T T i64", "T", BIG, False, _mpick),
+    # a loss's target pick and count (nll_loss): only loss lowerings write them, so their index is
+    # a loss target (what the valid_indices assumption speaks of)
+    _c("tpick", "T T i64", "T", BIG, False, _tpick),
+    _c("tcount", "T T i64 String", "T", BIG, False, _tcount),
     _c("map_mtake", "TList T i64", "TList", BIG, False,
        lambda l, ids, lo: _map_offsets(_mtake, l, ids, lo, 0)),
     _c("map_mpick", "TList T i64", "TList", BIG, False,
@@ -456,6 +496,8 @@ CONSTRUCTORS: list[Constructor] = [
     _c("map_slice", "TList i64 Dim Dim", "TList", BIG, False, lambda l, d, a, b: [_slice(x, d, a, b) for x in l]),
     _c("map_permute", "TList IList", "TList", BIG, False, lambda l, p: [x.permute(*p) for x in l]),
     _c("dset", "DList i64 Dim", "DList", BIG, False, lambda s, i, v: _dset(s, i, v)),
+    # a batched product of each part (rows of a context-parallel rank: bmm(concat(l, 1), w))
+    _c("map_bmm_l", "TList T", "TList", BIG, False, lambda l, w: [torch.bmm(*_no_bool(x, w)) for x in l]),
     # walk helpers for lemmas over sums across ranks
     # op applied rank by rank: sum_r a_r + sum_r b_r = sum_r (a_r + b_r) (lists of equal length)
     _c("zip_ranks", "String TList TList", "TList", BIG, False,
@@ -777,20 +819,3 @@ def clean_meta(t, leaf, size, same) -> tuple[tuple, str]:
     raise EvalError(f"{head} is not a clean operator")
 
 
-# ============================================================================ positions
-# (arange a k n) = [a, a + k, ..., a + (n - 1) k], int64 (torch.arange(a, a + n k, k)): position
-# ids built in the program (a causal mask on global positions under context parallelism).  A
-# constant, so clean like ``cst``: a slice of one is another, and adjacent ones tile a longer one.
-
-def _arange(start: int, step: int, n: int):
-    if not isinstance(n, int) or n < 0:
-        raise ValueError(f"arange of length {n!r}")
-    return torch.arange(n, dtype=torch.int64) * int(step) + int(start)
-
-
-CONSTRUCTORS += [
-    _c("arange", "i64 i64 Dim", "T", CLEAN_COST, True, _arange),
-    # a batched product of each part (rows of a context-parallel rank: bmm(concat(l, 1), w))
-    _c("map_bmm_l", "TList T", "TList", BIG, False, lambda l, w: [torch.bmm(*_no_bool(x, w)) for x in l]),
-]
-BY_NAME = {c.name: c for c in CONSTRUCTORS}

@@ -213,3 +213,12 @@ def zip_ranks(rng):
 
 def map_binary_l_nil(rng):
     return [{"op": "add", "y": tensor(rng, 2)}]
+
+
+@repeat(6)
+def neg_sub(rng):
+    a = tensor(rng, 2, 3)
+    b = tensor(rng, *rng.choice([[2, 3], [3], [1, 3], []]))
+    if rng.random() < 0.3:
+        a, b = (a * 4).round().long(), (b * 4).round().long()
+    return {"a": a, "b": b}

@@ -346,7 +346,7 @@ def _check_match(reqs: list[_Request]) -> None:
 _PARK = object()   # yielded by a rank whose ``upto`` nodes are all computed
 
 
-class _Runner:
+class Runner:
     def __init__(self, bundle: G.Bundle, inputs_per_rank, upto, float_dtype, check_shapes):
         if len(inputs_per_rank) != bundle.world_size:
             raise InterpError(f"{len(inputs_per_rank)} input dicts for a {bundle.world_size}-rank bundle")
@@ -772,7 +772,7 @@ def run_bundle(bundle: G.Bundle, inputs_per_rank: list[dict[str, Any]],
     capture in float64).  ``check_shapes`` compares every value with the node's recorded
     shape/dtype and raises ``ShapeMismatch``.
     """
-    return _Runner(bundle, inputs_per_rank, upto, float_dtype, check_shapes).run()
+    return Runner(bundle, inputs_per_rank, upto, float_dtype, check_shapes).run()
 
 
 def output_values(bundle: G.Bundle, envs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ def _is_float(dtype: torch.dtype) -> bool:
     return dtype.is_floating_point or dtype.is_complex
 
 
-def _dtype(name: str) -> torch.dtype:
+def torch_dtype(name: str) -> torch.dtype:
     d = getattr(torch, name, None) if not name.startswith("_") else None
     if not isinstance(d, torch.dtype):
         raise InterpError(f"unknown dtype {name!r}")
@@ -68,7 +68,7 @@ def random_inputs(rank_graph: G.RankGraph, generator: torch.Generator | None = N
         where = f"rank {rank_graph.rank} input {p.name!r}"
         if isinstance(n.val, G.TensorMeta):
             shape = [eval_size(d, sizes, where) for d in n.val.shape]
-            dt = _dtype(n.val.dtype)
+            dt = torch_dtype(n.val.dtype)
             if float_dtype is not None and dt.is_floating_point:
                 dt = float_dtype
             out[p.name] = random_tensor(shape, dt, generator, int_ranges.get(p.name, (0, 2)))
@@ -382,7 +382,7 @@ def distribute_inputs(seq_inputs: dict[str, Any], spec: S.Spec, bundle_dist: G.B
                 continue
             n = g.node(p.node)
             if isinstance(n.val, G.TensorMeta) and all(isinstance(d, int) for d in n.val.shape):
-                dt = _dtype(n.val.dtype)
+                dt = torch_dtype(n.val.dtype)
                 if float_dtype is not None and dt.is_floating_point:
                     dt = float_dtype
                 per_rank[r][p.name] = random_tensor(n.val.shape, dt, generator)

@@ -72,7 +72,7 @@ def attach(res, checker, draws: int = DEFAULT_DRAWS, budget_bytes: int = DEFAULT
 
 # ----------------------------------------------------------------------------- running both programs
 
-class _Runner(interp._Runner):
+class OverridingRunner(interp.Runner):
     """The interpreter with given values for some inner nodes ([cut] tensors) and random draws
     given the term language's meaning."""
 
@@ -136,9 +136,9 @@ class Draw:
             for r in range(W):
                 _set_constants(dist.ranks[r], dist_in[r], checker.spec.constants)
             torch.manual_seed(seed)
-            self.seq_env = _Runner(seq_bundle, [seq_in], [seq_ov]).run()[0]
+            self.seq_env = OverridingRunner(seq_bundle, [seq_in], [seq_ov]).run()[0]
             torch.manual_seed(seed)
-            runner = _Runner(dist, dist_in, dist_ov)
+            runner = OverridingRunner(dist, dist_in, dist_ov)
             self.envs = runner.run()
         except interp.InterpError as e:
             raise Skip(f"the interpreter cannot run the programs: {e}") from None
@@ -221,7 +221,7 @@ def _identifiers(text):
 
 
 def _float(dtype: str) -> torch.dtype:
-    d = placement._dtype(dtype)
+    d = placement.torch_dtype(dtype)
     return F64 if d.is_floating_point else d
 
 

@@ -21,9 +21,9 @@ from entangle_py.check.names import Display, Names, gd_leaf, gd_leaves, source, 
 from entangle_py.check.result import CheckInputError, OpFailure, Result
 from entangle_py.check.sizes import Sizes
 from entangle_py.check.window import Window, leaves_in
-from entangle_py.config import Limits, Policy
+from entangle_py.config import ASSUMPTIONS, Limits, Policy
 from entangle_py.engine.egraph import CERTIFY, STEP, Engine, Outcome
-from entangle_py.engine.lemma import ASSUMPTIONS, load_library
+from entangle_py.engine.lemma import load_library
 from entangle_py.ir import graph as G
 from entangle_py.semantics import lower as L
 from entangle_py.semantics.terms import BIG, EvalError, clean_meta, is_clean, parse_sexpr, str_lit, to_sexpr

@@ -31,6 +31,8 @@ import torch
 
 from entangle_py.ir import graph as G
 from entangle_py.ir import ops
+from entangle_py.frontend.capture_errors import CaptureError
+from entangle_py.frontend.convert import Converter, DynamoInfo, target_name
 from entangle_py.oracle import interp
 from entangle_py.semantics import lower as L
 from entangle_py.semantics import terms
@@ -110,8 +112,6 @@ def trace_sample(op, sample) -> tuple[G.RankGraph, dict[str, torch.Tensor], dict
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.utils import _pytree as pytree
 
-    from entangle_py.frontend.capture_errors import CaptureError
-    from entangle_py.frontend.convert import Converter, DynamoInfo, target_name
 
     fn = _callable(op)
     leaves, spec = pytree.tree_flatten((sample.input, tuple(sample.args), dict(sample.kwargs)))

@@ -30,8 +30,17 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
+import torch
+
 from entangle_py.ir import graph as G
 from entangle_py.ir import ops
+from entangle_py.check import spec as S
+from entangle_py.check.checker import Checker
+from entangle_py.config import Limits
+from entangle_py.errors import InputError
+from entangle_py.oracle import interp
+from entangle_py.oracle import placement
+from entangle_py.semantics import terms as T
 
 KINDS = ("drop_collective", "dup_collective", "ar_to_ag", "ag_to_ar", "reduce_op", "group_reversed",
          "group_split", "swap_ranks", "swap_inputs", "slice_shift", "scalar", "swap_operands",
@@ -613,7 +622,6 @@ class Draw:
 
 
 def _clone(x):
-    import torch
     return x.clone() if isinstance(x, torch.Tensor) else x
 
 
@@ -640,10 +648,7 @@ def _int_ranges(seq: G.Bundle) -> dict:
 
 
 def _draws(seq, dist, spec, n, seed, default_size, int_ranges):
-    import torch
 
-    from entangle_py.oracle import interp
-    from entangle_py.oracle import placement
     out = []
     for i in range(n):
         gen = torch.Generator().manual_seed(seed + i)
@@ -661,7 +666,6 @@ def _draw_spec(seq: G.Bundle, dist: G.Bundle, spec):
     """The spec with a relation for every G_s input it leaves out whose ranks' shapes differ from
     G_s's (a joint graph's tangents under a forward spec): shard along the one differing dim, as
     the checker infers it.  Inputs of equal shapes stay replicated (distribute_inputs' default)."""
-    from entangle_py.check import spec as S
     inputs = dict(spec.inputs)
     g0 = dist.ranks[0]
     for p in seq.ranks[0].inputs:
@@ -683,7 +687,6 @@ def _with_inputs(spec, inputs):
 
 
 def _close(a, b) -> bool:
-    import torch
     if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
         return a == b
     if a.shape != b.shape:
@@ -709,7 +712,6 @@ def _leaf_value(leaf: str, values: list, port_of: list | None):
 
 def eval_certificate(sexpr: str, values: list, port_of: list | None = None):
     """Evaluate a certificate (s-expression over ``(Gd "r<rank>.<node>")`` leaves) with torch."""
-    from entangle_py.semantics import terms as T
 
     def subst(e):
         if isinstance(e, tuple):
@@ -723,11 +725,9 @@ def eval_certificate(sexpr: str, values: list, port_of: list | None = None):
 def _port_maps(dist: G.Bundle, values: list | None = None, certificates: dict | None = None) -> list[dict]:
     """Per rank: node -> the port that names it.  A certificate leaf that is no port's node (a
     collective whose wait_tensor is the output) maps to the output port holding the same value."""
-    import torch
     maps = [{p.node: p.name for p in g.inputs + g.outputs} for g in dist.ranks]
     if values is None or not certificates:
         return maps
-    from entangle_py.semantics import terms as T
 
     def leaves(e):
         if isinstance(e, tuple):
@@ -755,8 +755,6 @@ def relations_hold(seq: G.Bundle, dist: G.Bundle, spec, draw_seq: dict, values: 
                    certificates: dict, port_of: list | None) -> tuple[bool, str]:
     """Do the certificates and the spec's [expect] relations hold on ``values`` (per-rank named
     values)?  Returns (ok, reason of the first that does not)."""
-    from entangle_py.oracle import placement
-    from entangle_py.check import spec as S
     for out, cert in certificates.items():
         want = draw_seq.get(out)
         try:
@@ -785,9 +783,7 @@ def label(seq: G.Bundle, orig: G.Bundle, spec, mutant: G.Bundle, dws: list[Draw]
     program satisfies hold for it: the original's certificates (read through the output ports)
     and the [expect] relations; without certificates (the original does not refine), iff every
     rank's every output equals the original's.  A mutant the interpreter cannot run is invalid."""
-    import torch
 
-    from entangle_py.oracle import interp
     port_of = _port_maps(orig, dws[0].orig_values if dws else None, certificates)
     for d in dws:
         try:
@@ -819,8 +815,6 @@ def _check_child(conn, seq, dist, spec, limits, mem_bytes):
     try:
         if mem_bytes:
             resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
-        from entangle_py.errors import InputError
-        from entangle_py.check.checker import Checker
         t0 = time.perf_counter()
         try:
             res = Checker(seq, dist, spec, limits=limits).run()
@@ -863,7 +857,6 @@ def start_check(seq, dist, spec, limits=None, mem_budget: int = 3 << 30):
     import multiprocessing as mp
     import time
 
-    from entangle_py.config import Limits
     limits = limits or Limits(seconds=20, nodes=200_000)
     # forkserver, not fork: a fork of a process whose egglog / torch threads hold a lock can hang
     # (seen when the test suite had run checks before); the server preloads this module once

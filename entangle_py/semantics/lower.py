@@ -19,6 +19,7 @@ import sympy
 from entangle_py import plugins
 from entangle_py.ir import ops
 from entangle_py.ir.graph import Node, Ref, TensorMeta, TorchConst
+from entangle_py.ir.symbolic import to_text
 from entangle_py.semantics.sexpr import Var, parse_sexpr, to_sexpr
 from entangle_py.semantics.terms import CASTS, DROPMASK, DROPOUT, INT_SCALAR_OPS, MASKED_FILL, THRESHOLD_BACKWARD, str_lit
 
@@ -1190,7 +1191,6 @@ def dim_term(s) -> str:
         return f"(DLit {s})"
     if isinstance(s, sympy.Basic) and s.is_Integer:
         return f"(DLit {int(s)})"
-    from entangle_py.ir.symbolic import to_text
     return f"(DSym {str_lit(to_text(s))})"
 
 
@@ -1239,8 +1239,7 @@ def _const_key(v) -> str:
     if isinstance(v, TorchConst):
         return f"{v.kind}={v.value}" if v.kind == "dtype" else "_"
     if isinstance(v, sympy.Basic):
-        from entangle_py.ir.symbolic import to_text
-        return to_text(v)
+            return to_text(v)
     return repr(v)
 
 

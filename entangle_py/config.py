@@ -1,5 +1,5 @@
-"""Limits of a check and the checker's policy, with their defaults defined once (the CLI shows
-the limits in --help).
+"""Limits of a check, the checker's policy and the assumptions a spec may enable, with their
+defaults defined once (the CLI shows the limits in --help).
 
 Light on purpose: ``entangle --help`` imports this, not torch or egglog.
 """
@@ -22,3 +22,16 @@ class Policy:
     deferred: int = 8           # G_s ops without a clean term awaiting a clean consumer
     window_depth: int = 4       # G_d operators explored past an operator's related inputs
     window_nodes: int = 4_000   # e-graph size above which proven tensors' facts are retired
+
+
+# Assumptions a lemma may rest on: facts about the programs' inputs that the checker cannot prove.
+# A lemma naming one is only active when the spec enables it (``[assume] name = true``), and the
+# report prints every assumption in force.  Such a lemma's ``rejects`` are counterexamples: inputs
+# violating the assumption on which its two sides differ (the assumption is really needed).
+ASSUMPTIONS = {
+    "valid_indices": "every id that indexes a table (embedding, W[ids], a loss's target class) lies in [0, rows of the table)",
+    "same_rng": "the k-th random draw (dropout) of each rank is the part of the sequential program's "
+                "k-th draw that its input holds: both programs draw the same mask, moving with the data",
+}
+# In force unless the spec turns them off ([assume] same_rng = false); printed whenever used.
+DEFAULT_ASSUMPTIONS = ("same_rng",)

@@ -52,7 +52,7 @@ _STRING_KIND = {
     ("zip_binary", 0): "binary", ("zip_ranks", 0): "binary",
     ("reduce", 0): "reduce", ("map_reduce", 0): "reduce",
     ("layernorm", 4): "eps", ("map_layernorm", 4): "eps",
-    ("iscalar", 0): "iscalar", ("cst", 0): "const",
+    ("iscalar", 0): "iscalar", ("cst", 0): "const", ("tcount", 3): "count",
 }
 CONSTS = ("0.5", "-2.0", "3.0", "1e-05", "0.0", "-1.0", "2", "inf", "-inf")
 EPS = ("1e-05", "1e-06", "0.001")
@@ -72,6 +72,8 @@ def string_domain(kind: str) -> list[str]:
         return list(terms.INT_SCALAR_OPS)
     if kind == "eps":
         return list(EPS)
+    if kind == "count":      # a number of elements as a float text, or "" (not known)
+        return [repr(float(n)) for n in range(9)] + [""]
     return list(CONSTS)
 
 
@@ -377,6 +379,10 @@ class Drawer:
         self.dimvars = set()
         for t in _texts(lemma):
             _dim_vars(parse_sexpr(t), self.dimvars)
+        # index variables of picks along the last dim (pick, mpick, a loss's targets): often drawn
+        # as integer indices of the picked tensor's leading shape, mostly in range
+        self.indexes = []
+        _index_vars(self.lhs, self.indexes, self.sorts)
 
     def draw(self, rng: random.Random) -> dict:
         ctx = _Ctx(rng)
@@ -391,12 +397,30 @@ class Drawer:
             if v in env:
                 continue
             s = self.sorts[v]
-            if s == "String":
+            if s == "String" and self.kinds.get(v) == "count" and ctx.shapes and rng.random() < 0.7:
+                env[v] = repr(float(math.prod(rng.choice(ctx.shapes))))    # the size of a drawn tensor
+            elif s == "String":
                 env[v] = rng.choice(string_domain(self.kinds.get(v, "const")))
             elif v in self.dimvars and ctx.base and rng.random() < 0.3:
                 env[v] = rng.randrange(len(ctx.base))
             else:
                 env[v] = _DRAW[s](ctx)
+        for x, i in self.indexes:
+            if rng.random() < 0.4:
+                continue
+            try:
+                xv = evaluate(x, env)
+            except EvalError:
+                continue
+            if isinstance(xv, list) and xv:        # a list of parts picked alike (map_mpick)
+                xv = xv[0]
+            if not isinstance(xv, torch.Tensor) or xv.dim() == 0:
+                continue
+            w = xv.shape[-1]
+            lo, hi = (0, w) if rng.random() < 0.7 else (-2, w + 2)
+            if hi > lo:
+                env[i] = torch.randint(lo, hi, tuple(xv.shape[:-1]),
+                                       generator=torch.Generator().manual_seed(rng.randrange(2**31)))
         return env
 
     def accepts(self, env: dict) -> bool:
@@ -407,6 +431,19 @@ class Drawer:
             except EvalError:
                 return False
         return _holds(self.when, self.matched, env)
+
+
+_PICKS = ("pick", "mpick", "tpick", "tcount", "map_mpick")
+
+
+def _index_vars(e, out: list, sorts: dict):
+    """(picked term, index variable) of every pick along the last dim in a parsed term."""
+    if not isinstance(e, tuple):
+        return
+    if e[0] in tuple(Var(p) for p in _PICKS) and isinstance(e[2], Var) and sorts.get(e[2].name) == "T":
+        out.append((e[1], e[2].name))
+    for a in e[1:]:
+        _index_vars(a, out, sorts)
 
 
 def _cons_pairs(e, out: dict):
@@ -584,7 +621,7 @@ def evaluate(expr, env):        # noqa: F811  (terms.evaluate, with quoted value
 
 def assumption_holds(lemma, env) -> bool:
     """The assumptions a lemma rests on, on a binding (``valid_indices``: every table lookup in the
-    left side reads rows of its table)."""
+    left side reads rows of its table, every pick and loss target a class of the last dim)."""
     if "valid_indices" not in lemma.assumes:
         return True
     ok = True
@@ -598,6 +635,14 @@ def assumption_holds(lemma, env) -> bool:
                 except EvalError:
                     return
                 if ids.numel() and (w.dim() == 0 or bool(((ids < 0) | (ids >= w.shape[0])).any())):
+                    ok = False
+            if e[0] in (Var("pick"), Var("tpick"), Var("tcount")):
+                # a pick's index and a loss's targets: classes of the last dim
+                try:
+                    x, ids = evaluate(e[1], env), evaluate(e[2], env)
+                except EvalError:
+                    return
+                if ids.numel() and (x.dim() == 0 or bool(((ids < 0) | (ids >= x.shape[-1])).any())):
                     ok = False
             for a in e[1:]:
                 go(a)

@@ -1,9 +1,19 @@
 """Sums and maxima over ranks (the meaning of all-reduce / reduce-scatter)."""
 from entangle_py.engine.lemma import Lemma
-from lemmas._instances.collective import single
+from lemmas._instances.collective import single, slice_rsum_concat, slice_rsum_fold
 
 LEMMAS = [
     # one rank: the sum (max) over ranks is its own value
     Lemma("rsum-single", "(rsum (Cons x (Nil)))", "x", instances=single),
     Lemma("rmax-single", "(rmax (Cons x (Nil)))", "x", instances=single),
+    # a slice of a sum over ranks is the sum of the ranks' slices (linear).  Two targeted uses:
+    # a reduce-scatter (slice along d of a sum) of parts that are concats along d -- DTensor's
+    # Shard(1) reduce-scatter, a cat along dim 0 of each rank's dim-1 chunks: each rank's block
+    # is then the sum of one chunk ...
+    Lemma("slice-rsum-concat", "(slice (rsum (Cons (concat m d) r)) d s e)",
+          "(rsum (map_slice (Cons (concat m d) r) d s e))", instances=slice_rsum_concat),
+    # ... and, where a sum over ranks of slices (x's first) is in the e-graph, the same slice of
+    # the sum over ranks starting with x (with slice-cover, the chunks' sums tile that sum)
+    Lemma("slice-rsum-fold", "(slice (rsum (Cons x r2)) d s e)", "(rsum (map_slice (Cons x r2) d s e))",
+          trigger=("(rsum (Cons (slice x d s e) r1))", "(rsum (Cons x r2))"), instances=slice_rsum_fold),
 ]

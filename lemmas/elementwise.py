@@ -2,8 +2,9 @@
 from entangle_py.engine.lemma import Lemma
 from lemmas._instances import fixed
 from lemmas._instances.elementwise import (
-    add_rsum, bcast_absent, bcast_full, bcast_one, binary_concat, binary_concat_misaligned, map_binary,
-    map_binary_l_nil, map_scalar, map_unary, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat, unary_concat,
+    add_rsum, bcast_absent, bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat,
+    binary_concat_misaligned, map_binary, map_binary_l_nil, map_scalar, map_unary, neg_sub, rsum_rsum, rsum_scalar,
+    rsum_scalar_with, scalar_concat, unary_concat,
     zip_binary, zip_binary_mismatch, zip_ranks)
 
 # constants are written by repr(float): inf * (a + b) is not inf * a + inf * b, nor (a + b) / 0
@@ -35,6 +36,18 @@ LEMMAS = [
           when=("(= n (ndim (concat l d)))", "(= m (ndim y))", "(>= m (- n d))", "(<= m n)",
                 "(= (dim y (- m (- n d))) (DLit 1))"),
           instances=bcast_one, rejects=bcast_full),
+    # ... and the same with the concat on the right (a causal mask: key positions [1, S] > the
+    # ranks' query positions, a concat of [s, 1] along dim 0)
+    Lemma("binary-bcast-absent-concat", "(binary op y (concat l d))", "(concat (map_binary_r op y l) d)",
+          when=("(= n (ndim (concat l d)))", "(= m (ndim y))", "(< m (- n d))"),
+          instances=bcast_absent_r, rejects=bcast_full_r),
+    Lemma("binary-bcast-one-concat", "(binary op y (concat l d))", "(concat (map_binary_r op y l) d)",
+          when=("(= n (ndim (concat l d)))", "(= m (ndim y))", "(>= m (- n d))", "(<= m n)",
+                "(= (dim y (- m (- n d))) (DLit 1))"),
+          instances=bcast_one_r, rejects=bcast_full_r),
+    Lemma("map-binary-r-nil", "(map_binary_r op y (Nil))", "(Nil)", instances=map_binary_l_nil),
+    Lemma("map-binary-r-cons", "(map_binary_r op y (Cons x r))", "(Cons (binary op y x) (map_binary_r op y r))",
+          instances=map_binary),
     Lemma("map-binary-l-nil", "(map_binary_l op (Nil) y)", "(Nil)", instances=map_binary_l_nil),
     Lemma("map-binary-l-cons", "(map_binary_l op (Cons x r) y)", "(Cons (binary op x y) (map_binary_l op r y))",
           instances=map_binary),
@@ -56,6 +69,9 @@ LEMMAS = [
     Lemma("zip-ranks-nil", "(zip_ranks op (Nil) (Nil))", "(Nil)", instances=fixed({"op": "add"})),
     Lemma("zip-ranks-cons", "(zip_ranks op (Cons a r1) (Cons b r2))", "(Cons (binary op a b) (zip_ranks op r1 r2))",
           instances=zip_ranks),
+    # -(a - b) = b - a, exactly (rounding is symmetric; int wrap-around too): a loss's negated
+    # log-probability of the target, -(z_t - lse), is the lse - z_t that a vocab-parallel loss computes
+    Lemma("neg-sub", '(unary "neg" (binary "sub" a b))', '(binary "sub" b a)', instances=neg_sub),
     Lemma("add-rsum-accumulate", '(binary "add" x (rsum (Cons a (Cons b r))))',
           '(binary "add" (binary "add" x a) (rsum (Cons b r)))', instances=add_rsum),
 ]

@@ -5,19 +5,24 @@ Terms (entangle_py/semantics/terms.py, INDEXING):
 - ``(take W ids)``   = ``W[ids]`` (embedding, ``index.Tensor(W, [ids])``);
 - ``(mtake W ids lo)`` = rows ``W[ids - lo]`` where ``lo <= ids < lo + rows(W)``, zero rows elsewhere;
 - ``(pick L t)``     = ``L[..., t]`` along the last dim (``index.Tensor(L2, [arange, t])``);
-- ``(mpick L t lo)`` = ``L[..., t - lo]`` where ``lo <= t < lo + L.shape[-1]``, zero elsewhere.
+- ``(mpick L t lo)`` = ``L[..., t - lo]`` where ``lo <= t < lo + L.shape[-1]``, zero elsewhere;
+- ``(tpick L t c)`` = a loss's target logit ``L[..., t]``, zero where t is the ignore index c;
+  ``(tcount L t c n)`` the number of targets that are not c (n: the number of targets).
 
 The masked forms are total (defined for every id): a vocab-parallel rank computes one for its
 slice, and a masked lookup over a concat along the looked-up dim is the sum of the parts' masked
 lookups at accumulated offsets — exact for all ids, no assumption.  Only turning a plain lookup
 into the masked form needs ids in range: that lemma rests on the ``valid_indices`` assumption and is
-active only when the spec enables it.
+active only when the spec enables it.  So does dropping a loss's ignore index: a loss's targets are
+class ids in [0, C), so a negative ignore index ignores none of them (nll_loss's default -100).
 """
 from entangle_py.engine.lemma import Lemma, Rule
 from lemmas._instances.indexing import (
     cst_terms, iscalar_terms, map_mpick, map_mpick_bad, map_mpick_nil, map_mtake, map_mtake_bad, map_mtake_nil,
     mpick_concat, mpick_concat_bad, mpick_intro, mpick_intro_bad, mpick_terms, mtake_concat, mtake_concat_bad,
-    mtake_intro, mtake_intro_bad, mtake_terms, pick_terms, take_negative, take_terms, take_valid)
+    mtake_intro, mtake_intro_bad, mtake_terms, pick_bcast, pick_bcast_bad, pick_bsame_terms, pick_negative, pick_terms, pick_valid,
+    take_negative, take_terms, take_valid, tcount_div, tcount_div_bad, tcount_terms, tpick_ignored, tpick_terms,
+    tpick_valid)
 from lemmas._instances.indexing import (
     mscatter_intro, mscatter_intro_bad, mscatter_split, mscatter_split_bad, scatter_invalid, scatter_terms,
     scatter_valid)
@@ -35,10 +40,27 @@ _MSCATTER_LHS = (f'(scatter (binary "masked_fill:0.0" g (view {_mask_text("ids",
 _MPICK_LHS = (f'(binary "masked_fill:0.0" (pick L (binary "masked_fill:0" (iscalar "sub" t lo) {_mask_text("t", "lo", "hi")})) '
               f'{_mask_text("t", "lo", "hi")})')
 
+_LOSS_SUM = '(reduce "sum" (unary "neg" (tpick L t c)) dims 0)'
+
 LEMMAS = [
     # a plain lookup is the masked lookup at offset 0 when every id is a row of the table
     Lemma("take-valid-masked", "(take W ids)", "(mtake W ids 0)", assumes=("valid_indices",),
           instances=take_valid, rejects=take_negative),
+    Lemma("pick-valid-masked", "(pick L t)", "(mpick L t 0)", assumes=("valid_indices",),
+          instances=pick_valid, rejects=pick_negative),
+    # a loss (nll_loss) whose ignore index is negative ignores no target: the targets are classes
+    Lemma("tpick-valid", "(tpick L t c)", "(pick L t)", when=("(< c 0)",), assumes=("valid_indices",),
+          instances=tpick_valid, rejects=tpick_ignored),
+    # the mean: the sum of the targets' terms over their count (both of L's dtype)
+    Lemma("tcount-div-valid", f'(binary "div" {_LOSS_SUM} (tcount L t c n))', f'(scalar "div" {_LOSS_SUM} n)',
+          when=("(< c 0)", '(!= n "")'), assumes=("valid_indices",),
+          instances=tcount_div, rejects=tcount_div_bad),
+    # the pick of an elementwise op with a term constant along the picked dim (log_softmax's
+    # log-sum-exp, viewed with a trailing 1) is the op of the pick and that term
+    Lemma("pick-binary-bcast", "(pick (binary op a (view y s)) t)", "(binary op (pick a t) y)",
+          when=("(= k (ndim a))", "(= (ndim y) (- k 1))", "(= (dlen s) k)", "(= (dlast s) (DLit 1))",
+                "(vpfx y s (- k 1))", "(bsame a y (- k 1))"),
+          instances=pick_bcast, rejects=pick_bcast_bad),
     # Megatron's vocab-parallel lookup: ids outside [lo, hi) read row 0, then their rows are zeroed.
     # Exact for every id.  The zeroing mask is the range mask viewed with a trailing 1 and its own
     # leading dims (mask[..., None]; ids [1, 4] viewed to [4, 1, 1] would broadcast to [4, 4, h]).
@@ -109,6 +131,11 @@ RULES = [
         f"(rule ((= y {pat})) ((set (ndim y) 2) (set (dim y 0) (DLit n))) :ruleset shapes)\n"
         f"(rule ((= y {pat}) (= a (ndim g)) (= v (dim g (- a 1)))) ((set (dim y 1) v)) :ruleset shapes)"
         for pat in ("(scatter g i n)", "(mscatter g i o n)")), check_terms=scatter_terms),
+    _index_shape("(tpick x i c)", "shape-tpick", tpick_terms),
+    Rule("shape-tcount", "(rule ((= y (tcount x i c n))) ((set (ndim y) 0)) :ruleset shapes)", check_terms=tcount_terms),
+    # the leading dims of a pick's operands through a broadcast op, compared one by one (bmm-view-batch)
+    Rule("ask-bsame-pick", "(rule ((= z (pick (binary op a (view y s)) t))) ((bsame a y 0)) :ruleset shapes)",
+         check_terms=pick_bsame_terms),
     Rule("shape-cst", (
         "(rule ((= y (cst c s)) (= n (dlen s))) ((set (ndim y) n)) :ruleset shapes)\n"
         "(rule ((= y (cst c s)) (= v (dat s i))) ((set (dim y i) v)) :ruleset shapes)"), check_terms=cst_terms),

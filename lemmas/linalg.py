@@ -4,7 +4,7 @@ over the 4-D (or any n-D) forms; heads split across ranks are a concat along a b
 from entangle_py.engine.lemma import Lemma, Rule
 from lemmas._instances import fixed
 from lemmas._instances.linalg import (
-    bmm_terms, bmm_view, bmm_view_batch_terms, bmm_view_swapped, col, inner, map_mm_l, map_mm_l_nil, map_mm_r,
+    bmm_rows, bmm_terms, bmm_view, bmm_view_batch_terms, map_bmm_l, map_bmm_l_nil, bmm_view_swapped, col, inner, map_mm_l, map_mm_l_nil, map_mm_r,
     map_mm_r_nil, matmul_concat, matmul_concat_rows, matmul_terms, row, rsum_left, rsum_right, zip_matmul,
     zip_matmul_mismatch, zip_mm, zip_mm_mismatch)
 
@@ -21,6 +21,11 @@ LEMMAS = [
     Lemma("map-mm-r-cons", "(map_mm_r x (Cons w r))", "(Cons (mm x w) (map_mm_r x r))", instances=map_mm_r),
     Lemma("map-mm-l-nil", "(map_mm_l (Nil) w)", "(Nil)", instances=map_mm_l_nil),
     Lemma("map-mm-l-cons", "(map_mm_l (Cons x r) w)", "(Cons (mm x w) (map_mm_l r w))", instances=map_mm_l),
+    # rows of a batched product: bmm([X0, X1, ...] along dim 1, w) = [X0 w, X1 w, ...] along dim 1
+    # (context parallelism: each rank's queries against the gathered keys)
+    Lemma("bmm-concat-rows", "(bmm (concat l 1) w)", "(concat (map_bmm_l l w) 1)", instances=bmm_rows),
+    Lemma("map-bmm-l-nil", "(map_bmm_l (Nil) w)", "(Nil)", instances=map_bmm_l_nil),
+    Lemma("map-bmm-l-cons", "(map_bmm_l (Cons x r) w)", "(Cons (bmm x w) (map_bmm_l r w))", instances=map_bmm_l),
     Lemma("zip-mm-nil", "(zip_mm (Nil) (Nil))", "(Nil)", instances=fixed({})),
     Lemma("zip-mm-cons", "(zip_mm (Cons a r1) (Cons b r2))", "(Cons (mm a b) (zip_mm r1 r2))",
           when=("(= (dim a 1) (dim b 0))",), instances=zip_mm, rejects=zip_mm_mismatch),

@@ -9,7 +9,7 @@ from lemmas._instances import fixed
 from lemmas._instances.movement import (
     binary_view_bcast, binary_view_bcast_merged, concat_interchange, concat_interchange_same, concat_nest, concat_nest_bad,
     cover, cover_empty, dset, dset_last_lists, expand_concat,
-    expand_concat_axis, expand_terms, flatten, full_slice, ipos_terms, lappend, lappend_nil, map_expand_at,
+    expand_concat_axis, expand_terms, flatten, full_slice, ipos_terms, iscalar_view, lappend, lappend_nil, map_expand_at,
     map_expand_at_bad, map_permute, zip_concat, zip_concat_misaligned,
     map_slice, map_transpose, map_view, map_view_at, map_view_at_bad, map_view_last, map_view_last_bad,
     map_view_merge, map_view_merge_bad, map_view_split, map_view_split_bad, partial_slice, permute_concat,
@@ -201,6 +201,7 @@ LEMMAS = [
     # elementwise ops commute with reshapes (moved outward, so views meet views)
     Lemma("scalar-view", "(scalar op (view x s) c)", "(view (scalar op x c) s)", instances=scalar_view),
     Lemma("unary-view", "(unary op (view x s))", "(view (unary op x) s)", instances=unary_view),
+    Lemma("iscalar-view", "(iscalar op (view x s) c)", "(view (iscalar op x c) s)", instances=iscalar_view),
     # a view of x + bias, the bias broadcasting over trailing dims the view keeps, is the view
     # plus the bias (nn.Linear on a 3-D input: view -> addmm -> view back)
     Lemma("view-binary-bcast", "(view (binary op x y) s)", "(binary op (view x s) y)",

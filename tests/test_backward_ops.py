@@ -72,8 +72,8 @@ def _fx(tmp_path, name, body):
 
 def _lowered(tmp_path, body):
     g = import_fx([_fx(tmp_path, "g", body)]).ranks[0]
-    low = L.Lowerer(g, lambda name: f"${name}")
-    return {n.name: low.lower(n) for n in g.nodes if not n.is_placeholder}
+    low = L.Lowerer(g)
+    return {n.name: L.bind_result(low.lower(n), lambda name: f"${name}") for n in g.nodes if not n.is_placeholder}
 
 
 def test_lowering_backward_ops_and_reductions(tmp_path):

@@ -150,13 +150,21 @@ def test_dynamic_sizes_refine_and_missing_allreduce_fails():
 def test_symbols_are_not_identified_by_name_alone():
     """A rank's symbol only means the sequential one of the same name when an input says so."""
     seq, dist, spec = shipped_example("mlp_tp2_dynamic")
-    ch = Checker(G.load(seq), G.load(dist), S.load_spec(spec))
-    rels = ch.input_relations()
-    ch._unify_symbols(rels)
+    from entangle_py.check.names import Names
+    from entangle_py.check.sizes import Sizes
+    seq, dist = G.load(seq), G.load(dist)
+    rels = Checker(seq, dist, S.load_spec(spec)).input_relations()
+    seq_g, names = seq.ranks[0], [Names(g) for g in dist.ranks]
+    sizes = Sizes(seq_g, dist, Names(seq_g), names, rels)
     import sympy
     s = sympy.Symbol("zz9", integer=True, positive=True)
-    assert str(ch._canonical_size(s, 0)) == "r0_zz9"
-    assert str(ch._canonical_size(s, "seq")) == "seq_zz9"
+    assert str(sizes.canonical(s, 0)) == "r0_zz9"
+    assert str(sizes.canonical(s, "seq")) == "seq_zz9"
+    # a replicated input with the same symbol on an unsharded axis identifies the two
+    x_seq = seq_g.node(Names(seq_g).node("input:x")).val.shape[0]
+    x_r0 = dist.ranks[0].node(names[0].node("input:x")).val.shape[0]
+    assert sizes.canonical(x_r0, 0) == sizes.canonical(x_seq, "seq")
+    assert sizes.same(sizes.canonical(x_r0, 0), sizes.canonical(x_seq, "seq"))
 
 
 def test_limit_hit_is_unknown_exit_3_naming_operator_and_limit(tmp_path):
@@ -412,11 +420,15 @@ def test_mesh_concats_of_one_tensor_have_equal_parts():
     from entangle_py.frontend.capture import capture
     prog = ROOT / "examples" / "programs" / "mesh_dp_tp_correct.py"
     seq, dist = capture(str(prog), 1), capture(str(prog), 4)
-    ch = Checker(seq, dist, S.load_spec(str(prog.with_name("mesh_dp_tp.toml"))))
+    from entangle_py.check.inputs import SpecTerms
+    from entangle_py.check.names import Names
+    names = [Names(g) for g in dist.ranks]
+    spec = S.load_spec(str(prog.with_name("mesh_dp_tp.toml")))
+    terms = SpecTerms(seq.ranks[0], dist, spec, Names(seq.ranks[0]), names, sizes=None, dvar=[{} for _ in names])
     L, C = S.Leaf, S.Call
     w = [L(r, "param:fc1") for r in range(4)]
     a, b = C("concat", (w[0], w[1]), (("dim", 0),)), C("concat", (w[2], w[3]), (("dim", 0),))
-    assert list(ch._equal_parts(a, b)) == [(w[0], w[2]), (w[1], w[3])]
-    assert list(ch._equal_parts(C("sum", (w[0], w[1])), C("sum", (w[2], w[3])))) == []
-    assert list(ch._equal_parts(a, C("concat", (w[2], w[3]), (("dim", 1),)))) == []
-    assert list(ch._equal_parts(a, C("concat", (w[2],), (("dim", 0),)))) == []
+    assert list(terms.equal_parts(a, b)) == [(w[0], w[2]), (w[1], w[3])]
+    assert list(terms.equal_parts(C("sum", (w[0], w[1])), C("sum", (w[2], w[3])))) == []
+    assert list(terms.equal_parts(a, C("concat", (w[2], w[3]), (("dim", 1),)))) == []
+    assert list(terms.equal_parts(a, C("concat", (w[2],), (("dim", 0),)))) == []

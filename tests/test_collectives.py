@@ -3,27 +3,29 @@ with torch on the inputs, equals what the simulated collective (interp) computes
 import pytest
 import torch
 
-from entangle_py.ir import graph as G
 from entangle_py.oracle import interp
 from entangle_py.check import spec as S
 from entangle_py.semantics import terms
-from entangle_py.engine.egraph import _term_from_dag
-from entangle_py.check.checker import Checker
+from entangle_py.check.distributed import DistProgram
+from entangle_py.check.names import Names
+from entangle_py.check.sizes import Sizes
+from entangle_py.check.window import Window
+from entangle_py.engine.egraph import Engine
+from entangle_py.engine.lemma import load_library
 from test_interp import R, T, _coll_bundle, gen, op, rnd
 
 
 def _lowered_terms(bundle):
     """For each rank: a term of its output 'w' over the ranks' inputs (Gd leaves of 'x' only)."""
-    ch = Checker(G.Bundle([bundle.ranks[0]]), bundle, S.Spec())
-    ch.no_semantics, ch.collectives = {}, []
-    ch._unify_symbols({})
-    ch.insert_dist()
-    ch._widen()
-    assert not ch.no_semantics, ch.no_semantics
+    names = [Names(g) for g in bundle.ranks]
+    sizes = Sizes(bundle.ranks[0], bundle, names[0], names, {})
+    dist = DistProgram(bundle, names, S.Spec(), sizes, same_rng=False).run()
+    assert not dist.no_semantics, dist.no_semantics
+    engine = Engine(load_library(), dims=sizes.solver)
+    engine.add(*Window(dist.dfacts, depth=1).everything())
     out = []
     for r in range(bundle.world_size):
-        res = ch.engine.run1(f"(extract {ch.dvar[r]['w']} 16)")[0]
-        variants = [_term_from_dag(res.termdag, t) for t in res.terms]
+        variants = engine.variants(dist.dvar[r]["w"], 16)
         only_inputs = [t for t in variants if _leaves(t) and all(n.endswith(".x") for n in _leaves(t))]
         assert only_inputs, variants
         out.append(only_inputs[0])

@@ -20,6 +20,7 @@ import torch
 
 from entangle_py.ir import graph as G
 from entangle_py.oracle import interp
+from entangle_py.oracle import placement
 from entangle_py.oracle.recheck import choose_sizes, int_ranges
 from entangle_py.check import spec as S
 
@@ -76,11 +77,11 @@ def _run_example(name: str, seed: int = 0):
     if any(n.target == "aten.embedding.default" for n in g0.nodes):
         assert ranges and all(hi > 2 for _, hi in ranges.values()), \
             f"{name}: could not find the vocabulary size for the token ids ({ranges})"
-    seq_in = interp.random_inputs(g0, gen, sizes=_sizes(g0, W), int_ranges=ranges, float_dtype=F64)
+    seq_in = placement.random_inputs(g0, gen, sizes=_sizes(g0, W), int_ranges=ranges, float_dtype=F64)
     seq_out = interp.output_values(seq, interp.run_bundle(seq, [seq_in], float_dtype=F64))[0]
     unknown = set(spec.inputs) - {p.name for p in g0.inputs}
     assert not unknown, f"{name}: spec names inputs the sequential graph lacks: {sorted(unknown)}"
-    dist_in = interp.distribute_inputs(seq_in, spec, dist, gen, float_dtype=F64)
+    dist_in = placement.distribute_inputs(seq_in, spec, dist, gen, float_dtype=F64)
     dist_vals = interp.named_values(dist, interp.run_bundle(dist, dist_in, float_dtype=F64))
     checked = spec.check if spec.check is not None else [p.name for p in g0.outputs]
     errors = {}
@@ -90,7 +91,7 @@ def _run_example(name: str, seed: int = 0):
             assert out in dist_vals[r], f"{name}: rank {r} of dist.pt has no output {out!r}"
         rel = spec.expect.get(out)
         terms = S.relation_terms(rel, out, W, spec.mesh) if rel is not None else [S.Leaf(0, out)]
-        errors[out] = max(_rel_err(interp.eval_term(t, dist_vals), seq_out[out]) for t in terms)
+        errors[out] = max(_rel_err(placement.eval_term(t, dist_vals), seq_out[out]) for t in terms)
     return errors
 
 

@@ -7,6 +7,7 @@ import torch
 
 from entangle_py.ir import graph as G
 from entangle_py.oracle import interp
+from entangle_py.oracle import placement
 from entangle_py.check import spec as S
 from entangle_py.ir.symbolic import make_symbol
 
@@ -187,9 +188,9 @@ MLP_SPEC = S.parse_spec({"inputs": {"input:x": "replicate", "param:w1": "shard(1
 def _run_mlp(world, with_allreduce, seed=0):
     g = gen(seed)
     seq, dist = _seq_mlp(), _dist_mlp(world, with_allreduce)
-    seq_in = interp.random_inputs(seq.rank(0), g)
+    seq_in = placement.random_inputs(seq.rank(0), g)
     seq_out = interp.output_values(seq, interp.run_bundle(seq, [seq_in]))[0]["out"]
-    dist_in = interp.distribute_inputs(seq_in, MLP_SPEC, dist, g)
+    dist_in = placement.distribute_inputs(seq_in, MLP_SPEC, dist, g)
     outs = interp.output_values(dist, interp.run_bundle(dist, dist_in))
     return seq_out, outs
 
@@ -198,7 +199,7 @@ def _run_mlp(world, with_allreduce, seed=0):
 def test_mlp_tensor_parallel_with_allreduce_reproduces_sequential(world):
     seq_out, outs = _run_mlp(world, True)
     for term in S.relation_terms(MLP_SPEC.expect["out"], "out", world):
-        assert torch.allclose(interp.eval_term(term, outs), seq_out, rtol=1e-10, atol=1e-10)
+        assert torch.allclose(placement.eval_term(term, outs), seq_out, rtol=1e-10, atol=1e-10)
 
 
 def test_mlp_missing_allreduce_does_not():
@@ -212,7 +213,7 @@ def test_mlp_missing_allreduce_does_not():
 def test_upto_stops_early_but_serves_collectives():
     dist = _dist_mlp(2, True)
     g = gen(3)
-    ins = [interp.random_inputs(dist.rank(r), g) for r in range(2)]
+    ins = [placement.random_inputs(dist.rank(r), g) for r in range(2)]
     env = interp.run_bundle(dist, ins, upto={0: {"mm1"}})
     assert "mm1" in env[0] and "mm2" not in env[0]
     assert "mm1" not in env[1]
@@ -446,22 +447,22 @@ def _holder_bundle(shapes_per_rank, name="w", dtype=F):
 def test_distribute_shard_uneven_and_replicate():
     b = _holder_bundle([(3, 4), (5, 4)])
     v = rnd(8, 4, g=gen())
-    parts = interp.distribute(v, S.Relation((S.Shard(0),)), "w", b)
+    parts = placement.distribute(v, S.Relation((S.Shard(0),)), "w", b)
     assert [p.shape[0] for p in parts] == [3, 5]
     assert torch.equal(torch.cat(parts, 0), v)
-    reps = interp.distribute(v, S.Relation((S.Replicate(),)), "w", _holder_bundle([(8, 4)] * 3))
+    reps = placement.distribute(v, S.Relation((S.Replicate(),)), "w", _holder_bundle([(8, 4)] * 3))
     assert all(torch.equal(p, v) for p in reps)
     with pytest.raises(interp.InterpError, match="do not tile"):
-        interp.distribute(v, S.Relation((S.Shard(0),)), "w", _holder_bundle([(3, 4), (3, 4)]))
+        placement.distribute(v, S.Relation((S.Shard(0),)), "w", _holder_bundle([(3, 4), (3, 4)]))
 
 
 def test_distribute_partial_is_a_random_split():
     b = _holder_bundle([(4, 4)] * 4)
     v = rnd(4, 4, g=gen(1))
-    parts = interp.distribute(v, S.Relation((S.Partial(),)), "w", b, generator=gen(2))
+    parts = placement.distribute(v, S.Relation((S.Partial(),)), "w", b, generator=gen(2))
     assert torch.allclose(sum(parts), v, rtol=1e-12, atol=1e-12)
     assert not torch.allclose(parts[0], v / 4)
-    parts = interp.distribute(v, S.Relation((S.Partial(reduce="max"),)), "w", b, generator=gen(3))
+    parts = placement.distribute(v, S.Relation((S.Partial(reduce="max"),)), "w", b, generator=gen(3))
     assert torch.equal(torch.stack(parts).amax(0), v)
 
 
@@ -470,17 +471,17 @@ def test_distribute_two_d_mesh():
     b = _holder_bundle([(4, 3)] * 4)
     v = rnd(8, 3, g=gen(4))
     rel = S.parse_relation("shard(0)@dp, partial@tp", "t", mesh)
-    parts = interp.distribute(v, rel, "w", b, mesh=mesh, generator=gen(5))
+    parts = placement.distribute(v, rel, "w", b, mesh=mesh, generator=gen(5))
     (term,) = S.relation_terms(rel, "w", 4, mesh)
-    assert torch.allclose(interp.eval_term(term, [{"w": p} for p in parts]), v, rtol=1e-12, atol=1e-12)
+    assert torch.allclose(placement.eval_term(term, [{"w": p} for p in parts]), v, rtol=1e-12, atol=1e-12)
     # replicate over tp: both tp ranks hold the same tensor (DTensor semantics), partial over dp
     rel = S.parse_relation("partial@dp", "t", mesh)
-    parts = interp.distribute(rnd(4, 3, g=gen(6)), rel, "w", b, mesh=mesh, generator=gen(7))
+    parts = placement.distribute(rnd(4, 3, g=gen(6)), rel, "w", b, mesh=mesh, generator=gen(7))
     assert torch.equal(parts[0], parts[1]) and torch.equal(parts[2], parts[3])
     # nested shard of one dim over both mesh dims: dp outer, tp inner
     b = _holder_bundle([(2, 3)] * 4)
     rel = S.parse_relation("shard(0)@dp, shard(0)@tp", "t", mesh)
-    parts = interp.distribute(v, rel, "w", b, mesh=mesh)
+    parts = placement.distribute(v, rel, "w", b, mesh=mesh)
     assert all(torch.equal(parts[r], v[2 * r:2 * r + 2]) for r in range(4))
 
 
@@ -488,26 +489,26 @@ def test_distribute_explicit_term_and_eval_term():
     b = _holder_bundle([(4, 2), (4, 3)])
     v = rnd(4, 5, g=gen(8))
     term = S.parse_term("concat(r0.w, r1.w, dim=1)")
-    parts = interp.distribute(v, S.Relation(term=term), "w", b)
+    parts = placement.distribute(v, S.Relation(term=term), "w", b)
     assert parts[0].shape == (4, 2) and parts[1].shape == (4, 3)
-    assert torch.equal(interp.eval_term(term, [{"w": p} for p in parts]), v)
+    assert torch.equal(placement.eval_term(term, [{"w": p} for p in parts]), v)
     term = S.parse_term("sum(r0.w, transpose(r1.w, dim0=0, dim1=1))")
     b = _holder_bundle([(4, 5), (5, 4)])
-    parts = interp.distribute(v, S.Relation(term=term), "w", b, generator=gen(9))
-    assert torch.allclose(interp.eval_term(term, [{"w": p} for p in parts]), v, rtol=1e-12, atol=1e-12)
+    parts = placement.distribute(v, S.Relation(term=term), "w", b, generator=gen(9))
+    assert torch.allclose(placement.eval_term(term, [{"w": p} for p in parts]), v, rtol=1e-12, atol=1e-12)
     with pytest.raises(interp.InterpError, match="not invertible"):
-        interp.distribute(v, S.Relation(term=S.parse_term("reshape(concat(r0.w, r1.w, dim=0), shape=[4, 5])")), "w", b)
+        placement.distribute(v, S.Relation(term=S.parse_term("reshape(concat(r0.w, r1.w, dim=0), shape=[4, 5])")), "w", b)
     sl = S.parse_term("slice(r0.w, dim=0, start=1, end=5)")
-    parts = interp.distribute(v, S.Relation(term=sl), "w", _holder_bundle([(6, 5), (6, 5)]), generator=gen(10))
+    parts = placement.distribute(v, S.Relation(term=sl), "w", _holder_bundle([(6, 5), (6, 5)]), generator=gen(10))
     assert parts[1] is None and torch.equal(parts[0][1:5], v)
-    assert torch.equal(interp.eval_term(sl, [{"w": parts[0]}]), v)
+    assert torch.equal(placement.eval_term(sl, [{"w": parts[0]}]), v)
 
 
 def test_distribute_symbolic_shard_sizes():
     s0 = make_symbol("s0")
     b = G.Bundle([rank(r, [ph("w", T(s0, 3))], ["w"], {}, symbols={"s0": (1, None)}) for r in range(2)])
     v = rnd(6, 3)
-    parts = interp.distribute(v, S.Relation((S.Shard(0),)), "w", b)
+    parts = placement.distribute(v, S.Relation((S.Shard(0),)), "w", b)
     assert [p.shape[0] for p in parts] == [3, 3]
 
 
@@ -516,13 +517,13 @@ def test_random_inputs():
     nodes = [ph("ids", T(s0, 4, dtype="int64")), ph("x", T(s0, 2, dtype="float32")), ph("m", T(3, dtype="bool")),
              ph("n", G.SymIntMeta(s0))]
     g = rank(0, nodes, ["ids", "x", "m", "n"], {}, symbols={"s0": (2, None)})
-    ins = interp.random_inputs(g, gen(0), sizes={"s0": 5}, int_ranges={"ids": (0, 100)}, float_dtype=torch.float64)
+    ins = placement.random_inputs(g, gen(0), sizes={"s0": 5}, int_ranges={"ids": (0, 100)}, float_dtype=torch.float64)
     assert ins["ids"].shape == (5, 4) and ins["ids"].dtype == torch.int64
     assert 0 <= int(ins["ids"].min()) and int(ins["ids"].max()) < 100 and int(ins["ids"].max()) > 1
     assert ins["x"].dtype == torch.float64 and ins["m"].dtype == torch.bool and ins["n"] == 5
     with pytest.raises(interp.InterpError, match="unbound symbol"):
-        interp.random_inputs(g, gen(0))
-    assert interp.random_inputs(g, gen(0), default_size=3)["x"].shape == (3, 2)
+        placement.random_inputs(g, gen(0))
+    assert placement.random_inputs(g, gen(0), default_size=3)["x"].shape == (3, 2)
 
 
 def test_kwargs_and_legacy_collectives():

@@ -72,6 +72,8 @@ def red(op, x, dims, keepdim):
 _MASK = '(binary "bitwise_or" (iscalar "lt" {{ids}} {lo}) (iscalar "ge" {{ids}} {hi}))'
 _MSCATTER = (f'(scatter (binary "masked_fill:0.0" {{{{g}}}} (view {_MASK} {dlist([2, 3, 1])})) '
              f'(binary "masked_fill:0" (iscalar "sub" {{{{ids}}}} {{lo}}) {_MASK}) {{n}})')
+_NLL = '(unary "neg" (tpick {L} {t} -100))'
+
 
 # (family, start, goal, leaf shapes, assumptions)
 POSITIVE = [
@@ -114,6 +116,12 @@ POSITIVE = [
      f"(view {red('sum', '{x}', [0, 1], 1)} {dlist([1, 4])})", {"x": [2, 3, 4]}, ()),
     # collective: a sum over one rank is its value
     ("collective", f"(rsum {cons('{a}')})", "{a}", {"a": [2, 3]}, ()),
+    # a rank's block of a reduce-scatter of [chunk 0; chunk 1] (dim-1 chunks cat along dim 0) is the sum of its chunk
+    ("collective", "(slice (rsum " + cons(cat(0, "(slice {u0} 1 (DLit 0) (DLit 2))", "(slice {u0} 1 (DLit 2) (DLit 4))"),
+                                          cat(0, "(slice {u1} 1 (DLit 0) (DLit 2))", "(slice {u1} 1 (DLit 2) (DLit 4))"))
+     + ") 0 (DLit 2) (DLit 4))",
+     "(rsum " + cons("(slice {u0} 1 (DLit 2) (DLit 4))", "(slice {u1} 1 (DLit 2) (DLit 4))") + ")",
+     {"u0": [2, 4, 3], "u1": [2, 4, 3]}, ()),
     # indexing: a masked lookup in a table split by rows is the rsum of the parts' lookups at their offsets
     ("indexing", f"(mtake {cat(0, '{w0}', '{w1}')} {{ids}} 0)", f"(rsum {cons('(mtake {w0} {ids} 0)', '(mtake {w1} {ids} 3)')})",
      {"w0": [3, 4], "w1": [2, 4], "ids": [5]}, ()),
@@ -125,6 +133,24 @@ POSITIVE = [
     ("indexing", "(scatter {g} {ids} 5)", "(mscatter {g} {ids} 0 5)", {"g": [2, 3, 4], "ids": [2, 3]},
      ("valid_indices",)),
     ("indexing", _MSCATTER.format(lo=3, hi=5, n=2), "(mscatter {g} {ids} 3 2)", {"g": [2, 3, 4], "ids": [2, 3]}, ()),
+    # positions: a rank's local positions moved by its offset, next to the first rank's, are the whole run
+    ("positions", cat(0, "(arange 0 1 (DLit 3))", '(iscalar "add" (arange 0 1 (DLit 3)) 3)'), "(arange 0 1 (DLit 6))",
+     {}, ()),
+    # elementwise: key positions [1, S] against the ranks' query positions (a concat along dim 0)
+    ("elementwise", f'(binary "gt" {{k}} {cat(0, "{a}", "{b}")})', cat(0, '(binary "gt" {k} {a})', '(binary "gt" {k} {b})'),
+     {"k": [1, 6], "a": [2, 1], "b": [4, 1]}, ()),
+    # linalg: the rows of a batched product (context parallelism's queries against gathered keys)
+    ("linalg", f"(bmm {cat(1, '{a}', '{b}')} {{w}})", cat(1, "(bmm {a} {w})", "(bmm {b} {w})"),
+     {"a": [2, 3, 4], "b": [2, 1, 4], "w": [2, 4, 5]}, ()),
+    # a loss's target pick with a negative ignore index, targets being classes: the masked pick at 0
+    ("indexing", "(tpick {L} {t} -100)", "(mpick {L} {t} 0)", {"L": [4, 5], "t": [4]}, ("valid_indices",)),
+    # ... and its mean: the sum over the count of targets is the sum over their number
+    ("indexing", f'(binary "div" {red("sum", _NLL, [0], 0)} (tcount {{L}} {{t}} -100 "4.0"))',
+     f'(scalar "div" {red("sum", _NLL, [0], 0)} "4.0")', {"L": [4, 5], "t": [4]}, ("valid_indices",)),
+    # the pick of log_softmax: the log-sum-exp, constant along the picked dim, comes out
+    ("indexing", f'(pick (binary "sub" {{a}} (view {{y}} {dlist([4, 1])})) {{t}})', '(binary "sub" (pick {a} {t}) {y})',
+     {"a": [4, 5], "y": [4], "t": [4]}, ()),
+    ("elementwise", '(unary "neg" (binary "sub" {a} {b}))', '(binary "sub" {b} {a})', {"a": [2, 3], "b": [3]}, ()),
 ]
 
 NEGATIVE = [
@@ -168,6 +194,12 @@ NEGATIVE = [
      f"(view {red('sum', '{x}', [0, 1], 1)} {dlist([1, 12])})", {"x": [2, 3, 4]}, ()),
     # collective: a sum over two ranks holding the same value is not that value
     ("collective", f"(rsum {cons('{a}', '{a}')})", "{a}", {"a": [2, 3]}, ()),
+    # ... and not the sum of the other chunk
+    ("collective", "(slice (rsum " + cons(cat(0, "(slice {u0} 1 (DLit 0) (DLit 2))", "(slice {u0} 1 (DLit 2) (DLit 4))"),
+                                          cat(0, "(slice {u1} 1 (DLit 0) (DLit 2))", "(slice {u1} 1 (DLit 2) (DLit 4))"))
+     + ") 0 (DLit 2) (DLit 4))",
+     "(rsum " + cons("(slice {u0} 1 (DLit 0) (DLit 2))", "(slice {u1} 1 (DLit 0) (DLit 2))") + ")",
+     {"u0": [2, 4, 3], "u1": [2, 4, 3]}, ()),
     # indexing: a plain lookup is not the masked one unless ids are assumed valid
     ("indexing", f"(take {cat(0, '{w0}', '{w1}')} {{ids}})", f"(rsum {cons('(mtake {w0} {ids} 0)', '(mtake {w1} {ids} 3)')})",
      {"w0": [3, 4], "w1": [2, 4], "ids": [5]}, ()),
@@ -178,6 +210,19 @@ NEGATIVE = [
     ("indexing", "(scatter {g} {ids} 5)", "(mscatter {g} {ids} 0 5)", {"g": [2, 3, 4], "ids": [2, 3]}, ()),
     # a mask of another range is not the rank's block
     ("indexing", _MSCATTER.format(lo=3, hi=6, n=2), "(mscatter {g} {ids} 3 2)", {"g": [2, 3, 4], "ids": [2, 3]}, ()),
+    # positions: a gap between two runs is not one run
+    ("positions", cat(0, "(arange 0 1 (DLit 3))", "(arange 4 1 (DLit 3))"), "(arange 0 1 (DLit 6))", {}, ()),
+    # elementwise: an operand that varies along the concat axis is not split with it
+    ("elementwise", f'(binary "gt" {{k}} {cat(0, "{a}", "{b}")})', cat(0, '(binary "gt" {k} {a})', '(binary "gt" {k} {b})'),
+     {"k": [6, 6], "a": [2, 1], "b": [4, 1]}, ()),
+    # a loss's ignore index is dropped only when targets are assumed classes, and only a negative one
+    ("indexing", "(tpick {L} {t} -100)", "(pick {L} {t})", {"L": [4, 5], "t": [4]}, ()),
+    ("indexing", "(tpick {L} {t} 1)", "(pick {L} {t})", {"L": [4, 5], "t": [4]}, ("valid_indices",)),
+    # a masked pick at offset 0 (rank 0's vocabulary shard) is not a plain pick, even assuming valid ids
+    ("indexing", "(mpick {L} {t} 0)", "(pick {L} {t})", {"L": [4, 5], "t": [4]}, ("valid_indices",)),
+    # the log-sum-exp broadcast along a leading dim of the picked tensor does not come out
+    ("indexing", f'(pick (binary "sub" {{a}} (view {{y}} {dlist([4, 1])})) {{t}})', '(binary "sub" (pick {a} {t}) {y})',
+     {"a": [1, 5], "y": [4], "t": [4]}, ()),
 ]
 
 
@@ -238,3 +283,26 @@ def test_concat_is_a_sum_of_padded_parts_where_a_rank_padded_one():
     assert reached
     reached, saturated = proves(start, goal, shapes)
     assert saturated and not reached
+def test_rank_positions_tile_the_sequence():
+    """Context parallelism: rank r's query positions arange(s) + r * s, next to the sequential
+    arange(S), are slices of it that tile it (arange-inside, slice-cover, slice-full); only
+    between aranges in the e-graph."""
+    whole = "(arange 0 1 (DLit 6))"
+    parts = ("(arange 0 1 (DLit 3))", '(iscalar "add" (arange 0 1 (DLit 3)) 3)')
+    reached, _ = proves(whole, cat(0, *parts), {}, present=parts)
+    assert reached
+    reached, _ = proves(whole, cat(0, "(arange 0 1 (DLit 3))", "(arange 4 1 (DLit 3))"), {},
+                        present=("(arange 0 1 (DLit 3))", "(arange 4 1 (DLit 3))"))
+    assert not reached
+
+
+def test_reduce_scatter_blocks_tile_the_sum():
+    """DTensor's Shard(1) reduce-scatter: the ranks' sums of their dim-1 chunks, beside the sum
+    over ranks of the whole tensors, tile that sum along dim 1 (slice-rsum-fold, slice-cover)."""
+    shapes = {"u0": [2, 4, 3], "u1": [2, 4, 3]}
+    blocks = ["(rsum " + cons(f"(slice {{u0}} 1 (DLit {a}) (DLit {b}))", f"(slice {{u1}} 1 (DLit {a}) (DLit {b}))") + ")"
+              for a, b in ((0, 2), (2, 4))]
+    reached, _ = proves("(rsum " + cons("{u0}", "{u1}") + ")", cat(1, *blocks), shapes, present=blocks)
+    assert reached
+    reached, _ = proves("(rsum " + cons("{u0}", "{u1}") + ")", cat(1, *blocks[::-1]), shapes, present=blocks)
+    assert not reached

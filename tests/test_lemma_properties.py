@@ -31,10 +31,12 @@ NEEDS_FACT = {
 
 # The draws accept fewer than MIN_ACCEPTED bindings of these: their sorts need better
 # structure-aware drawing (batched matmul partners, layer norm weights of the normalised shape,
-# index tensors of a table's leading shape, merged view dims).  Every binding they do accept must
+# index tensors of a table's leading shape, merged view dims, reduction dims of a loss's targets with
+# their count).  Every binding they do accept must
 # still agree (the test fails otherwise), and tests/test_lemmas.py checks their own instances.
 WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1, "bmm-view-matmul": 1,
               "matmul-concat-batch": 1, "layernorm-concat": 0, "mtake-intro": 1, "mpick-intro": 1,
+              "tcount-div-valid": 1,
               # gradient rows of the ids' shape plus one dim, integer ids
               "scatter-valid-masked": 1, "mscatter-intro": 0, "mscatter-split": 0}
 

@@ -140,7 +140,7 @@ def test_assuming_lemma_needs_its_assumption(lemma):
 
 
 def test_assuming_lemmas_only_active_when_enabled():
-    from entangle_py.engine.lemma import ASSUMPTIONS
+    from entangle_py.config import ASSUMPTIONS
     assuming = [l for l in LIB.lemmas if l.assumes]
     assert assuming
     off = LIB.egglog(())

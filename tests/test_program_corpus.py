@@ -30,24 +30,17 @@ _ACCUM = ("lemma gap: a sum of micro-batch sums divided by an all-reduced token 
           "is false where y = 0 (inf vs nan) and a + b = rsum(a, b) needs equal dtypes; neither fact is in the e-graph")
 
 XFAIL = {
-    "vocab_cross_entropy_correct[forward]": "no lowering: aten._log_softmax and aten.nll_loss_forward are opaque in G_s",
-    "gqa_causal_repeat[forward]": "no semantics for aten.repeat (exit 2, not a refutation)",
     "mqa_causal_correct[forward]": _MQA,
     "mqa_causal_correct[joint]": _MQA,
     "mqa_causal_kv_grad_not_reduced[joint]": _MQA,
-    "cp_attention_correct[forward]": "no lowering: aten.arange is opaque (positions arange(s) + rank offset vs arange(S))",
-    "uneven_gather_correct[forward]": "no lowering: aten.constant_pad_nd (F.pad before the gather) is opaque",
     "dp_avg_correct[joint]": _MEAN,
     "grad_accum_correct[forward]": _ACCUM,
     "grad_accum_correct[joint]": _ACCUM,
     "fsdp_correct[joint]": _MEAN,
     "moe_ep_correct[forward]": _MOE,
     "moe_ep_wrong_block[forward]": _MOE,
-    "dtensor_sp_correct[forward]": "lemma gap: DTensor's Shard(1) reduce-scatter (cat of the split along dim 1, "
-                                   "reduce_scatter along dim 0): the rank's block is a slice along dim 1 of the sum",
     "adv_pp_read_before_clone_before[forward]": "capture refuses (exit 2): the received value is never read while "
                                                 "the program reads the buffer (torch's irecv tracing drops it)",
-    "adv_vllm_rope_gptj[forward]": "no semantics for aten.slice.Tensor with step 2 (GPT-J interleaved pairs; exit 2)",
     "adv_vllm_view_correct[forward]": "refused (exit 2): a plugin op writing a view of its buffer is not decomposed",
 }
 XFAIL = {k: v for k, v in XFAIL.items() if v}

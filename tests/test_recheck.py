@@ -122,7 +122,7 @@ def test_dropout_draws_are_the_term_meaning_in_both_programs():
                (G.TensorMeta((4, 5), "float32"), G.TensorMeta((4, 5), "bool")))
     g = G.RankGraph(0, [x, d], [G.Port("input:x", "x")], [G.Port("out", "d")])
     xv = torch.randn(4, 5, dtype=torch.float64)
-    env = recheck._Runner(G.Bundle([g]), [{"input:x": xv}], [{}]).run()[0]
+    env = recheck.OverridingRunner(G.Bundle([g]), [{"input:x": xv}], [{}]).run()[0]
     from entangle_py.semantics.terms import unary_fn
     assert torch.equal(env["d"][0], unary_fn("dropout:0.5:0")(xv))
     assert torch.equal(env["d"][1], unary_fn("dropmask:0.5:0")(xv))

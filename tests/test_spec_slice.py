@@ -14,6 +14,7 @@ from entangle_py.check.checker import Checker
 from entangle_py.errors import InputError
 from entangle_py.ir import graph as G
 from entangle_py.oracle import interp
+from entangle_py.oracle import placement
 from entangle_py.oracle.recheck import attach
 from entangle_py.pipeline import check_files
 
@@ -167,19 +168,19 @@ def test_interleaved_slices_of_one_leaf_are_inverted_together():
                         "slice(r0.w, dim=0, start=-2), slice(r1.w, dim=0, start=2, end=4), dim=0)")
     v = torch.randn(8, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     b = _bundle([(4, 3), (4, 3)])
-    leaves = interp.distribute_term(v, term, b, torch.Generator().manual_seed(1))
+    leaves = placement.distribute_term(v, term, b, torch.Generator().manual_seed(1))
     assert torch.equal(leaves[(0, "w")], torch.cat([v[0:2], v[4:6]]))
     assert torch.equal(leaves[(1, "w")], torch.cat([v[2:4], v[6:8]]))
-    assert torch.equal(interp.eval_term(term, [{"w": leaves[(0, "w")]}, {"w": leaves[(1, "w")]}]), v)
+    assert torch.equal(placement.eval_term(term, [{"w": leaves[(0, "w")]}, {"w": leaves[(1, "w")]}]), v)
 
 
 def test_slices_that_overlap_with_different_values_cannot_be_inverted():
     term = S.parse_term("concat(slice(r0.w, dim=0, end=3), slice(r0.w, dim=0, start=1), dim=0)")
     v = torch.arange(6, dtype=torch.float64).reshape(6, 1)
     with pytest.raises(interp.InterpError, match="twice"):
-        interp.distribute_term(v, term, _bundle([(4, 1)]))
+        placement.distribute_term(v, term, _bundle([(4, 1)]))
     # rows a slice leaves out are random, and a whole occurrence of the leaf must agree with them
-    leaves = interp.distribute_term(torch.ones(2, 1, dtype=torch.float64),
+    leaves = placement.distribute_term(torch.ones(2, 1, dtype=torch.float64),
                                     S.parse_term("slice(r0.w, dim=0, start=1, end=3)"), _bundle([(4, 1)]))
     assert torch.equal(leaves[(0, "w")][1:3], torch.ones(2, 1, dtype=torch.float64))
 

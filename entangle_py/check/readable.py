@@ -108,6 +108,7 @@ _HELPERS = {
     "zip_binary": ((1, 2), lambda a, e, k: _app("binary", a[0], e[0], e[1])),
     "map_mm_l": ((0,), lambda a, e, k: _app("mm", e[0], a[1])),
     "map_mm_r": ((1,), lambda a, e, k: _app("mm", a[0], e[0])),
+    "map_bmm_l": ((0,), lambda a, e, k: _app("bmm", e[0], a[1])),
     "zip_mm": ((0, 1), lambda a, e, k: _app("mm", e[0], e[1])),
     "zip_matmul": ((0, 1), lambda a, e, k: _app("matmul", e[0], e[1])),
     "map_transpose": ((0,), lambda a, e, k: _app("transpose", e[0], a[1], a[2])),

@@ -28,7 +28,7 @@ A spec is TOML::
     "const:_tensor_constant0" = 0           # applies to every graph that has this port
 
     [assume]                                # facts the checker cannot prove, enabled by name
-    valid_indices = true                    # (lemma.ASSUMPTIONS); the report prints them
+    valid_indices = true                    # (config.ASSUMPTIONS); the report prints them
 
 Names are the stable names of a bundle (input/output port names, or node names).  Placements are
 turned into clean terms over rank-qualified tensors (``relation_terms``); those are what the
@@ -41,6 +41,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from entangle_py.config import ASSUMPTIONS, DEFAULT_ASSUMPTIONS
 from entangle_py.errors import InputError
 
 
@@ -307,7 +308,6 @@ class Spec:
             lines.append("[constants]")
             lines += [f'"{k}" = {_toml_number(v)}' for k, v in self.constants.items()]
             lines.append("")
-        from entangle_py.engine.lemma import DEFAULT_ASSUMPTIONS
         off = [a for a in DEFAULT_ASSUMPTIONS if a not in self.assume]
         if self.assume or off:
             lines.append("[assume]")
@@ -377,7 +377,6 @@ def _parse_constants(table, where) -> dict:
 
 
 def _parse_assume(table, where) -> tuple:
-    from entangle_py.engine.lemma import ASSUMPTIONS, DEFAULT_ASSUMPTIONS
     if not isinstance(table, dict):
         raise SpecError(f"{where}: [assume] must be a table of name = true/false")
     on = [a for a in DEFAULT_ASSUMPTIONS if table.get(a, True) is True]

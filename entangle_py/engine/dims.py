@@ -28,7 +28,6 @@ class DimSolver:
         self.guards: list = []                      # sympy booleans over canonical symbols
         self._answered: set[str] = set()
         self._canonical: set[str] = set()
-        self._seen_sizes = None
         self.proved = 0                             # counters for -v and tests
         self.undecided = 0
 
@@ -116,15 +115,13 @@ class DimSolver:
         s.add(z3.Not(za <= zb))
         return s.check() == z3.unsat
 
-    # -- the e-graph side --------------------------------------------------------------------
-    def step(self, engine) -> bool:
-        """Answer new questions and canonicalize new arithmetic Dims; True if facts were added."""
+    # -- answers for the e-graph -------------------------------------------------------------
+    def answer(self, dterm_rows, ask_le_rows) -> list[str]:
+        """Facts for the rows of the e-graph's ``dterm`` and ``ask_le`` tables (parsed terms) not
+        seen before: each symbolic arithmetic Dim unioned with its canonical form, and ``(dle a b)``
+        for each question Z3 proves.  The engine reads the tables and adds the facts."""
         added = []
-        sizes = engine.sizes(("dterm", "ask_le"))
-        if sizes == self._seen_sizes:     # nothing new asked or built: skip the table reads
-            return False
-        self._seen_sizes = sizes
-        for row in engine.table("dterm"):
+        for row in dterm_rows:
             key = repr(row)
             if key in self._canonical:
                 continue
@@ -132,7 +129,7 @@ class DimSolver:
             v = self.value(row[1])
             if v is not None and "DSym" in key:      # literal arithmetic is folded by egglog
                 added.append(f"(union {to_sexpr(row[1])} {self.term(v)})")
-        for row in engine.table("ask_le"):
+        for row in ask_le_rows:
             key = repr(row)
             if key in self._answered:
                 continue
@@ -143,9 +140,7 @@ class DimSolver:
                 added.append(f"(dle {to_sexpr(a)} {to_sexpr(b)})")
             else:
                 self.undecided += 1
-        for cmd in added:
-            engine.add(cmd)
-        return bool(added)
+        return added
 
 
 class _Untranslatable(Exception):

@@ -1,8 +1,8 @@
 """The e-graph engine: one egglog e-graph, reused across the operator-by-operator loop.
 
 Facts are egglog commands in text (parsed in small chunks: parsing one huge program is slow).
-A G_d tensor is the leaf ``(Gd "r<rank>.<node>")``; a G_s tensor is an e-class bound to a global
-``$s<k>``.  ``prove_clean`` runs the lemmas step by step until the target's e-class holds a clean
+A G_d tensor is the leaf ``(Gd "r<rank>.<node>")``; every tensor the checker inserts is an e-class
+bound to a global ``$v<k>``.  ``prove_clean`` runs the lemmas step by step until the target's e-class holds a clean
 term (early stop) or a limit is hit; ``extract`` returns the best term, clean or not.
 """
 from __future__ import annotations
@@ -42,17 +42,18 @@ class EngineError(RuntimeError):
 
 
 class Engine:
-    def __init__(self, library: Library, assume=()):
+    def __init__(self, library: Library, assume=(), dims: DimSolver | None = None):
         self.eg = bindings.EGraph()
         self.pending: list[str] = []
         self.library = library
-        self.dims = DimSolver()
+        # Z3 over the programs' symbolic sizes (their ranges and guards, given by the caller)
+        self.dims = dims if dims is not None else DimSolver()
+        self._dim_sizes = None
         self.assume = tuple(sorted(assume))     # assumptions whose lemmas are active
         self._run_commands(list(_split_commands(terms.declarations())))
         self._run_commands(list(_split_commands(library.egglog(self.assume))))
         self._asked_cmul, self._folded = None, set()
         self.run1("(push)")      # the empty e-graph with its rules compiled: reset() comes back here
-        self.total_runs = 0
         # lemma name -> egglog matches of its rule, summed over every lemma step (explain / reports)
         self.matches: Counter = Counter()
         self._rule_name = {_rule_key(part): lem.name for lem in library.lemmas
@@ -65,6 +66,7 @@ class Engine:
         self.run1("(pop)")
         self.run1("(push)")
         self.dims = self.dims.fresh()
+        self._dim_sizes = None
         self._asked_cmul, self._folded = None, set()
 
     # -- commands ------------------------------------------------------------------------
@@ -117,6 +119,11 @@ class Engine:
         out = self.run1(f"(extract {var})")[0]
         return out.cost, _term_from_dag(out.termdag, out.term)
 
+    def variants(self, var: str, n: int) -> list:
+        """Up to ``n`` terms of ``var``'s e-class (parsed), as egglog's extraction lists them."""
+        out = self.run1(f"(extract {var} {n})")[0]
+        return [_term_from_dag(out.termdag, tid) for tid in out.terms]
+
     def certificate(self, var: str, leaves: set[str]):
         """(term, cost) of the cheapest *clean* term of ``var`` whose G_d leaves are all in
         ``leaves`` (keys like ``r0.out``), or None when the e-graph holds none.  egglog's own
@@ -166,7 +173,16 @@ class Engine:
     def side_step(self) -> bool:
         """Facts computed outside egglog for the questions rules asked: size comparisons and
         arithmetic (Z3, dims.py) and products of constants.  True if any was added."""
-        return self.dims.step(self) | self._fold_constants()
+        return self._answer_dims() | self._fold_constants()
+
+    def _answer_dims(self) -> bool:
+        sizes = self.sizes(("dterm", "ask_le"))
+        if sizes == self._dim_sizes:        # nothing new asked or built: skip the table reads
+            return False
+        self._dim_sizes = sizes
+        added = self.dims.answer(self.table("dterm"), self.table("ask_le"))
+        self.add(*added)
+        return bool(added)
 
     def _fold_constants(self) -> bool:
         """Answer (ask_cmul a b) with (cmul a b) where the product is exact (terms.const_product)."""
@@ -213,7 +229,6 @@ class Engine:
             return Outcome("reached", 0, time.perf_counter() - start)
         for it in range(1, limits.iterations + 1):
             out = self.run1(STEP)
-            self.total_runs += 1
             updated = out[0].report.updated if out else True
             if out:
                 self._count_matches(out[0].report.num_matches_per_rule)

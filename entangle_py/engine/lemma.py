@@ -17,21 +17,12 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from entangle_py.semantics import terms
+from entangle_py.config import ASSUMPTIONS
 from entangle_py.errors import InputError
 
-LEMMA_FAMILIES = ("movement", "elementwise", "linalg", "reduction", "collective", "shapes", "indexing", "arith")
+LEMMA_FAMILIES = ("movement", "elementwise", "linalg", "reduction", "collective", "shapes", "indexing", "arith",
+                  "positions")
 
-# Assumptions a lemma may rest on: facts about the programs' inputs that the checker cannot prove.
-# A lemma naming one is only active when the spec enables it (``[assume] name = true``), and the
-# report prints every assumption in force.  Such a lemma's ``rejects`` are counterexamples: inputs
-# violating the assumption on which its two sides differ (the assumption is really needed).
-ASSUMPTIONS = {
-    "valid_indices": "every id that indexes a table (embedding, W[ids]) lies in [0, rows of the table)",
-    "same_rng": "the k-th random draw (dropout) of each rank is the part of the sequential program's "
-                "k-th draw that its input holds: both programs draw the same mask, moving with the data",
-}
-# In force unless the spec turns them off ([assume] same_rng = false); printed whenever used.
-DEFAULT_ASSUMPTIONS = ("same_rng",)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from entangle_py.errors import InputError
 from entangle_py.ir import graph as G
-from entangle_py.frontend.capture import _Converter, _DynamoInfo, _target_name
+from entangle_py.frontend.convert import Converter, DynamoInfo, target_name
 from entangle_py.ir import ops
 from entangle_py.plugins import REGISTRY
 from entangle_py.plugins._registry import _REQUIRED
@@ -150,7 +150,7 @@ def _trace(g, n, op, functionalized):
         raise PluginError(f"rank {g.rank} node {n.name}: tracing the {op.target} plugin failed: "
                           f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}") from None
 
-    conv = _Converter(_DynamoInfo(), None, g.rank)
+    conv = Converter(DynamoInfo(), None, g.rank)
     rename = {}
     nodes = []
     it = iter(tensor_args)
@@ -161,7 +161,7 @@ def _trace(g, n, op, functionalized):
         elif fx.op == "call_function":
             name = f"{n.name}__{fx.name}"
             rename[fx.name] = name
-            nodes.append(G.Node(name, G.check_target(_target_name(fx)),
+            nodes.append(G.Node(name, G.check_target(target_name(fx)),
                                 _renamed(tuple(conv.arg(a) for a in fx.args), rename),
                                 {k: _renamed(conv.arg(v), rename) for k, v in fx.kwargs.items()},
                                 conv.val(fx.meta.get("val")), n.source, n.module))

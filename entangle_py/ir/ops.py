@@ -115,6 +115,11 @@ AUTO_FUNCTIONALIZED = frozenset({"higher_order.auto_functionalized", "higher_ord
 AUTO_FUNCTIONALIZED_V1 = "higher_order.auto_functionalized"
 AUTO_FUNCTIONALIZED_OPS = frozenset(t.split(".", 1)[1] for t in AUTO_FUNCTIONALIZED)
 
+# Ops that write into arguments their schema does not mark mutable: native_batch_norm (and the
+# cudnn / miopen kernels) update running_mean / running_var in place in training mode.
+MUTATES_UNANNOTATED = frozenset({"aten.native_batch_norm.default", "aten.cudnn_batch_norm.default",
+                                 "aten.miopen_batch_norm.default"})
+
 RESHAPES = frozenset({"aten.view.default", "aten.reshape.default", "aten._unsafe_view.default"})
 # Ops through which an integer tensor's values reach their user unchanged (to follow token ids
 # from an input to the table they index).

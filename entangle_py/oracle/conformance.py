@@ -31,6 +31,8 @@ import torch
 
 from entangle_py.ir import graph as G
 from entangle_py.ir import ops
+from entangle_py.frontend.capture_errors import CaptureError
+from entangle_py.frontend.convert import Converter, DynamoInfo, target_name
 from entangle_py.oracle import interp
 from entangle_py.semantics import lower as L
 from entangle_py.semantics import terms
@@ -110,7 +112,6 @@ def trace_sample(op, sample) -> tuple[G.RankGraph, dict[str, torch.Tensor], dict
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.utils import _pytree as pytree
 
-    from entangle_py.frontend.capture import CaptureError, _Converter, _DynamoInfo, _target_name
 
     fn = _callable(op)
     leaves, spec = pytree.tree_flatten((sample.input, tuple(sample.args), dict(sample.kwargs)))
@@ -135,9 +136,9 @@ def trace_sample(op, sample) -> tuple[G.RankGraph, dict[str, torch.Tensor], dict
                 gm = make_fx(torch.func.functionalize(gm), tracing_mode="real")(*[t.clone() for t in tensors])
             eager = call(*[t.clone() for t in tensors])
     except Exception as e:      # noqa: BLE001 - any torch error is a trace failure
-        raise TraceError(f"trace failed: {type(e).__name__}: {_first_line(e)}") from None
+        raise TraceError(f"trace failed: {type(e).__name__}: {first_line(e)}") from None
 
-    conv = _Converter(_DynamoInfo(), None, 0)
+    conv = Converter(DynamoInfo(), None, 0)
     nodes: list[G.Node] = []
     ins: list[G.Port] = []
     outs: list[G.Port] = []
@@ -158,7 +159,7 @@ def trace_sample(op, sample) -> tuple[G.RankGraph, dict[str, torch.Tensor], dict
                 ins.append(G.Port(port, n.name))
                 inputs[port] = t.detach().clone()
             elif n.op == "call_function":
-                target = G.check_target(_target_name(n))
+                target = G.check_target(target_name(n))
                 if (target == ops.COPY_INTO and n.args[0].op == "placeholder" and not n.users
                         and isinstance(n.args[1], torch.fx.Node)):
                     # functionalization's epilogue for an input the op mutates (embedding with
@@ -175,7 +176,7 @@ def trace_sample(op, sample) -> tuple[G.RankGraph, dict[str, torch.Tensor], dict
             else:
                 raise TraceError(f"unsupported fx node {n.op} {n.target}")
     except (CaptureError, G.GraphFormatError) as e:
-        raise TraceError(f"conversion failed: {_first_line(e)}") from None
+        raise TraceError(f"conversion failed: {first_line(e)}") from None
     g = G.RankGraph(rank=0, nodes=nodes, inputs=ins, outputs=outs)
     eager_flat = [x for x in pytree.tree_leaves(eager) if isinstance(x, torch.Tensor)]
     plain = [p for p in outs if p.name.startswith("out")]
@@ -183,7 +184,7 @@ def trace_sample(op, sample) -> tuple[G.RankGraph, dict[str, torch.Tensor], dict
     return g, inputs, outputs
 
 
-def _first_line(e: BaseException) -> str:
+def first_line(e: BaseException) -> str:
     lines = str(e).strip().splitlines()
     return lines[0][:200] if lines else type(e).__name__
 
@@ -297,9 +298,9 @@ def check_node(lowerer, node: G.Node, values: dict, tenv: dict) -> NodeVerdict:
     ``tenv`` maps term variables (``_var(name)``) to tensors."""
     v = NodeVerdict(node.name, node.target, "skip")
     try:
-        r = lowerer.lower(node)
+        r = L.bind_result(lowerer.lower(node), _var)
     except Exception as e:      # noqa: BLE001 - a crashing lowering is a refusal the checker does not expect
-        v.kind, v.why = "disagree", f"lowering raised {type(e).__name__}: {_first_line(e)}"
+        v.kind, v.why = "disagree", f"lowering raised {type(e).__name__}: {first_line(e)}"
         return v
     if _refused(r):
         v.kind, v.why = "refused", str(getattr(r, "why", "") or "")
@@ -347,7 +348,7 @@ def _check_one(node, item, want, values, tenv) -> tuple[str, str, str]:
             inner = _eval_text(item.inner.text, tenv)
             got = _eval_text(text, {**tenv, _var(f"{node.name}:{item.name}"): inner})
         except Exception as e:      # noqa: BLE001
-            return "disagree", f"term undefined: {_first_line(e)}", shown
+            return "disagree", f"term undefined: {first_line(e)}", shown
         why = _same(got, want)
         return ("disagree" if why else "agree"), why or "", shown
     if isinstance(item, L.Term):
@@ -361,7 +362,7 @@ def _check_one(node, item, want, values, tenv) -> tuple[str, str, str]:
         try:
             got = terms.evaluate(expr, tenv)
         except Exception as e:      # noqa: BLE001 - EvalError, or a meaning that crashes
-            return "disagree", f"term undefined: {_first_line(e)}", item.text
+            return "disagree", f"term undefined: {first_line(e)}", item.text
         why = _same(got, want)
         return ("disagree" if why else "agree"), why or "", item.text
     return "disagree", f"unexpected lowering {item!r}", repr(item)
@@ -392,6 +393,8 @@ def _nondeterministic(g: G.RankGraph) -> bool:
 def _mutates(n: G.Node) -> bool:
     if n.namespace != "aten":
         return False
+    if n.target in ops.MUTATES_UNANNOTATED:
+        return True
     try:
         return interp.resolve_op(n.target)._schema.is_mutable
     except Exception:   # noqa: BLE001
@@ -416,7 +419,7 @@ def check_graph(graph: G.RankGraph, inputs: dict, outputs: dict | None = None,
     try:
         values = run_graph(graph, inputs)
     except Exception as e:      # noqa: BLE001
-        return SampleVerdict("error", why=f"interp: {_first_line(e)}")
+        return SampleVerdict("error", why=f"interp: {first_line(e)}")
     if outputs and not _nondeterministic(graph):
         for p in graph.outputs:
             if p.name in outputs and isinstance(values.get(p.node), torch.Tensor):
@@ -424,7 +427,7 @@ def check_graph(graph: G.RankGraph, inputs: dict, outputs: dict | None = None,
                 if why:
                     return SampleVerdict("error", why=f"graph output {p.name} is not the eager result: {why}")
     tenv = {_var(k): v for k, v in values.items() if isinstance(v, torch.Tensor)}
-    lw = (lowerer_cls or L.Lowerer)(graph, _var)
+    lw = (lowerer_cls or L.Lowerer)(graph)
     nodes = [check_node(lw, n, values, tenv) for n in graph.nodes if not n.is_placeholder]
     return summarize(nodes)
 
@@ -555,5 +558,5 @@ def run_opinfo(op, max_samples: int | dict | None = None, dtypes=(torch.float64,
             for s in samples:
                 res.samples.append((describe_sample(s), check_sample(op, s, lowerer_cls)))
         except Exception as e:  # noqa: BLE001 - a sample generator that fails on this torch
-            res.samples.append((f"<{dt}>", SampleVerdict("error", why=f"sample_inputs: {_first_line(e)}")))
+            res.samples.append((f"<{dt}>", SampleVerdict("error", why=f"sample_inputs: {first_line(e)}")))
     return res

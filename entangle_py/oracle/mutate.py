@@ -30,8 +30,17 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
+import torch
+
 from entangle_py.ir import graph as G
 from entangle_py.ir import ops
+from entangle_py.check import spec as S
+from entangle_py.check.checker import Checker
+from entangle_py.config import Limits
+from entangle_py.errors import InputError
+from entangle_py.oracle import interp
+from entangle_py.oracle import placement
+from entangle_py.semantics import terms as T
 
 KINDS = ("drop_collective", "dup_collective", "ar_to_ag", "ag_to_ar", "reduce_op", "group_reversed",
          "group_split", "swap_ranks", "swap_inputs", "slice_shift", "scalar", "swap_operands",
@@ -613,16 +622,12 @@ class Draw:
 
 
 def _clone(x):
-    import torch
     return x.clone() if isinstance(x, torch.Tensor) else x
 
 
 def draws(seq: G.Bundle, dist: G.Bundle, spec, n: int = 2, seed: int = 0, default_size: int = 4) -> list[Draw]:
     """``n`` draws of float64 inputs for G_s, distributed to the ranks through the spec's input
     relation, with G_s and the original G_d run on them."""
-    import torch
-
-    from entangle_py.oracle import interp
     spec = _draw_spec(seq, dist, spec)
     try:
         return _draws(seq, dist, spec, n, seed, default_size, _int_ranges(seq))
@@ -643,15 +648,13 @@ def _int_ranges(seq: G.Bundle) -> dict:
 
 
 def _draws(seq, dist, spec, n, seed, default_size, int_ranges):
-    import torch
 
-    from entangle_py.oracle import interp
     out = []
     for i in range(n):
         gen = torch.Generator().manual_seed(seed + i)
-        seq_in = interp.random_inputs(seq.ranks[0], gen, float_dtype=torch.float64, default_size=default_size,
+        seq_in = placement.random_inputs(seq.ranks[0], gen, float_dtype=torch.float64, default_size=default_size,
                                       int_ranges=int_ranges)
-        dist_in = interp.distribute_inputs(seq_in, spec, dist, gen, float_dtype=torch.float64)
+        dist_in = placement.distribute_inputs(seq_in, spec, dist, gen, float_dtype=torch.float64)
         senv = interp.run_bundle(seq, [{k: _clone(v) for k, v in seq_in.items()}], float_dtype=torch.float64)
         denv = interp.run_bundle(dist, [{k: _clone(v) for k, v in d.items()} for d in dist_in],
                                  float_dtype=torch.float64)
@@ -663,7 +666,6 @@ def _draw_spec(seq: G.Bundle, dist: G.Bundle, spec):
     """The spec with a relation for every G_s input it leaves out whose ranks' shapes differ from
     G_s's (a joint graph's tangents under a forward spec): shard along the one differing dim, as
     the checker infers it.  Inputs of equal shapes stay replicated (distribute_inputs' default)."""
-    from entangle_py.check import spec as S
     inputs = dict(spec.inputs)
     g0 = dist.ranks[0]
     for p in seq.ranks[0].inputs:
@@ -685,7 +687,6 @@ def _with_inputs(spec, inputs):
 
 
 def _close(a, b) -> bool:
-    import torch
     if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
         return a == b
     if a.shape != b.shape:
@@ -711,7 +712,6 @@ def _leaf_value(leaf: str, values: list, port_of: list | None):
 
 def eval_certificate(sexpr: str, values: list, port_of: list | None = None):
     """Evaluate a certificate (s-expression over ``(Gd "r<rank>.<node>")`` leaves) with torch."""
-    from entangle_py.semantics import terms as T
 
     def subst(e):
         if isinstance(e, tuple):
@@ -725,11 +725,9 @@ def eval_certificate(sexpr: str, values: list, port_of: list | None = None):
 def _port_maps(dist: G.Bundle, values: list | None = None, certificates: dict | None = None) -> list[dict]:
     """Per rank: node -> the port that names it.  A certificate leaf that is no port's node (a
     collective whose wait_tensor is the output) maps to the output port holding the same value."""
-    import torch
     maps = [{p.node: p.name for p in g.inputs + g.outputs} for g in dist.ranks]
     if values is None or not certificates:
         return maps
-    from entangle_py.semantics import terms as T
 
     def leaves(e):
         if isinstance(e, tuple):
@@ -757,8 +755,6 @@ def relations_hold(seq: G.Bundle, dist: G.Bundle, spec, draw_seq: dict, values: 
                    certificates: dict, port_of: list | None) -> tuple[bool, str]:
     """Do the certificates and the spec's [expect] relations hold on ``values`` (per-rank named
     values)?  Returns (ok, reason of the first that does not)."""
-    from entangle_py.oracle import interp
-    from entangle_py.check import spec as S
     for out, cert in certificates.items():
         want = draw_seq.get(out)
         try:
@@ -774,7 +770,7 @@ def relations_hold(seq: G.Bundle, dist: G.Bundle, spec, draw_seq: dict, values: 
         try:
             terms = S.relation_terms(rel, name, dist.world_size, spec.mesh, getattr(want, "ndim", None))
             for t in terms:
-                if not _close(want, interp.eval_term(t, values)):
+                if not _close(want, placement.eval_term(t, values)):
                     return False, f"[expect] {name} = {rel} does not hold"
         except Exception as e:
             return False, f"[expect] {name}: {type(e).__name__}: {str(e)[:120]}"
@@ -787,9 +783,7 @@ def label(seq: G.Bundle, orig: G.Bundle, spec, mutant: G.Bundle, dws: list[Draw]
     program satisfies hold for it: the original's certificates (read through the output ports)
     and the [expect] relations; without certificates (the original does not refine), iff every
     rank's every output equals the original's.  A mutant the interpreter cannot run is invalid."""
-    import torch
 
-    from entangle_py.oracle import interp
     port_of = _port_maps(orig, dws[0].orig_values if dws else None, certificates)
     for d in dws:
         try:
@@ -821,8 +815,6 @@ def _check_child(conn, seq, dist, spec, limits, mem_bytes):
     try:
         if mem_bytes:
             resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
-        from entangle_py.errors import InputError
-        from entangle_py.check.checker import Checker
         t0 = time.perf_counter()
         try:
             res = Checker(seq, dist, spec, limits=limits).run()
@@ -865,7 +857,6 @@ def start_check(seq, dist, spec, limits=None, mem_budget: int = 3 << 30):
     import multiprocessing as mp
     import time
 
-    from entangle_py.config import Limits
     limits = limits or Limits(seconds=20, nodes=200_000)
     # forkserver, not fork: a fork of a process whose egglog / torch threads hold a lock can hang
     # (seen when the test suite had run checks before); the server preloads this module once

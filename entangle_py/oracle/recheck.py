@@ -36,6 +36,7 @@ import torch
 from entangle_py.ir import graph as G
 from entangle_py.ir import ops
 from entangle_py.oracle import interp
+from entangle_py.oracle import placement
 from entangle_py.semantics import lower as L
 from entangle_py.check import spec as S
 from entangle_py.check.checker import OpFailure, gd_leaf
@@ -71,7 +72,7 @@ def attach(res, checker, draws: int = DEFAULT_DRAWS, budget_bytes: int = DEFAULT
 
 # ----------------------------------------------------------------------------- running both programs
 
-class _Runner(interp._Runner):
+class OverridingRunner(interp.Runner):
     """The interpreter with given values for some inner nodes ([cut] tensors) and random draws
     given the term language's meaning."""
 
@@ -96,7 +97,7 @@ class _Runner(interp._Runner):
             return (unary_fn(f"{DROPOUT}{p!r}:{k}")(x).to(x.dtype), unary_fn(f"{DROPMASK}{p!r}:{k}")(x))
         if node.target in ops.ALLOCATIONS:       # uninitialised memory: random, so that reading it shows
             v = fn(*args, **kwargs)
-            return interp.random_tensor(v.shape, v.dtype, None, (-3, 4)) if isinstance(v, torch.Tensor) else v
+            return placement.random_tensor(v.shape, v.dtype, None, (-3, 4)) if isinstance(v, torch.Tensor) else v
         return fn(*args, **kwargs)
 
     def run(self):
@@ -116,7 +117,7 @@ class Draw:
         gen = torch.Generator().manual_seed(seed)
         g0 = checker.seq
         try:
-            seq_in = interp.random_inputs(g0, gen, sizes=sizes, int_ranges=int_ranges(g0), float_dtype=F64)
+            seq_in = placement.random_inputs(g0, gen, sizes=sizes, int_ranges=int_ranges(g0), float_dtype=F64)
             _set_constants(g0, seq_in, checker.spec.constants)
             spec = replace(checker.spec, inputs={**checker.spec.inputs, **getattr(checker, "inferred", {})})
             given = checker._given_tensors()
@@ -125,19 +126,19 @@ class Draw:
                 node = checker.seq_names.node(name)
                 meta = g0.node(node).val
                 shape = [interp.eval_size(d, sizes, f"[cut] {name}") for d in meta.shape]
-                value = interp.random_tensor(shape, _float(meta.dtype), gen)
+                value = placement.random_tensor(shape, _float(meta.dtype), gen)
                 seq_ov[node] = value
-                for r, t in enumerate(interp.distribute(value, rel, name, dist, spec.mesh if spec.mesh.shape else None, gen)):
+                for r, t in enumerate(placement.distribute(value, rel, name, dist, spec.mesh if spec.mesh.shape else None, gen)):
                     dnode = checker.dist_names[r].node(name)
                     if t is not None and dnode is not None:
                         dist_ov[r][dnode] = t
-            dist_in = interp.distribute_inputs({k: v for k, v in seq_in.items()}, spec, dist, gen, float_dtype=F64)
+            dist_in = placement.distribute_inputs({k: v for k, v in seq_in.items()}, spec, dist, gen, float_dtype=F64)
             for r in range(W):
                 _set_constants(dist.ranks[r], dist_in[r], checker.spec.constants)
             torch.manual_seed(seed)
-            self.seq_env = _Runner(seq_bundle, [seq_in], [seq_ov]).run()[0]
+            self.seq_env = OverridingRunner(seq_bundle, [seq_in], [seq_ov]).run()[0]
             torch.manual_seed(seed)
-            runner = _Runner(dist, dist_in, dist_ov)
+            runner = OverridingRunner(dist, dist_in, dist_ov)
             self.envs = runner.run()
         except interp.InterpError as e:
             raise Skip(f"the interpreter cannot run the programs: {e}") from None
@@ -164,9 +165,8 @@ class Draw:
             return v[int(idx)] if idx else v
         head, _, part = base.partition(":")      # a middle value the lowering introduced
         if g.has(head) and key not in self._sum_cache:
-            low = L.Lowerer(g, lambda name: gd_leaf(r, name), constants=self.ck.spec.constants,
-                            same_rng=self.ck.same_rng)
-            res = low.lower(g.node(head))
+            low = L.Lowerer(g, constants=self.ck.spec.constants, same_rng=self.ck.same_rng)
+            res = L.bind_result(low.lower(g.node(head)), lambda name: gd_leaf(r, name))
             if not (isinstance(res, L.Decomposed) and res.name == part):
                 raise EvalError(f"no value for G_d tensor {key}")
             self._sum_cache[key] = self.eval(res.inner.text)
@@ -221,7 +221,7 @@ def _identifiers(text):
 
 
 def _float(dtype: str) -> torch.dtype:
-    d = interp._dtype(dtype)
+    d = placement.torch_dtype(dtype)
     return F64 if d.is_floating_point else d
 
 
@@ -444,7 +444,7 @@ def _recheck_draw(checker, result, run: Draw) -> dict | None:
         ndim = expected.dim() if isinstance(expected, torch.Tensor) else None
         for t in S.relation_terms(checker.spec.expect[name], pname, W, checker.spec.mesh, ndim=ndim):
             try:
-                got = interp.eval_term(t, run.named())
+                got = placement.eval_term(t, run.named())
             except interp.InterpError as e:
                 raise Skip(f"cannot evaluate expectation {name} = {req}: {e}") from None
             c = compare(expected, got)
@@ -659,7 +659,7 @@ def _output_candidates(checker, run: Draw) -> dict:
         if rel is not None:
             for t in S.relation_terms(rel, p.name, W, checker.spec.mesh, ndim=expected.dim()):
                 try:
-                    cands.append((str(t), interp.eval_term(t, run.named())))
+                    cands.append((str(t), placement.eval_term(t, run.named())))
                 except interp.InterpError:
                     pass
             out[p.name] = cands

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from entangle_py import __version__
 from entangle_py.report.common import hints
 
 SCHEMA_VERSION = 1
 
 
 def to_json(res, seq: str, dist: str, spec: str | None = None) -> dict:
-    from entangle_py import __version__
     f = res.failure
     return {
         "schema_version": SCHEMA_VERSION,

@@ -19,6 +19,8 @@ import sympy
 from entangle_py import plugins
 from entangle_py.ir import ops
 from entangle_py.ir.graph import Node, Ref, TensorMeta, TorchConst
+from entangle_py.ir.symbolic import to_text
+from entangle_py.semantics.sexpr import Var, parse_sexpr, to_sexpr
 from entangle_py.semantics.terms import CASTS, DROPMASK, DROPOUT, INT_SCALAR_OPS, MASKED_FILL, THRESHOLD_BACKWARD, str_lit
 
 # The lowering registry: ATen target -> handler(lowerer, node).  One entry per target (a second
@@ -85,7 +87,7 @@ OPAQUE_PURE = {
     "aten.index.Tensor", "aten.index_put.default", "aten.where.self",
     "aten.masked_fill.Tensor", "aten.select.int", "aten.gather.default", "aten.scatter.value",
     "aten.cumsum.default", "aten.sum.default", "aten.mean.default", "aten.max.dim", "aten.min.dim",
-    "aten.argmax.default", "aten.log_softmax.int", "aten._log_softmax.default", "aten.var_mean.correction",
+    "aten.argmax.default", "aten.var_mean.correction",
     "aten.var.correction", "aten.gelu_backward.default",
     "aten._softmax_backward_data.default", "aten.threshold_backward.default",
     "aten.zeros.default", "aten.ones.default", "aten.full.default", "aten.zeros_like.default",
@@ -93,11 +95,11 @@ OPAQUE_PURE = {
     "aten.new_zeros.default", "aten.scalar_tensor.default",
     "aten.slice_scatter.default", "aten.select_scatter.default", "aten.index_select.default",
     "aten._to_copy.default", "aten.sigmoid_backward.default", "aten.tanh_backward.default",
-    "aten.silu_backward.default", "aten.nll_loss_forward.default", "aten.nll_loss_backward.default",
+    "aten.silu_backward.default", "aten.nll_loss_backward.default",
     "aten._log_softmax_backward_data.default", "aten.bitwise_not.default", "aten.clamp.default",
     "aten.tril.default", "aten.triu.default", "aten.squeeze.dims", "aten.sum.dim_IntList",
     "apex.fused_layer_norm_affine_fwd.default", "apex.fused_layer_norm_affine_bwd.default",
-    "aten.constant_pad_nd.default", "aten.eye.default", "aten.eye.m",
+    "aten.eye.default", "aten.eye.m",
     "aten.select_backward.default", "aten.nonzero.default",
 }
 
@@ -106,9 +108,29 @@ class Identity:
     ref: str
 
 
+def ref(name: str) -> str:
+    """The leaf for the value of node ``name`` in a lowered term: ``(ref "<name>")``."""
+    return f"(ref {str_lit(name)})"
+
+
 @dataclass(frozen=True)
 class Term:
-    text: str          # s-expression over the input e-classes
+    """A lowered op's value: an s-expression whose leaves ``(ref "<node>")`` are the tensors of
+    the graph it reads.  A value, not bound to any e-graph: the caller says what each node is."""
+    text: str
+
+    def bind(self, expr_of) -> str:
+        """The term with each ``(ref "<node>")`` replaced by ``expr_of(node)`` (an s-expression;
+        a KeyError from it, a node the caller has no expression for, propagates)."""
+        return to_sexpr(_bind(parse_sexpr(self.text), expr_of))
+
+
+def _bind(t, expr_of):
+    if not isinstance(t, tuple):
+        return t
+    if isinstance(t[0], Var) and t[0].name == "ref":
+        return Var(expr_of(t[1]))        # printed verbatim by to_sexpr
+    return tuple(_bind(a, expr_of) for a in t)
 
 
 @dataclass(frozen=True)
@@ -128,10 +150,27 @@ class Collective:
 @dataclass(frozen=True)
 class Decomposed:
     """An op computed in two steps whose middle value is a tensor of its own, named
-    ``<node>:<name>``: ``inner``, then ``outer`` (egglog text with ``{inner}`` for it)."""
+    ``<node>:<name>``: ``inner``, then ``outer`` (a term whose ``(ref "{inner}")`` is it:
+    ``outer_term()``)."""
     name: str
     inner: Term
     outer: str
+
+
+
+def bind_result(res, expr_of):
+    """A lowering result with every term's ``(ref "<node>")`` leaves replaced by
+    ``expr_of(node)`` (``Term.bind``); a Decomposed keeps ``{inner}`` in its outer term.  Raises
+    KeyError, before the caller does anything with it, when a read node has no expression."""
+    if isinstance(res, Term):
+        return Term(res.bind(expr_of))
+    if isinstance(res, TupleTerms):
+        return TupleTerms(tuple(bind_result(i, expr_of) for i in res.items))
+    if isinstance(res, Decomposed):
+        outer = Term(res.outer.replace("{inner}", ref("{inner}")))
+        return Decomposed(res.name, bind_result(res.inner, expr_of),
+                          outer.bind(lambda n: "{inner}" if n == "{inner}" else expr_of(n)))
+    return res
 
 
 @dataclass(frozen=True)
@@ -165,11 +204,10 @@ CONST_PORT_PREFIX = "const:"
 
 
 class Lowerer:
-    """Lower the nodes of one rank graph.  ``var(name)`` gives the egglog expression of a node."""
+    """Lower the nodes of one rank graph to values: terms over ``(ref "<node>")`` leaves."""
 
-    def __init__(self, graph, var, constants=None, same_rng=True, canon=None):
+    def __init__(self, graph, constants=None, same_rng=True, canon=None):
         self.g = graph
-        self.var = var
         # symbolic sizes in terms under the checker's names (a rank's x_size0 is not the
         # sequential program's x_size0 unless the checker identified them)
         self.canon = canon or (lambda size: size)
@@ -187,10 +225,14 @@ class Lowerer:
     def ndim(self, name: str) -> int:
         return len(self.shape(name))
 
+    @staticmethod
+    def var(name: str) -> str:
+        return ref(name)
+
     def t(self, a) -> str:
         if not isinstance(a, Ref):
             raise TypeError(f"expected a tensor argument, got {a!r}")
-        return self.var(a.name)
+        return ref(a.name)
 
     def lower(self, n: Node):
         if not isinstance(n.val, (TensorMeta, tuple)):
@@ -370,6 +412,32 @@ class Lowerer:
             return Identity(x.name)
         return Term(f"(expand {self.t(x)} {self._shape_list(n.val.shape)})")
 
+    @lowers("aten.repeat.default")
+    def _h_repeat_default(self, n):
+        """repeat(x, r): x with leading 1s to len(r) dims, each dim i tiled r[i] times = a size-1
+        dim inserted before every tiled dim, expanded to r[i], the pairs merged by a view."""
+        x, reps = n.args[:2]
+        shape = list(self.shape(x.name))
+        if (not isinstance(reps, (list, tuple)) or len(reps) < len(shape)
+                or not all(isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in reps)):
+            return Refused(n.target, "repeats", f"repeats={reps!r}")
+        full = [1] * (len(reps) - len(shape)) + shape
+        inner, big = [], []
+        for r, size in zip(reps, full):
+            if r != 1:
+                inner.append(1)
+                big.append(r)
+            inner.append(size)
+            big.append(size)
+        t = self.t(x)
+        if inner != shape:
+            t = f"(view {t} {self._shape_list(inner)})"
+        if big != inner:
+            t = f"(expand {t} {self._shape_list(big)})"
+        if list(n.val.shape) != big:
+            t = f"(view {t} {self._shape_list(n.val.shape)})"
+        return Identity(x.name) if t == self.t(x) else Term(t)
+
     @lowers("aten.slice.Tensor")
     def _h_slice_Tensor(self, n):
         x = n.args[0]
@@ -377,18 +445,86 @@ class Lowerer:
         start = n.args[2] if len(n.args) > 2 else n.kwargs.get("start", None)
         end = n.args[3] if len(n.args) > 3 else n.kwargs.get("end", None)
         step = n.args[4] if len(n.args) > 4 else n.kwargs.get("step", 1)
-        if step != 1 or not all(isinstance(v, (int, type(None))) for v in (start, end)):
+        if not all(isinstance(v, (int, type(None))) and not isinstance(v, bool) for v in (start, end, step)):
             return None
         shape = self.shape(x.name)
         d = self._dim(dim, len(shape))
         size = shape[d]
-        if not isinstance(size, int):
+        if not isinstance(size, int) or step is None or step < 1:
             return None
+        if step != 1:
+            return self._strided_slice(x, d, start, end, step)
         s, e = slice(start, end).indices(size)[:2]
         e = max(e, s)
         if s == 0 and e == size:
             return Identity(x.name)
         return Term(f"(slice {self.t(x)} {d} (DLit {s}) (DLit {e}))")
+
+    def _strided_slice(self, x, d, start, end, k):
+        """x[..., a:b:k] along d (k > 1), in data movement only: the n picked elements are column
+        j of the window x[..., a - j : a - j + k n] viewed as [..., n, k] (j the least shift that
+        keeps the window inside the dim); when no shift fits, the first n - 1 that way and the
+        last one sliced, concatenated."""
+        shape = list(self.shape(x.name))
+        size = shape[d]
+        a, b, _ = slice(start, end, k).indices(size)
+        count = len(range(a, b, k))
+        xt = self.t(x)
+
+        def picked(m):          # the first m (>= 2) picked elements, when a shift fits
+            j = max(0, a + k * m - size)
+            if j > a:
+                return None
+            lo = a - j
+            window = f"(slice {xt} {d} (DLit {lo}) (DLit {lo + k * m}))"
+            split = self._shape_list(shape[:d] + [m, k] + shape[d + 1:])
+            col = f"(slice (view {window} {split}) {d + 1} (DLit {j}) (DLit {j + 1}))"
+            return f"(view {col} {self._shape_list(shape[:d] + [m] + shape[d + 1:])})"
+
+        if count == 0:
+            return Term(f"(slice {xt} {d} (DLit 0) (DLit 0))")
+        if count == 1:
+            return Term(f"(slice {xt} {d} (DLit {a}) (DLit {a + 1}))")
+        whole = picked(count)
+        if whole is not None:
+            return Term(whole)
+        last = a + k * (count - 1)
+        head = picked(count - 1) if count > 2 else f"(slice {xt} {d} (DLit {a}) (DLit {a + 1}))"
+        return Term(f"(concat (Cons {head} (Cons (slice {xt} {d} (DLit {last}) (DLit {last + 1})) (Nil))) {d})")
+
+    # -- positions: arange ------------------------------------------------------------------
+    @lowers("aten.arange.default", "aten.arange.start", "aten.arange.start_step")
+    def _h_arange(self, n):
+        """arange(start, end, step) with integer-valued bounds: (arange start step length), the
+        length read from the output's shape; another dtype is the int64 positions cast, exact
+        while every value is a number of that dtype.  Fractional or symbolic bounds, or values
+        past exactness: declined (opaque for the overloads in OPAQUE_PURE, else no semantics)."""
+        if n.target == "aten.arange.default":
+            start, end, step = 0, self._arg(n, 0, "end"), 1
+        elif n.target == "aten.arange.start":
+            start, end, step = self._arg(n, 0, "start"), self._arg(n, 1, "end"), 1
+        else:
+            start, end, step = self._arg(n, 0, "start"), self._arg(n, 1, "end"), self._arg(n, 2, "step", 1)
+        vals = []
+        for v in (start, end, step):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not v.is_integer()):
+                return None
+            vals.append(int(v))
+        start, end, step = vals
+        if not isinstance(n.val, TensorMeta) or len(n.val.shape) != 1 or step == 0:
+            return None
+        length = n.val.shape[0]
+        if not isinstance(length, int):
+            return None
+        term = f"(arange {start} {step} (DLit {length}))"
+        dtype = n.val.dtype
+        if dtype == "int64":
+            return Term(term)
+        exact = _ARANGE_EXACT.get(dtype)
+        last = start + step * (length - 1) if length else start
+        if exact is None or max(abs(start), abs(last)) > exact:
+            return None
+        return Term(f"(unary {str_lit('to_' + dtype)} {term})")
 
     def _split_parts(self, n, sizes):
         x, dim = n.args[0], (n.args[2] if len(n.args) > 2 else n.kwargs.get("dim", 0))
@@ -520,6 +656,138 @@ class Lowerer:
         if self._dtype(x.name) != n.val.dtype:      # half_to_float, softmax(dtype=...): a cast we do not model
             return Refused(n.target, "dtype", f"{self._dtype(x.name)} -> {n.val.dtype}")
         return Term(f"(softmax {self.t(x)} {self._dim(dim, self.ndim(x.name))})")
+
+    @lowers("aten._log_softmax.default", "aten.log_softmax.int")
+    def _h__log_softmax_default(self, n):
+        """log_softmax(x, d) = (x - m) - log(sum(exp(x - m), d)) with m = amax(x, d) (keepdim),
+        as torch's decomposition computes it: the log of the sum of exponentials is reduced
+        without keepdim and viewed back, so a pick of the result can take it out whole.  Half
+        precision computes in float32 and casts back (as torch does)."""
+        x, dim = n.args[:2]
+        src = self._dtype(x.name)
+        if n.target == "aten._log_softmax.default":
+            if self._arg(n, 2, "half_to_float", False):
+                return Refused(n.target, "half_to_float", "a half input computed to a float result")
+        else:
+            dtype = self._arg(n, 2, "dtype")
+            if dtype is not None and not (isinstance(dtype, TorchConst) and dtype.kind == "dtype"):
+                return Refused(n.target, "dtype", f"dtype={dtype!r}")
+        out = n.val.dtype
+        if out not in FLOAT_DTYPES or src not in FLOAT_DTYPES:
+            return Refused(n.target, "self", f"log_softmax of {src} to {out}")
+        shape = tuple(self.shape(x.name))
+        d = self._dim(dim, max(len(shape), 1))
+        xt = self.t(x)
+        if not shape:                # a 0-D tensor: as a vector of one element, viewed back
+            shape, xt = (1,), f"(view {xt} {self._shape_list((1,))})"
+        compute = "float32" if out in ("float16", "bfloat16") else out
+        if src != compute:
+            xt = f"(unary {str_lit('to_' + compute)} {xt})"
+        dims = f"(ICons {d} (INil))"
+        shifted = f"(binary \"sub\" {xt} (reduce \"amax\" {xt} {dims} 1))"
+        lse = f"(unary \"log\" (reduce \"sum\" (unary \"exp\" {shifted}) {dims} 0))"
+        keep = shape[:d] + (1,) + shape[d + 1:]
+        t = f"(binary \"sub\" {shifted} (view {lse} {self._shape_list(keep)}))"
+        if tuple(n.val.shape) != shape:
+            t = f"(view {t} {self._shape_list(n.val.shape)})"
+        if compute != out:
+            t = f"(unary {str_lit('to_' + out)} {t})"
+        return Term(t)
+
+    @lowers("aten.nll_loss_forward.default")
+    def _h_nll_loss_forward_default(self, n):
+        """(output, total_weight) of nll_loss over log-probabilities L [C] or [N, C] and class
+        targets t: each target's term is -L[..., t] (``tpick``: zero where t is the ignore index,
+        which also leaves the count, ``tcount``); reduction none / sum / mean (sum over count)."""
+        x, t = n.args[:2]
+        weight = self._arg(n, 2, "weight")
+        reduction = self._arg(n, 3, "reduction", 1)
+        c = self._arg(n, 4, "ignore_index", -100)
+        if weight is not None:
+            return Refused(n.target, "weight", "a class weight")
+        if reduction not in (0, 1, 2) or isinstance(reduction, bool):
+            return Refused(n.target, "reduction", f"reduction={reduction!r}")
+        if not isinstance(c, int) or isinstance(c, bool):
+            return Refused(n.target, "ignore_index", f"ignore_index={c!r}")
+        xs, ts = tuple(self.shape(x.name)), tuple(self.shape(t.name))
+        if len(xs) not in (1, 2) or ts != xs[:-1] or self._dtype(t.name) not in INT_DTYPES:
+            return Refused(n.target, "target", f"targets {ts} for log-probabilities {xs}")
+        dt = n.val[0].dtype
+        if dt not in FLOAT_DTYPES or self._dtype(x.name) != dt:
+            return Refused(n.target, "self", f"nll_loss of {self._dtype(x.name)} to {dt}")
+        numel = math.prod(ts)
+        count_text = _scalar_text(numel) if isinstance(numel, int) else ""
+        xt, tt = self.t(x), self.t(t)
+        each = f"(unary \"neg\" (tpick {xt} {tt} {c}))"
+        count = f"(tcount {xt} {tt} {c} {str_lit(count_text)})"
+        total = f"(reduce \"sum\" {each} (ICons 0 (INil)) 0)" if ts else each
+        if reduction == 0:
+            out = each
+            tw = f"(unary {str_lit('to_' + dt)} (cst \"0.0\" (DNil)))" if ts else count
+        else:
+            out = total if reduction == 2 else f"(binary \"div\" {total} {count})"
+            tw = count
+        return TupleTerms((Term(out), Term(tw)))
+
+    @lowers("aten.gather.default")
+    def _h_gather_default(self, n):
+        """gather(x, last dim, idx) with idx x's shape but 1 on the last dim: the pick of
+        idx's one column, viewed back.  ``pick`` wraps negative indices where gather raises: the
+        two agree wherever the program runs.  Other gathers are opaque."""
+        x, dim, idx = n.args[:3]
+        xs = tuple(self.shape(x.name))
+        if not isinstance(idx, Ref) or len(xs) == 0 or self._dim(dim, len(xs)) != len(xs) - 1:
+            return None
+        if tuple(self.shape(idx.name)) != xs[:-1] + (1,) or self._dtype(idx.name) not in ("int64", "int32"):
+            return None
+        col = f"(view {self.t(idx)} {self._shape_list(xs[:-1])})"
+        return Term(f"(view (pick {self.t(x)} {col}) {self._shape_list(n.val.shape)})")
+
+    @lowers("aten.constant_pad_nd.default")
+    def _h_constant_pad_nd_default(self, n):
+        """pad = (left, right) per dim from the last one back: a negative side cuts (a slice), a
+        positive one adds a constant block (``cst`` cast to the tensor's dtype) by a concat."""
+        x, pad = n.args[:2]
+        value = self._arg(n, 2, "value", 0)
+        shape = list(self.shape(x.name))
+        dt = n.val.dtype
+        if (not isinstance(pad, (list, tuple)) or len(pad) % 2 or len(pad) > 2 * len(shape)
+                or not all(isinstance(p, int) and not isinstance(p, bool) for p in pad)):
+            return Refused(n.target, "pad", f"pad={pad!r}")
+        text = _fill_text(value, dt) if isinstance(value, (int, float)) else None
+        if (text is None or dt not in CASTS or (dt in INT_DTYPES and abs(int(text)) >= 2**53)
+                or self._dtype(x.name) != dt):
+            return Refused(n.target, "value", f"value={value!r} for a {dt} tensor")
+        t = self.t(x)
+        for i in range(len(pad) // 2):
+            d = len(shape) - 1 - i
+            left, right, size = pad[2 * i], pad[2 * i + 1], shape[d]
+            if not isinstance(size, int):
+                return Refused(n.target, "self", f"a pad of a dim of symbolic size {size}")
+            lo, hi = max(-left, 0), size - max(-right, 0)
+            if hi < lo:
+                return Refused(n.target, "pad", f"pad={pad!r} cuts more than dim {d} holds")
+            if (lo, hi) != (0, size):
+                t = f"(slice {t} {d} (DLit {lo}) (DLit {hi}))"
+            shape[d] = hi - lo
+            parts = []
+            for width, at_end in ((max(left, 0), False), (max(right, 0), True)):
+                if width == 0:
+                    continue
+                block = f"(cst {str_lit(text)} {self._shape_list(shape[:d] + [width] + shape[d + 1:])})"
+                if dt != "float64":
+                    block = f"(unary {str_lit('to_' + dt)} {block})"
+                parts.append((at_end, block))
+            if parts:
+                items = [b for e, b in parts if not e] + [t] + [b for e, b in parts if e]
+                lst = "(Nil)"
+                for p in reversed(items):
+                    lst = f"(Cons {p} {lst})"
+                t = f"(concat {lst} {d})"
+            shape[d] += max(left, 0) + max(right, 0)
+        if t == self.t(x):
+            return Identity(x.name)
+        return Term(t)
 
     # -- indexing --------------------------------------------------------------------------
     def _dtype(self, name):
@@ -1040,6 +1308,10 @@ class Lowerer:
         return Collective(sig.kind, a[0].name, str(a[sig.group]), reduce=reduce, params=params)
 
 
+# arange of another dtype is the int64 positions cast: exact while every value is an integer of
+# that dtype (floats: at most their mantissa's range; int32: in range)
+_ARANGE_EXACT = {"int32": 2**31 - 1, "float64": 2**53, "float32": 2**24, "bfloat16": 2**8, "float16": 2**11}
+
 _COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
 
 def _rounded(op: str, n: Node) -> str:
@@ -1061,6 +1333,10 @@ UNREAD_ARGS: dict[str, dict[str, tuple]] = {
     "aten.contiguous.default": {"memory_format": "any"},
     "aten.embedding.default": {"padding_idx": "any", "scale_grad_by_freq": "any", "sparse": "any"},
     "aten.layer_norm.default": {"cudnn_enable": "any"},
+    # positions: where they live and how they are laid out does not change their values
+    **{f"aten.arange.{ov}": {"layout": "any", "device": "any", "pin_memory": "any"}
+       for ov in ("default", "start", "start_step")},
+    "aten.gather.default": {"sparse_grad": "any"},
 }
 
 
@@ -1098,7 +1374,6 @@ def dim_term(s) -> str:
         return f"(DLit {s})"
     if isinstance(s, sympy.Basic) and s.is_Integer:
         return f"(DLit {int(s)})"
-    from entangle_py.ir.symbolic import to_text
     return f"(DSym {str_lit(to_text(s))})"
 
 
@@ -1147,8 +1422,7 @@ def _const_key(v) -> str:
     if isinstance(v, TorchConst):
         return f"{v.kind}={v.value}" if v.kind == "dtype" else "_"
     if isinstance(v, sympy.Basic):
-        from entangle_py.ir.symbolic import to_text
-        return to_text(v)
+            return to_text(v)
     return repr(v)
 
 

@@ -35,7 +35,7 @@ def str_lit(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-# ----------------------------------------------------------------------------- constructors
+# ----------------------------------------------------------------------------- the constructor record
 
 @dataclass(frozen=True)
 class Constructor:
@@ -46,6 +46,8 @@ class Constructor:
     clean: bool
     meaning: Callable              # torch semantics over evaluated arguments
 
+
+# ----------------------------------------------------------------------------- meanings
 
 def _unary(op: str, x):
     return unary_fn(op)(x)
@@ -213,6 +215,10 @@ SCALAR_OPS: dict[str, Callable] = {
     "ge": lambda x, c: x >= c,
 }
 
+def _aten(name):
+    return lambda *a: getattr(torch.ops.aten, name)(*a)
+
+
 BINARY_OPS: dict[str, Callable] = {
     "add": torch.add,
     "sub": torch.sub,
@@ -233,6 +239,13 @@ BINARY_OPS: dict[str, Callable] = {
     "bitwise_and": torch.bitwise_and,
     "logical_or": torch.logical_or,
     "logical_and": torch.logical_and,
+    # pointwise backward ops: elementwise binary ops (with broadcasting) over (grad, saved tensor),
+    # so every binary lemma holds for them (tests/test_backward_ops.py checks each is elementwise)
+    "gelu_backward": lambda g, x: torch.ops.aten.gelu_backward(g, x),
+    "gelu_tanh_backward": lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="tanh"),
+    "silu_backward": _aten("silu_backward"),
+    "sigmoid_backward": _aten("sigmoid_backward"),      # (grad, sigmoid output)
+    "tanh_backward": _aten("tanh_backward"),            # (grad, tanh output)
 }
 
 def const_product(a: str, b: str) -> str:
@@ -254,10 +267,195 @@ MASKED_FILL = "masked_fill:"
 # threshold_backward(grad, x, c) is the binary op "threshold_backward:<c>" over (grad, x).
 THRESHOLD_BACKWARD = "threshold_backward:"
 
-# Elementwise ops that commute with a sum over ranks in their first argument when the other is
-# not summed (linearity): (sum_r x_r) * c = sum_r (x_r * c).
-LINEAR_SCALAR_OPS = ("mul", "div")
+def _exact_div(a: int, b: int) -> int:
+    if b <= 0 or a % b:
+        raise ValueError(f"{a} is not a multiple of {b}")
+    return a // b
 
+
+def _dset(s, i, v):
+    if not 0 <= i < len(s):
+        raise ValueError("dset index out of range")
+    return list(s[:i]) + [v] + list(s[i + 1:])
+
+
+def _zip_aligned(l1, l2, d1, d2):
+    """Pairs of concat parts that line up along the concat axis (dim d1 of l1, d2 of l2)."""
+    for a, b in _zip_exact(l1, l2):
+        if a.shape[d1] != b.shape[d2]:
+            raise ValueError("concat parts do not line up")
+    return zip(l1, l2)
+
+
+def _zip_exact(l1, l2):
+    if len(l1) != len(l2):
+        raise ValueError("lists of different lengths")
+    return zip(l1, l2)
+
+
+# ----------------------------------------------------------------------------- meanings: indexing
+# Table lookups (embedding, ``W[ids]``), row-wise picks along the last dim (the cross-entropy
+# target logit ``L[arange, t]``), their masked vocab-parallel forms, integer scalar ops and
+# constants.  Offsets are i64 so lemmas can add part widths.
+
+INT_SCALAR_OPS = ("add", "sub", "mul", "pow", "eq", "ne", "lt", "le", "gt", "ge")
+
+
+def _iscalar(op: str, x, c: int):
+    return SCALAR_OPS[op](x, int(c))
+
+
+def _take(w, ids):
+    """``w[ids]``: rows of ``w`` (torch index semantics: ids in [-rows, rows), negatives wrap)."""
+    if ids.dtype in (torch.bool, torch.uint8) or ids.is_floating_point():
+        raise ValueError("take needs integer ids")
+    return w[ids]
+
+
+def _mtake(w, ids, lo: int):
+    """Rows ``w[ids - lo]`` where ``lo <= ids < lo + rows(w)``, zero rows elsewhere (any ids)."""
+    rel = ids - int(lo)
+    valid = (rel >= 0) & (rel < w.shape[0])
+    out = torch.zeros(tuple(ids.shape) + tuple(w.shape[1:]), dtype=w.dtype)
+    out[valid] = w[rel[valid]]
+    return out
+
+
+def _check_pick_shapes(x, idx):
+    if idx.dtype in (torch.bool, torch.uint8) or idx.is_floating_point():
+        raise ValueError("pick needs integer indices")
+    if x.dim() < 1 or tuple(idx.shape) != tuple(x.shape[:-1]):
+        raise ValueError(f"pick: index shape {tuple(idx.shape)} is not {tuple(x.shape[:-1])}")
+
+
+def _pick(x, idx):
+    """``out[...] = x[..., idx[...]]`` (index semantics along the last dim: negatives wrap)."""
+    _check_pick_shapes(x, idx)
+    n = x.shape[-1]
+    if bool(((idx < -n) | (idx >= n)).any()):
+        raise ValueError("pick: index out of range")
+    return torch.gather(x, -1, torch.where(idx < 0, idx + n, idx).unsqueeze(-1)).squeeze(-1)
+
+
+def _mpick(x, t, lo: int):
+    """``x[..., t - lo]`` where ``lo <= t < lo + x.shape[-1]``, zero elsewhere (any t)."""
+    _check_pick_shapes(x, t)
+    rel = t - int(lo)
+    valid = (rel >= 0) & (rel < x.shape[-1])
+    out = torch.zeros(tuple(t.shape), dtype=x.dtype)
+    if x.shape[-1] > 0:
+        got = torch.gather(x, -1, rel.masked_fill(~valid, 0).unsqueeze(-1)).squeeze(-1)
+        out = torch.where(valid, got, out)
+    return out
+
+
+def _tpick(x, t, c: int):
+    """The target logit of a loss (nll_loss): ``x[..., t]`` where ``t != c`` (the ignore index),
+    zero where ``t == c``.  Undefined (torch raises) where a target other than ``c`` is not in
+    ``[0, x.shape[-1])``: targets do not wrap."""
+    _check_pick_shapes(x, t)
+    keep = t != int(c)
+    if bool(((t[keep] < 0) | (t[keep] >= x.shape[-1])).any()):
+        raise ValueError("tpick: target out of range")
+    out = torch.zeros(tuple(t.shape), dtype=x.dtype)
+    if x.shape[-1] > 0:
+        got = torch.gather(x, -1, t.masked_fill(~keep, 0).unsqueeze(-1)).squeeze(-1)
+        out = torch.where(keep, got, out)
+    return out
+
+
+def _tcount(x, t, c: int, n: str):
+    """The number of targets of a loss that are not the ignore index ``c``: a 0-D tensor of x's
+    dtype.  ``n`` is t's number of elements as a float text ("" when not known statically); the
+    term is undefined when it is not."""
+    if n != "" and float(n) != t.numel():
+        raise ValueError(f"tcount: {n} is not the number of targets ({t.numel()})")
+    return (t != int(c)).sum().to(x.dtype)
+
+
+def _cst(c: str, shape):
+    return torch.full(tuple(shape), float(c), dtype=torch.float64)
+
+
+def _map_offsets(fn, parts, x, lo, axis):
+    out, off = [], int(lo)
+    for p in parts:
+        out.append(fn(p, x, off))
+        off += p.shape[axis]
+    return out
+
+
+def _layernorm(x, w, b, k, eps):
+    """Layer norm over the last ``k`` dims with an affine weight and bias."""
+    if not 1 <= k <= x.dim():
+        raise ValueError(f"layer norm over the last {k} dims of a {x.dim()}-D tensor")
+    return torch.nn.functional.layer_norm(x, tuple(x.shape[x.dim() - k:]), w, b, float(eps))
+
+
+# Positions: (arange a k n) = [a, a + k, ..., a + (n - 1) k], int64 (torch.arange(a, a + n k, k)):
+# position ids built in the program (a causal mask on global positions under context
+# parallelism).  A constant, so clean like ``cst``: a slice of one is another, and adjacent ones
+# tile a longer one.
+def _arange(start: int, step: int, n: int):
+    if not isinstance(n, int) or n < 0:
+        raise ValueError(f"arange of length {n!r}")
+    return torch.arange(n, dtype=torch.int64) * int(step) + int(start)
+
+
+# The gradient of a table lookup (embedding_dense_backward): the rows of ``g`` added into a zero
+# table at their ids (``scatter``), and its vocab-parallel (masked) form, the rank's own block of
+# rows (``mscatter``).
+def _check_ids(ids):
+    if ids.dtype not in (torch.int64, torch.int32):
+        raise ValueError("scatter needs integer ids")
+
+
+def _scatter(g, ids, n: int):
+    """``out[i] = sum of g[p] over the positions p where ids[p] = i``, ``out`` of n rows (g of
+    ids' shape plus one dim); undefined for an id outside [0, n) (torch's CPU kernel skips it,
+    other devices fail)."""
+    _check_ids(ids)
+    if g.dim() != ids.dim() + 1 or tuple(g.shape[:-1]) != tuple(ids.shape):
+        raise ValueError(f"scatter: rows of shape {tuple(g.shape)} for ids of shape {tuple(ids.shape)}")
+    if n < 0 or bool(((ids < 0) | (ids >= n)).any()):
+        raise ValueError(f"scatter: an id outside [0, {n})")
+    return torch.ops.aten.embedding_dense_backward(g, ids, n, -1, False)
+
+
+def _mscatter(g, ids, lo: int, n: int):
+    """Rows lo .. lo + n - 1 of the scatter of ``g`` (broadcast against ids' shape plus a size-1
+    dim, which it may not enlarge) at ``ids``: ids outside them add nothing (any ids)."""
+    _check_ids(ids)
+    shape = tuple(torch.broadcast_shapes(tuple(g.shape), tuple(ids.shape) + (1,)))
+    if n < 0 or shape[:-1] != tuple(ids.shape):
+        raise ValueError(f"mscatter: rows of shape {tuple(g.shape)} for ids of shape {tuple(ids.shape)}")
+    g = g.expand(shape)
+    rel = ids - int(lo)
+    valid = (rel >= 0) & (rel < n)
+    out = torch.zeros((n, g.shape[-1]), dtype=g.dtype)
+    return out.index_add(0, rel[valid].long(), g[valid])
+
+
+# The gradient of a slice (slice_backward): the gradient placed in a zero tensor, i.e. padded with
+# zeros along one dim (``zpad``).  A concat is the sum of its parts each padded to the whole (the
+# gradient of a weight every rank slices its own rows of: a sum over ranks).
+def _pad(x, d: int, lo: int, hi: int):
+    """``x`` with ``lo`` zero slices before it and ``hi`` after it along dim ``d`` (its dtype)."""
+    if not 0 <= d < x.dim() or lo < 0 or hi < 0:
+        raise ValueError(f"pad of a {x.dim()}-D tensor along dim {d} by {lo}, {hi}")
+    zeros = [torch.zeros(tuple(x.shape[:d]) + (k,) + tuple(x.shape[d + 1:]), dtype=x.dtype) for k in (lo, hi)]
+    return torch.cat([zeros[0], x, zeros[1]], d)
+
+
+def _map_pad(parts, d: int, lo: int, total: int):
+    out, off = [], int(lo)
+    for x in parts:
+        out.append(_pad(x, d, off, total - off - x.shape[d]))
+        off += x.shape[d]
+    return out
+
+
+# ----------------------------------------------------------------------------- constructors
 
 def _c(name, signature, sort, cost, clean, meaning):
     return Constructor(name, signature, sort, cost, clean, meaning)
@@ -297,6 +495,89 @@ CONSTRUCTORS: list[Constructor] = [
     _c("reduce", "String T IList i64", "T", BIG, False, _reduce),
     _c("softmax", "T i64", "T", BIG, False, lambda x, d: torch.softmax(x, d)),
     _c("opaque", "String TList", "T", BIG, False, None),   # an op with no lemmas: congruence only
+    # integer scalar ops, constants, table lookups and picks (indexing; offsets are i64 so
+    # lemmas can add part widths)
+    _c("iscalar", "String T i64", "T", BIG, False, _iscalar),       # x op c, integer x and c
+    _c("cst", "String DList", "T", CLEAN_COST, True, _cst),          # a constant tensor of a shape
+    _c("arange", "i64 i64 Dim", "T", CLEAN_COST, True, _arange),     # positions (see _arange)
+    _c("take", "T T", "T", BIG, False, _take),
+    _c("mtake", "T T i64", "T", BIG, False, _mtake),
+    _c("pick", "T T", "T", BIG, False, _pick),
+    _c("mpick", "T T i64", "T", BIG, False, _mpick),
+    # a loss's target pick and count (nll_loss): only loss lowerings write them, so their index is
+    # a loss target (what the valid_indices assumption speaks of)
+    _c("tpick", "T T i64", "T", BIG, False, _tpick),
+    _c("tcount", "T T i64 String", "T", BIG, False, _tcount),
+    _c("map_mtake", "TList T i64", "TList", BIG, False,
+       lambda l, ids, lo: _map_offsets(_mtake, l, ids, lo, 0)),
+    _c("map_mpick", "TList T i64", "TList", BIG, False,
+       lambda l, t, lo: _map_offsets(_mpick, l, t, lo, -1)),
+    _c("layernorm", "T T T i64 String", "T", BIG, False, _layernorm),
+    # the gradients of a lookup and of a slice (see _scatter, _mscatter, _pad)
+    _c("scatter", "T T i64", "T", BIG, False, _scatter),
+    _c("mscatter", "T T i64 i64", "T", BIG, False, _mscatter),
+    _c("zpad", "T i64 i64 i64", "T", CLEAN_COST, True, _pad),
+
+    # List-walking helpers (map an op over concat parts, zip two lists, ...) are constructors
+    # too: they are dirty (cost BIG) until rewritten away, so an unfinished walk is never extracted.
+    _c("map_unary", "String TList", "TList", BIG, False, lambda op, l: [_unary(op, x) for x in l]),
+    _c("map_scalar", "String TList String", "TList", BIG, False, lambda op, l, c: [_scalar(op, x, c) for x in l]),
+    _c("map_binary_l", "String TList T", "TList", BIG, False, lambda op, l, y: [_binary(op, x, y) for x in l]),
+    _c("map_binary_r", "String T TList", "TList", BIG, False, lambda op, y, l: [_binary(op, y, x) for x in l]),
+    _c("zip_binary", "String TList TList i64 i64", "TList", BIG, False,
+       lambda op, l1, l2, d1, d2: [_binary(op, a, b) for a, b in _zip_aligned(l1, l2, d1, d2)]),
+    _c("lsum", "TList i64", "Dim", BIG, False, lambda l, d: sum(int(x.shape[d]) for x in l)),
+    _c("map_mm_l", "TList T", "TList", BIG, False, lambda l, w: [torch.mm(*_no_bool(x, w)) for x in l]),
+    _c("map_mm_r", "T TList", "TList", BIG, False, lambda x, l: [torch.mm(*_no_bool(x, w)) for w in l]),
+    _c("zip_mm", "TList TList", "TList", BIG, False, lambda l1, l2: [torch.mm(*_no_bool(a, b)) for a, b in _zip_exact(l1, l2)]),
+    _c("map_transpose", "TList i64 i64", "TList", BIG, False, lambda l, a, b: [x.transpose(a, b) for x in l]),
+    _c("map_softmax", "TList i64", "TList", BIG, False, lambda l, d: [torch.softmax(x, d) for x in l]),
+    _c("map_view", "TList DList", "TList", BIG, False, lambda l, s: [x.reshape(tuple(s)) for x in l]),
+    _c("map_view_last", "TList DList", "TList", BIG, False,
+       lambda l, s: [x.reshape(tuple(s[:-1]) + (x.shape[-1],)) for x in l]),
+    _c("dset_last", "DList Dim", "DList", BIG, False, lambda s, v: list(s[:-1]) + [v]),
+    # batched matmul and view/permute/slice helpers (attention with heads split across ranks);
+    # matmul is torch.matmul on operands with the same batch dims (>= 3-D; 2-D is mm)
+    _c("matmul", "T T", "T", BIG, False, lambda a, b: torch.matmul(*_no_bool(a, b))),
+    _c("zip_matmul", "TList TList i64", "TList", BIG, False,
+       lambda l1, l2, d: [torch.matmul(*_no_bool(a, b)) for a, b in _zip_aligned(l1, l2, d, d)]),
+    # each part viewed to s with s[j] := the part's size on its dim d
+    _c("map_view_at", "TList DList i64 i64", "TList", BIG, False,
+       lambda l, s, d, j: [x.reshape(tuple(_dset(s, j, x.shape[d]))) for x in l]),
+    # each part viewed to s with s[d] := part size on d divided by s[d+1] (dim d split in two)
+    _c("map_view_split", "TList DList i64", "TList", BIG, False,
+       lambda l, s, d: [x.reshape(tuple(_dset(s, d, _exact_div(x.shape[d], _dat(s, d + 1))))) for x in l]),
+    # each part viewed to s with s[d] := part size on d times its size on d+1 (dims d, d+1 merged)
+    _c("map_view_merge", "TList DList i64", "TList", BIG, False,
+       lambda l, s, d: [x.reshape(tuple(_dset(s, d, x.shape[d] * x.shape[d + 1]))) for x in l]),
+    _c("map_slice", "TList i64 Dim Dim", "TList", BIG, False, lambda l, d, a, b: [_slice(x, d, a, b) for x in l]),
+    _c("map_permute", "TList IList", "TList", BIG, False, lambda l, p: [x.permute(*p) for x in l]),
+    _c("dset", "DList i64 Dim", "DList", BIG, False, lambda s, i, v: _dset(s, i, v)),
+    # a batched product of each part (rows of a context-parallel rank: bmm(concat(l, 1), w))
+    _c("map_bmm_l", "TList T", "TList", BIG, False, lambda l, w: [torch.bmm(*_no_bool(x, w)) for x in l]),
+    # walk helpers for lemmas over sums across ranks
+    # op applied rank by rank: sum_r a_r + sum_r b_r = sum_r (a_r + b_r) (lists of equal length)
+    _c("zip_ranks", "String TList TList", "TList", BIG, False,
+       lambda op, l1, l2: [_binary(op, a, b) for a, b in _zip_exact(l1, l2)]),
+    # each part expanded to s with s[j] := the part's size on its dim d
+    _c("map_expand_at", "TList DList i64 i64", "TList", BIG, False,
+       lambda l, s, d, j: [x.expand(tuple(_dset(s, j, x.shape[d]))) for x in l]),
+    # concat([concat(l1, e)] + r, d): a concat whose first part is a concat along another dim,
+    # marked so that a lemma rooted at this (rare) constructor can look at the rest
+    _c("concat_nest", "TList TList i64 i64", "T", BIG, False,
+       lambda l1, r, d, e: _concat([_concat(l1, e)] + list(r), d)),
+    # pairs of parts that line up on dim e, each pair concatenated along d: [concat([a_i, b_i], d)]
+    _c("zip_concat", "TList TList i64 i64", "TList", BIG, False,
+       lambda l1, l2, d, e: [_concat([a, b], d) for a, b in _zip_aligned(l1, l2, e, e)]),
+    # reductions and layer norm part by part
+    _c("map_reduce", "String TList IList i64", "TList", BIG, False,
+       lambda op, l, dims, k: [_reduce(op, x, dims, k) for x in l]),
+    _c("map_layernorm", "TList T T i64 String", "TList", BIG, False,
+       lambda l, w, b, k, eps: [_layernorm(x, w, b, k, eps) for x in l]),
+    _c("lappend", "TList TList", "TList", BIG, False, lambda a, b: list(a) + list(b)),
+    # each part zero-padded to total along d, the first starting lo in: part k has lo + (sizes of
+    # the parts before it) zeros before it
+    _c("map_zpad", "TList i64 i64 i64", "TList", BIG, False, _map_pad),
 ]
 
 BY_NAME = {c.name: c for c in CONSTRUCTORS}
@@ -316,181 +597,15 @@ PRIMITIVES: dict[str, Callable] = {
     "cmul": lambda a, b: const_product(a, b),   # product of two constant texts (see const_product)
     "%": lambda a, b: a % b,
     "/": lambda a, b: a // b,
+    "ihas": lambda l, i: int(i in l),
+    "ibelow": lambda l, i: sum(1 for a in l if a < i),
+    "ilen": lambda l: len(l),
 }
 
-# ----------------------------------------------------------------------------- helper functions
-# List-walking helpers (map an op over concat parts, zip two lists, ...) are constructors too:
-# they are dirty (cost BIG) until rewritten away, so an unfinished walk is never extracted.
-
-HELPERS: list[Constructor] = [
-    _c("map_unary", "String TList", "TList", BIG, False, lambda op, l: [_unary(op, x) for x in l]),
-    _c("map_scalar", "String TList String", "TList", BIG, False, lambda op, l, c: [_scalar(op, x, c) for x in l]),
-    _c("map_binary_l", "String TList T", "TList", BIG, False, lambda op, l, y: [_binary(op, x, y) for x in l]),
-    _c("map_binary_r", "String T TList", "TList", BIG, False, lambda op, y, l: [_binary(op, y, x) for x in l]),
-    _c("zip_binary", "String TList TList i64 i64", "TList", BIG, False,
-       lambda op, l1, l2, d1, d2: [_binary(op, a, b) for a, b in _zip_aligned(l1, l2, d1, d2)]),
-    _c("lsum", "TList i64", "Dim", BIG, False, lambda l, d: sum(int(x.shape[d]) for x in l)),
-    _c("map_mm_l", "TList T", "TList", BIG, False, lambda l, w: [torch.mm(*_no_bool(x, w)) for x in l]),
-    _c("map_mm_r", "T TList", "TList", BIG, False, lambda x, l: [torch.mm(*_no_bool(x, w)) for w in l]),
-    _c("zip_mm", "TList TList", "TList", BIG, False, lambda l1, l2: [torch.mm(*_no_bool(a, b)) for a, b in _zip_exact(l1, l2)]),
-    _c("map_transpose", "TList i64 i64", "TList", BIG, False, lambda l, a, b: [x.transpose(a, b) for x in l]),
-    _c("map_softmax", "TList i64", "TList", BIG, False, lambda l, d: [torch.softmax(x, d) for x in l]),
-    _c("map_view", "TList DList", "TList", BIG, False, lambda l, s: [x.reshape(tuple(s)) for x in l]),
-    _c("map_view_last", "TList DList", "TList", BIG, False,
-       lambda l, s: [x.reshape(tuple(s[:-1]) + (x.shape[-1],)) for x in l]),
-    _c("dset_last", "DList Dim", "DList", BIG, False, lambda s, v: list(s[:-1]) + [v]),
-]
-CONSTRUCTORS += HELPERS
-
-# -- batched matmul and view/permute/slice helpers (attention with heads split across ranks) ----
-# matmul is torch.matmul on operands with the same batch dims (>= 3-D; 2-D is mm).
-ATTN_CONSTRUCTORS: list[Constructor] = [
-    _c("matmul", "T T", "T", BIG, False, lambda a, b: torch.matmul(*_no_bool(a, b))),
-    _c("zip_matmul", "TList TList i64", "TList", BIG, False,
-       lambda l1, l2, d: [torch.matmul(*_no_bool(a, b)) for a, b in _zip_aligned(l1, l2, d, d)]),
-    # each part viewed to s with s[j] := the part's size on its dim d
-    _c("map_view_at", "TList DList i64 i64", "TList", BIG, False,
-       lambda l, s, d, j: [x.reshape(tuple(_dset(s, j, x.shape[d]))) for x in l]),
-    # each part viewed to s with s[d] := part size on d divided by s[d+1] (dim d split in two)
-    _c("map_view_split", "TList DList i64", "TList", BIG, False,
-       lambda l, s, d: [x.reshape(tuple(_dset(s, d, _exact_div(x.shape[d], _dat(s, d + 1))))) for x in l]),
-    # each part viewed to s with s[d] := part size on d times its size on d+1 (dims d, d+1 merged)
-    _c("map_view_merge", "TList DList i64", "TList", BIG, False,
-       lambda l, s, d: [x.reshape(tuple(_dset(s, d, x.shape[d] * x.shape[d + 1]))) for x in l]),
-    _c("map_slice", "TList i64 Dim Dim", "TList", BIG, False, lambda l, d, a, b: [_slice(x, d, a, b) for x in l]),
-    _c("map_permute", "TList IList", "TList", BIG, False, lambda l, p: [x.permute(*p) for x in l]),
-    _c("dset", "DList i64 Dim", "DList", BIG, False, lambda s, i, v: _dset(s, i, v)),
-]
-CONSTRUCTORS += ATTN_CONSTRUCTORS
-
-# -- walk helpers for lemmas over sums across ranks -------------------------------------------
-RANK_HELPERS: list[Constructor] = [
-    # op applied rank by rank: sum_r a_r + sum_r b_r = sum_r (a_r + b_r) (lists of equal length)
-    _c("zip_ranks", "String TList TList", "TList", BIG, False,
-       lambda op, l1, l2: [_binary(op, a, b) for a, b in _zip_exact(l1, l2)]),
-    # each part expanded to s with s[j] := the part's size on its dim d
-    _c("map_expand_at", "TList DList i64 i64", "TList", BIG, False,
-       lambda l, s, d, j: [x.expand(tuple(_dset(s, j, x.shape[d]))) for x in l]),
-    # concat([concat(l1, e)] + r, d): a concat whose first part is a concat along another dim,
-    # marked so that a lemma rooted at this (rare) constructor can look at the rest
-    _c("concat_nest", "TList TList i64 i64", "T", BIG, False,
-       lambda l1, r, d, e: _concat([_concat(l1, e)] + list(r), d)),
-    # pairs of parts that line up on dim e, each pair concatenated along d: [concat([a_i, b_i], d)]
-    _c("zip_concat", "TList TList i64 i64", "TList", BIG, False,
-       lambda l1, l2, d, e: [_concat([a, b], d) for a, b in _zip_aligned(l1, l2, e, e)]),
-]
-CONSTRUCTORS += RANK_HELPERS
-BY_NAME = {c.name: c for c in CONSTRUCTORS}
-
-
-def _exact_div(a: int, b: int) -> int:
-    if b <= 0 or a % b:
-        raise ValueError(f"{a} is not a multiple of {b}")
-    return a // b
-
-
-def _dset(s, i, v):
-    if not 0 <= i < len(s):
-        raise ValueError("dset index out of range")
-    return list(s[:i]) + [v] + list(s[i + 1:])
-
-
-def _zip_aligned(l1, l2, d1, d2):
-    """Pairs of concat parts that line up along the concat axis (dim d1 of l1, d2 of l2)."""
-    for a, b in _zip_exact(l1, l2):
-        if a.shape[d1] != b.shape[d2]:
-            raise ValueError("concat parts do not line up")
-    return zip(l1, l2)
-
-
-def _zip_exact(l1, l2):
-    if len(l1) != len(l2):
-        raise ValueError("lists of different lengths")
-    return zip(l1, l2)
-
-
-# ----------------------------------------------------------------------------- indexing
-# Table lookups (embedding, ``W[ids]``), row-wise picks along the last dim (the cross-entropy
-# target logit ``L[arange, t]``), their masked vocab-parallel forms, integer scalar ops and
-# constants.  Offsets are i64 so lemmas can add part widths.
-
-INT_SCALAR_OPS = ("add", "sub", "mul", "pow", "eq", "ne", "lt", "le", "gt", "ge")
-
-
-def _iscalar(op: str, x, c: int):
-    return SCALAR_OPS[op](x, int(c))
-
-
-def _take(w, ids):
-    """``w[ids]``: rows of ``w`` (torch index semantics: ids in [-rows, rows), negatives wrap)."""
-    if ids.dtype in (torch.bool, torch.uint8) or ids.is_floating_point():
-        raise ValueError("take needs integer ids")
-    return w[ids]
-
-
-def _mtake(w, ids, lo: int):
-    """Rows ``w[ids - lo]`` where ``lo <= ids < lo + rows(w)``, zero rows elsewhere (any ids)."""
-    rel = ids - int(lo)
-    valid = (rel >= 0) & (rel < w.shape[0])
-    out = torch.zeros(tuple(ids.shape) + tuple(w.shape[1:]), dtype=w.dtype)
-    out[valid] = w[rel[valid]]
-    return out
-
-
-def _check_pick_shapes(x, idx):
-    if x.dim() < 1 or tuple(idx.shape) != tuple(x.shape[:-1]):
-        raise ValueError(f"pick: index shape {tuple(idx.shape)} is not {tuple(x.shape[:-1])}")
-
-
-def _pick(x, idx):
-    """``out[...] = x[..., idx[...]]`` (index semantics along the last dim: negatives wrap)."""
-    _check_pick_shapes(x, idx)
-    n = x.shape[-1]
-    if bool(((idx < -n) | (idx >= n)).any()):
-        raise ValueError("pick: index out of range")
-    return torch.gather(x, -1, torch.where(idx < 0, idx + n, idx).unsqueeze(-1)).squeeze(-1)
-
-
-def _mpick(x, t, lo: int):
-    """``x[..., t - lo]`` where ``lo <= t < lo + x.shape[-1]``, zero elsewhere (any t)."""
-    _check_pick_shapes(x, t)
-    rel = t - int(lo)
-    valid = (rel >= 0) & (rel < x.shape[-1])
-    out = torch.zeros(tuple(t.shape), dtype=x.dtype)
-    if x.shape[-1] > 0:
-        got = torch.gather(x, -1, rel.masked_fill(~valid, 0).unsqueeze(-1)).squeeze(-1)
-        out = torch.where(valid, got, out)
-    return out
-
-
-def _cst(c: str, shape):
-    return torch.full(tuple(shape), float(c), dtype=torch.float64)
-
-
-def _map_offsets(fn, parts, x, lo, axis):
-    out, off = [], int(lo)
-    for p in parts:
-        out.append(fn(p, x, off))
-        off += p.shape[axis]
-    return out
-
-
-INDEXING: list[Constructor] = [
-    _c("iscalar", "String T i64", "T", BIG, False, _iscalar),       # x op c, integer x and c
-    _c("cst", "String DList", "T", CLEAN_COST, True, _cst),          # a constant tensor of a shape
-    _c("take", "T T", "T", BIG, False, _take),
-    _c("mtake", "T T i64", "T", BIG, False, _mtake),
-    _c("pick", "T T", "T", BIG, False, _pick),
-    _c("mpick", "T T i64", "T", BIG, False, _mpick),
-    _c("map_mtake", "TList T i64", "TList", BIG, False,
-       lambda l, ids, lo: _map_offsets(_mtake, l, ids, lo, 0)),
-    _c("map_mpick", "TList T i64", "TList", BIG, False,
-       lambda l, t, lo: _map_offsets(_mpick, l, t, lo, -1)),
-]
-CONSTRUCTORS += INDEXING
-BY_NAME = {c.name: c for c in CONSTRUCTORS}
-
-# Functions (not constructors) and relations the engine maintains.
+# Functions (not constructors) and relations the engine maintains.  Queries on int lists
+# (reduction dims) are computed on demand by rules in lemmas/shapes.py: (iask l i) asks for
+# (ihas l i) = 1 if i is in l else 0 and (ibelow l i) = #{a in l : a < i}; (ilen l) is the
+# length (their Python meaning, for lemma conditions, is in PRIMITIVES).
 FUNCTIONS_TEXT = """
 (function dim (T i64) Dim :merge old)
 (function ndim (T) i64 :merge old)
@@ -511,6 +626,10 @@ FUNCTIONS_TEXT = """
 (function ipos (IList i64) i64 :merge old)
 (relation ask_cmul (String String))
 (function cmul (String String) String :merge old)
+(relation iask (IList i64))
+(function ihas (IList i64) i64 :merge old)
+(function ibelow (IList i64) i64 :merge old)
+(function ilen (IList) i64 :merge old)
 """
 
 
@@ -570,7 +689,7 @@ DIM_ARGS: dict[str, tuple[int, ...]] = {
     "softmax": (1,), "zip_binary": (3, 4), "lsum": (1,), "map_transpose": (1, 2), "map_softmax": (1,),
     "zip_matmul": (2,), "map_view_at": (2, 3), "map_view_split": (2,), "map_view_merge": (2,),
     "map_slice": (1,), "map_permute": (1,), "map_reduce": (2,), "dset": (1,), "map_expand_at": (2, 3),
-    "concat_nest": (2, 3), "zip_concat": (2, 3),
+    "concat_nest": (2, 3), "zip_concat": (2, 3), "zpad": (1,), "map_zpad": (1,),
 }
 
 
@@ -671,132 +790,6 @@ def allclose(a, b, rtol=1e-6, atol=1e-8) -> bool:
     return a == b
 
 
-# ============================================================================ backward ops,
-# reductions, layer norm (appended as one block: pointwise backward ops are binary ops, reductions
-# and layer norm get helpers to walk concat parts, IList queries for reduction dims).
-
-def _aten(name):
-    return lambda *a: getattr(torch.ops.aten, name)(*a)
-
-
-# Pointwise backward ops are elementwise binary ops (with broadcasting) over (grad, saved tensor):
-# every binary lemma holds for them.  tests/test_backward_ops.py checks each op is elementwise.
-BINARY_OPS.update({
-    "gelu_backward": lambda g, x: torch.ops.aten.gelu_backward(g, x),
-    "gelu_tanh_backward": lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="tanh"),
-    "silu_backward": _aten("silu_backward"),
-    "sigmoid_backward": _aten("sigmoid_backward"),      # (grad, sigmoid output)
-    "tanh_backward": _aten("tanh_backward"),            # (grad, tanh output)
-})
-
-
-
-def _layernorm(x, w, b, k, eps):
-    """Layer norm over the last ``k`` dims with an affine weight and bias."""
-    if not 1 <= k <= x.dim():
-        raise ValueError(f"layer norm over the last {k} dims of a {x.dim()}-D tensor")
-    return torch.nn.functional.layer_norm(x, tuple(x.shape[x.dim() - k:]), w, b, float(eps))
-
-
-CONSTRUCTORS += [
-    _c("layernorm", "T T T i64 String", "T", BIG, False, _layernorm),
-    _c("map_reduce", "String TList IList i64", "TList", BIG, False,
-       lambda op, l, dims, k: [_reduce(op, x, dims, k) for x in l]),
-    _c("map_layernorm", "TList T T i64 String", "TList", BIG, False,
-       lambda l, w, b, k, eps: [_layernorm(x, w, b, k, eps) for x in l]),
-    _c("lappend", "TList TList", "TList", BIG, False, lambda a, b: list(a) + list(b)),
-]
-BY_NAME = {c.name: c for c in CONSTRUCTORS}
-
-# Queries on int lists (reduction dims), computed on demand by rules in lemmas/shapes.py:
-# (iask l i) asks for (ihas l i) = 1 if i is in l else 0 and (ibelow l i) = #{a in l : a < i};
-# (ilen l) is the length.  Their Python meaning (for lemma conditions) is below.
-FUNCTIONS_TEXT += """
-(relation iask (IList i64))
-(function ihas (IList i64) i64 :merge old)
-(function ibelow (IList i64) i64 :merge old)
-(function ilen (IList) i64 :merge old)
-"""
-PRIMITIVES.update({
-    "ihas": lambda l, i: int(i in l),
-    "ibelow": lambda l, i: sum(1 for a in l if a < i),
-    "ilen": lambda l: len(l),
-})
-
-
-# ----------------------------------------------------------------------------- embedding backward
-# The gradient of a table lookup (embedding_dense_backward): the rows of ``g`` added into a zero
-# table at their ids, and its vocab-parallel (masked) form, the rank's own block of rows.
-
-def _check_ids(ids):
-    if ids.dtype not in (torch.int64, torch.int32):
-        raise ValueError("scatter needs integer ids")
-
-
-def _scatter(g, ids, n: int):
-    """``out[i] = sum of g[p] over the positions p where ids[p] = i``, ``out`` of n rows (g of
-    ids' shape plus one dim); undefined for an id outside [0, n) (torch's CPU kernel skips it,
-    other devices fail)."""
-    _check_ids(ids)
-    if g.dim() != ids.dim() + 1 or tuple(g.shape[:-1]) != tuple(ids.shape):
-        raise ValueError(f"scatter: rows of shape {tuple(g.shape)} for ids of shape {tuple(ids.shape)}")
-    if n < 0 or bool(((ids < 0) | (ids >= n)).any()):
-        raise ValueError(f"scatter: an id outside [0, {n})")
-    return torch.ops.aten.embedding_dense_backward(g, ids, n, -1, False)
-
-
-def _mscatter(g, ids, lo: int, n: int):
-    """Rows lo .. lo + n - 1 of the scatter of ``g`` (broadcast against ids' shape plus a size-1
-    dim, which it may not enlarge) at ``ids``: ids outside them add nothing (any ids)."""
-    _check_ids(ids)
-    shape = tuple(torch.broadcast_shapes(tuple(g.shape), tuple(ids.shape) + (1,)))
-    if n < 0 or shape[:-1] != tuple(ids.shape):
-        raise ValueError(f"mscatter: rows of shape {tuple(g.shape)} for ids of shape {tuple(ids.shape)}")
-    g = g.expand(shape)
-    rel = ids - int(lo)
-    valid = (rel >= 0) & (rel < n)
-    out = torch.zeros((n, g.shape[-1]), dtype=g.dtype)
-    return out.index_add(0, rel[valid].long(), g[valid])
-
-
-CONSTRUCTORS += [
-    _c("scatter", "T T i64", "T", BIG, False, _scatter),
-    _c("mscatter", "T T i64 i64", "T", BIG, False, _mscatter),
-]
-BY_NAME = {c.name: c for c in CONSTRUCTORS}
-
-
-# ----------------------------------------------------------------------------- zero padding
-# The gradient of a slice (slice_backward): the gradient placed in a zero tensor, i.e. padded with
-# zeros along one dim.  A concat is the sum of its parts each padded to the whole (the gradient of
-# a weight every rank slices its own rows of: a sum over ranks).
-
-def _pad(x, d: int, lo: int, hi: int):
-    """``x`` with ``lo`` zero slices before it and ``hi`` after it along dim ``d`` (its dtype)."""
-    if not 0 <= d < x.dim() or lo < 0 or hi < 0:
-        raise ValueError(f"pad of a {x.dim()}-D tensor along dim {d} by {lo}, {hi}")
-    zeros = [torch.zeros(tuple(x.shape[:d]) + (k,) + tuple(x.shape[d + 1:]), dtype=x.dtype) for k in (lo, hi)]
-    return torch.cat([zeros[0], x, zeros[1]], d)
-
-
-def _map_pad(parts, d: int, lo: int, total: int):
-    out, off = [], int(lo)
-    for x in parts:
-        out.append(_pad(x, d, off, total - off - x.shape[d]))
-        off += x.shape[d]
-    return out
-
-
-CONSTRUCTORS += [
-    _c("zpad", "T i64 i64 i64", "T", CLEAN_COST, True, _pad),
-    # each part padded to total along d, the first starting lo in: part k has lo + (sizes of the
-    # parts before it) zeros before it
-    _c("map_zpad", "TList i64 i64 i64", "TList", BIG, False, _map_pad),
-]
-BY_NAME = {c.name: c for c in CONSTRUCTORS}
-DIM_ARGS.update({"zpad": (1,), "map_zpad": (1,)})
-
-
 # ----------------------------------------------------------------------------- shapes of clean terms
 
 def clean_meta(t, leaf, size, same) -> tuple[tuple, str]:
@@ -881,9 +874,13 @@ def clean_meta(t, leaf, size, same) -> tuple[tuple, str]:
         return new, dtype
     if head == "cst":
         return tuple(dims(a[1])), None
+    if head == "arange":
+        return (size(a[2]),), "int64"
     if head == "zpad":
         shape, dtype = sub(a[0])
         d, lo, hi = a[1], a[2], a[3]
         check(0 <= d < len(shape) and lo >= 0 and hi >= 0, f"pad of a {len(shape)}-D tensor along {d} by {lo}, {hi}")
         return tuple(shape[:d]) + (shape[d] + lo + hi,) + tuple(shape[d + 1:]), dtype
     raise EvalError(f"{head} is not a clean operator")
+
+

@@ -1,9 +1,38 @@
 """Instances of the collective lemmas (lemmas/collective.py): sums and maxima over ranks."""
 from __future__ import annotations
 
-from lemmas._instances import repeat, tensor
+import torch
+
+from lemmas._instances import concat_parts, repeat, tensor
 
 
 @repeat(4)
 def single(rng):
     return {"x": tensor(rng, rng.randint(1, 4), rng.randint(1, 4))}
+
+
+def _bounds(rng, n):
+    s = rng.randint(0, n)
+    return s, rng.randint(s, n)
+
+
+@repeat(8)
+def slice_rsum_concat(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    m = concat_parts(rng, nd, d, parts=rng.randint(1, 4))
+    shape = list(torch.cat(m, d).shape)
+    s, e = _bounds(rng, shape[d])
+    return {"m": m, "r": [tensor(rng, *shape) for _ in range(rng.randint(0, 3))], "d": d, "s": s, "e": e}
+
+
+@repeat(8)
+def slice_rsum_fold(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    shape = [rng.randint(1, 5) for _ in range(nd)]
+    s, e = _bounds(rng, shape[d])
+    x = tensor(rng, *shape)
+    r2 = [tensor(rng, *shape) for _ in range(rng.randint(0, 3))]
+    r1 = [t.narrow(d, s, e - s) for t in r2]
+    return {"x": x, "r2": r2, "r1": r1, "d": d, "s": s, "e": e}

@@ -153,6 +153,20 @@ def map_binary(rng):
     return {"op": "add", "x": l[0], "r": l[1:], "y": tensor(rng, l[0].shape[1])}
 
 
+def _mirrored(covered: bool, size_one: bool, ok=lambda inst: True):
+    """``_broadcast`` cases with y as the first operand (the concat on the right)."""
+    @repeat(6)
+    def gen(rng):
+        inst = _broadcast(rng, covered, size_one, op=rng.choice(["add", "sub", "div", "gt", "lt"]))
+        return inst if ok(inst) else None
+    return gen
+
+
+bcast_absent_r = _mirrored(False, False)
+bcast_one_r = _mirrored(True, True)
+bcast_full_r = _mirrored(True, False, ok=lambda inst: inst["l"][0].shape[inst["d"]] != 1 or len(inst["l"]) > 1)
+
+
 @repeat(6)
 def rsum_scalar(rng):
     shape = [rng.randint(1, 4), rng.randint(1, 4)]
@@ -199,3 +213,12 @@ def zip_ranks(rng):
 
 def map_binary_l_nil(rng):
     return [{"op": "add", "y": tensor(rng, 2)}]
+
+
+@repeat(6)
+def neg_sub(rng):
+    a = tensor(rng, 2, 3)
+    b = tensor(rng, *rng.choice([[2, 3], [3], [1, 3], []]))
+    if rng.random() < 0.3:
+        a, b = (a * 4).round().long(), (b * 4).round().long()
+    return {"a": a, "b": b}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from lemmas._instances import concat_parts, repeat, shard_count, tensor
+from lemmas._instances import concat_parts, dlist, repeat, shard_count, tensor
 
 
 def _ids(rng, shape, lo, hi):
@@ -264,3 +264,104 @@ def scatter_terms(rng):
         g = _rows(rng, ids)
         yield (f"(scatter g i {n})", {"g": g, "i": ids})
         yield (f"(mscatter g i 2 {n})", {"g": g, "i": ids})
+# -- plain picks with valid indices, a loss's target pick and count, picks through a broadcast op
+
+def _pick_instance(rng):
+    lead = _lead(rng)
+    w = rng.randint(1, 9)
+    return {"L": tensor(rng, *lead, w), "t": _ids(rng, lead, 0, w), "w": w}
+
+
+@repeat(8)
+def pick_valid(rng):
+    return _pick_instance(rng)
+
+
+@repeat(4)
+def pick_negative(rng):
+    """Counterexample: a negative index wraps in a pick but is masked out of the masked one."""
+    inst = _pick_instance(rng)
+    inst["t"].view(-1)[0] = -rng.randint(1, inst["w"])
+    return inst
+
+
+@repeat(8)
+def tpick_valid(rng):
+    inst = _pick_instance(rng)
+    inst["c"] = rng.choice([-100, -1, -rng.randint(1, 20)])
+    return inst
+
+
+def tpick_ignored(rng):
+    """Targets equal to the ignore index, a class: the loss reads zero, the pick the class (the
+    condition c < 0 excludes it; a negative c on such targets is what the assumption excludes)."""
+    for _ in range(4):
+        inst = _pick_instance(rng)
+        inst["c"] = rng.randrange(inst["w"])
+        inst["t"].view(-1)[0] = inst["c"]
+        yield inst
+
+
+@repeat(8)
+def tcount_div(rng):
+    inst = _pick_instance(rng)
+    inst["c"] = rng.choice([-100, -1])
+    nd = inst["t"].dim()
+    inst["dims"] = sorted(rng.sample(range(nd), rng.randint(1, nd)))
+    inst["n"] = repr(float(inst["t"].numel()))
+    return inst
+
+
+def tcount_div_bad(rng):
+    """An ignore index that is a class and is among the targets (the condition excludes it)."""
+    for _ in range(4):
+        inst = next(tcount_div(rng))
+        inst["t"].view(-1)[0] = inst["c"] = 0
+        yield inst
+
+
+def _pick_bcast_instance(rng):
+    lead = _lead(rng)
+    w = rng.randint(1, 6)
+    return {"a": tensor(rng, *lead, w), "y": tensor(rng, *lead), "s": lead + [1], "t": _ids(rng, lead, 0, w),
+            "op": rng.choice(["sub", "add", "mul", "maximum"]), "k": len(lead) + 1}
+
+
+@repeat(10)
+def pick_bcast(rng):
+    return _pick_bcast_instance(rng)
+
+
+@repeat(4)
+def pick_bcast_bad(rng):
+    """a broadcast along a leading dim: a's is 1 where y's is not (the pick's index has y's shape,
+    so the pick of a alone is undefined)."""
+    inst = _pick_bcast_instance(rng)
+    lead = list(inst["y"].shape)
+    lead[0] += 1
+    w = inst["a"].shape[-1]
+    inst.update(a=tensor(rng, 1, *lead[1:], w), y=tensor(rng, *lead), s=lead + [1], t=_ids(rng, lead, 0, w))
+    return inst
+
+
+@repeat(3)
+def tpick_terms(rng):
+    lead = _lead(rng)
+    return ("(tpick x i -100)", {"x": tensor(rng, *lead, 4), "i": _ids(rng, lead, 0, 4)})
+
+
+@repeat(2)
+def tcount_terms(rng):
+    lead = _lead(rng)
+    return ('(tcount x i -100 "")', {"x": tensor(rng, *lead, 4), "i": _ids(rng, lead, 0, 4)})
+
+
+def pick_bsame_terms(rng):
+    """(pick (binary op a (view y s)) t): (bsame a y i) exactly where a and y agree on i dims."""
+    for a_shape, y_shape in (((2, 3, 4), (2, 3)), ((1, 3, 4), (2, 3)), ((2, 3, 4), (2, 1)), ((3, 5), (3,))):
+        a, y = tensor(rng, *a_shape), tensor(rng, *y_shape)
+        s = dlist(list(y_shape) + [1])
+        lead = [max(p, q) for p, q in zip(a_shape[:-1], y_shape)]
+        i = _ids(rng, lead, 0, a_shape[-1])
+        yield (f'(pick (binary "sub" a (view y {s})) i)', {"a": a, "y": y, "i": i},
+               [f"(bsame a y {i})" for i in range(len(y_shape) + 1)])

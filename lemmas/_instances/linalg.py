@@ -62,6 +62,23 @@ def map_mm_l(rng):
     return {"w": tensor(rng, k, 2), "x": l[0], "r": l[1:]}
 
 
+@repeat(6)
+def bmm_rows(rng):
+    b, k, m = rng.randint(1, 3), rng.randint(1, 4), rng.randint(1, 4)
+    return {"w": tensor(rng, b, k, m), "l": [tensor(rng, b, n, k) for n in sizes(rng, rng.randint(1, 6))]}
+
+
+@repeat(4)
+def map_bmm_l(rng):
+    b, k = rng.randint(1, 3), rng.randint(1, 4)
+    l = [tensor(rng, b, n, k) for n in sizes(rng, rng.randint(1, 4))]
+    return {"w": tensor(rng, b, k, 2), "x": l[0], "r": l[1:]}
+
+
+def map_bmm_l_nil(rng):
+    return [{"w": tensor(rng, 2, 2, 2)}]
+
+
 def _bmm_view_instance(rng, same=True):
     n = rng.randint(2, 4)
     batch = [rng.randint(1, 3) for _ in range(n - 2)]

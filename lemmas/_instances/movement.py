@@ -458,6 +458,13 @@ def scalar_view(rng):
 
 
 @repeat(4)
+def iscalar_view(rng):
+    x = torch.randint(-5, 6, (2, 3, 2), generator=torch.Generator().manual_seed(rng.randrange(2**31)))
+    return {"op": rng.choice(["add", "sub", "mul", "lt", "ge"]), "x": x, "s": rng.choice([[6, 2], [3, 4], [12]]),
+            "c": rng.randint(-3, 3)}
+
+
+@repeat(4)
 def unary_view(rng):
     x = tensor(rng, 2, 3, 2)
     return {"op": rng.choice(["exp", "tanh", "gelu"]), "x": x, "s": rng.choice([[6, 2], [3, 4], [12]])}

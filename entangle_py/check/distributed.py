@@ -1,0 +1,273 @@
+"""The distributed program as facts: every G_d tensor a leaf ``(Gd "r<rank>.<node>")``, unioned
+with its lowered definition; collectives and point-to-point transfers across ranks become clean
+terms over their peers' tensors.
+
+Collectives are paired per communicator (process group: its name and members) in the order each
+rank issues them, as c10d does; sends and receives by communicator, peer, tag and order.  The
+facts go into ``window.DistFacts``: the checker's exploration window decides when each enters
+the e-graph.
+"""
+from __future__ import annotations
+
+from entangle_py.check import spec as S
+from entangle_py.check.inputs import declared_constant
+from entangle_py.check.names import Names, gd_leaf, tlist, meta_text, unsupported_key
+from entangle_py.check.result import CheckInputError
+from entangle_py.check.sizes import Sizes
+from entangle_py.check.window import DistFacts, leaves_in
+from entangle_py.ir import graph as G
+from entangle_py.semantics import lower as L
+
+
+class DistProgram:
+    """Lower every rank graph of ``dist`` (``run()``): afterwards ``dvar[r][node]`` is the
+    expression of each G_d tensor, ``dfacts`` their definitions, ``collectives`` the matched
+    collectives (members, kind, rank -> node) and ``no_semantics`` what could not be lowered
+    (op -> [(rank, node)])."""
+
+    def __init__(self, dist: G.Bundle, dist_names: list[Names], spec: S.Spec, sizes: Sizes, same_rng: bool):
+        self.dist, self.dist_names, self.spec, self.sizes = dist, dist_names, spec, sizes
+        self.same_rng = same_rng
+        self.dvar: list[dict[str, str]] = [dict() for _ in dist.ranks]
+        self.dfacts = DistFacts()
+        self.collectives: list = []
+        self.no_semantics: dict[str, list] = {}
+
+    def run(self) -> "DistProgram":
+        pending_coll = []   # (rank, node, Collective)
+        self._pending_p2p = []   # (rank, node, PointToPoint), in each rank's issue order
+        for r, g in enumerate(self.dist.ranks):
+            low = L.Lowerer(g, constants=self.spec.constants, same_rng=self.same_rng,
+                            canon=lambda size, r=r: self.sizes.canonical(size, r))
+            for n in g.nodes:
+                if n.is_placeholder:
+                    if isinstance(n.val, G.TensorMeta):
+                        self._dist_leaf(r, n.name, n.val)
+                    continue
+                try:
+                    res = L.bind_result(low.lower(n), self.dvar[r].__getitem__)
+                except KeyError:   # reads an output of an op without semantics (reported below)
+                    continue
+                self._bind_dist(r, n, res, pending_coll)
+        self._lower_collectives(pending_coll)
+        self._lower_p2p(self._pending_p2p)
+        return self
+
+    def _dist_leaf(self, r, name, val):
+        v = gd_leaf(r, name)
+        self.dvar[r][name] = v
+        self.dfacts.declare(leaves_in(v).pop(), self.sizes.shape_facts(v, val, r))
+        port = self.dist_names[r].display.get(name)
+        if port is not None and self.dist.ranks[r].node(name).is_placeholder:
+            value = declared_constant(self.spec, self.sizes, port, val, r)
+            if value:
+                self._define(v, value)
+        return v
+
+    def _bind_dist(self, r, n, res, pending_coll):
+        if isinstance(res, L.NotTensor):
+            return
+        if isinstance(res, L.Free):      # a value nobody knows: a leaf of its own
+            self._dist_leaf(r, n.name, n.val)
+            return
+        if isinstance(res, L.NoSemantics):
+            self.no_semantics.setdefault(unsupported_key(res), []).append((r, n))
+            self._dist_leaf(r, n.name, n.val) if isinstance(n.val, G.TensorMeta) else None
+            return
+        if isinstance(res, L.Identity):
+            if res.ref in self.dvar[r]:
+                self.dvar[r][n.name] = self.dvar[r][res.ref]
+                self._name_output_alias(r, n.name)
+            return
+        if isinstance(res, L.TupleTerms):
+            for i, item in enumerate(res.items):
+                if not isinstance(n.val[i], G.TensorMeta):
+                    continue
+                key = f"{n.name}#{i}"
+                if item is None:       # a value nobody knows (a random draw): a leaf of its own
+                    self._dist_leaf(r, key, n.val[i])
+                    continue
+                if isinstance(item, L.Identity):
+                    if item.ref in self.dvar[r]:
+                        self.dvar[r][key] = self.dvar[r][item.ref]
+                    continue
+                v = self._dist_leaf(r, key, n.val[i])
+                if isinstance(item, L.Term):
+                    self._define(v, item.text)
+            return
+        if isinstance(res, L.Collective):
+            v = self._dist_leaf(r, n.name, n.val)
+            pending_coll.append((r, n, res))
+            return
+        if isinstance(res, L.PointToPoint):   # leaves; a receive is defined once paired (_lower_p2p)
+            for i, val in enumerate(n.val if res.batch else (n.val,)):
+                if isinstance(val, G.TensorMeta):
+                    self._dist_leaf(r, f"{n.name}#{i}" if res.batch else n.name, val)
+            self._pending_p2p.append((r, n, res))
+            return
+        if isinstance(res, L.Decomposed):    # the middle value is a G_d tensor of its own
+            mid = self._dist_leaf(r, f"{n.name}:{res.name}", n.val)
+            self._define(mid, res.inner.text)
+            v = self._dist_leaf(r, n.name, n.val)
+            self._define(v, res.outer.format(inner=mid))
+            return
+        v = self._dist_leaf(r, n.name, n.val)
+        self._define(v, res.text)
+
+    def _define(self, leaf: str, text: str):
+        """The G_d tensor ``leaf`` equals ``text``."""
+        self.dfacts.define(leaves_in(leaf).pop(), f"(union {leaf} {text})")
+
+    def _name_output_alias(self, r, node):
+        """An output port on an identity (wait_tensor, copy) names the tensor it passes on."""
+        names = self.dist_names[r]
+        port = names.display.get(node)
+        text = self.dvar[r][node]
+        if port is None or not text.startswith('(Gd "'):
+            return
+        base = text[len('(Gd "'):-2].split(".", 1)[1]
+        if "#" not in base and base != node:
+            names.display.setdefault(base, port)
+
+    def _lower_collectives(self, pending):
+        """Match each rank's collectives with its peers': per communicator (process group: its
+        name and members, in group-rank order), in the order each rank issues them -- as c10d
+        does.  Two groups with the same members are two communicators."""
+        by_group: dict[tuple, dict[int, list]] = {}
+        for r, n, c in pending:
+            members = tuple(self.dist.ranks[r].groups.get(c.group, ()))
+            if not members:
+                raise CheckInputError(f"rank {r} node {n.name}: collective on group {c.group!r}, "
+                                      f"which is not in the rank's process-group table")
+            if r not in members:
+                raise CheckInputError(f"rank {r} node {n.name}: collective on group {c.group!r} "
+                                      f"{list(members)}, which rank {r} is not a member of")
+            by_group.setdefault(G.communicator(self.dist.ranks, c.group, members), {}).setdefault(r, []).append((n, c))
+        for (_, members), per_rank in by_group.items():
+            counts = {r: len(per_rank.get(r, [])) for r in members}
+            if len(set(counts.values())) != 1:
+                raise CheckInputError(
+                    f"collective sequences differ on group {list(members)}: " +
+                    ", ".join(f"rank {r} issues {k}" for r, k in counts.items()))
+            for k in range(counts[members[0]]):
+                ops = {r: per_rank[r][k] for r in members}
+                kinds = {(c.kind, c.reduce) for _, c in ops.values()}
+                if len(kinds) != 1:
+                    desc = ", ".join(f"rank {r}: {n.name} ({c.kind})" for r, (n, c) in ops.items())
+                    raise CheckInputError(f"collective #{k + 1} on group {list(members)} does not match: {desc}")
+                self._lower_collective(members, ops)
+                self.collectives.append((list(members), next(iter(kinds))[0],
+                                         {r: n.name for r, (n, _) in ops.items()}))
+
+    def _lower_collective(self, members, ops):
+        inputs = [self.dvar[r][ops[r][1].input] for r in members]
+        kind, red = ops[members[0]][1].kind, ops[members[0]][1].reduce
+        # a reduction over ranks, written in global rank order whatever the group's order
+        # (addition and max are commutative; a sum over ranks is one value whatever the order)
+        parts = tlist([self.dvar[r][ops[r][1].input] for r in sorted(members)])
+        reduced = {"sum": f"(rsum {parts})", "max": f"(rmax {parts})",
+                   "avg": f'(scalar "div" (rsum {parts}) {L._scalar(len(members))})'}.get(red)
+        for idx, r in enumerate(members):
+            n, c = ops[r]
+            out = self.dvar[r][n.name]
+            if kind == "all_reduce":
+                if not reduced:
+                    self.no_semantics.setdefault(f"all_reduce({red})", []).append((r, n))
+                    continue
+                self._define(out, reduced)
+            elif kind == "all_gather":       # along dim 0, in group-rank order
+                if c.params[0] != len(members):
+                    self.no_semantics.setdefault("all_gather_into_tensor (group size mismatch)", []).append((r, n))
+                    continue
+                self._define(out, f"(concat {tlist(inputs)} 0)")
+            elif kind == "reduce_scatter":   # rank idx gets rows [idx*size, (idx+1)*size) of the sum
+                if c.params[0] != len(members):
+                    self.no_semantics.setdefault("reduce_scatter_tensor (group size mismatch)", []).append((r, n))
+                    continue
+                if not reduced:
+                    self.no_semantics.setdefault(f"reduce_scatter({red})", []).append((r, n))
+                    continue
+                size = n.val.shape[0]       # the rank's block of the reduction, in group-rank order
+                start, end = (L.dim_term(self.sizes.canonical(k * size, r)) for k in (idx, idx + 1))
+                self._define(out, f"(slice {reduced} 0 {start} {end})")
+            elif kind == "broadcast":         # src is a rank of the group (gloo: tests/test_interp_gloo.py)
+                src = c.params[0]
+                if not isinstance(src, int) or not 0 <= src < len(members):
+                    self.no_semantics.setdefault(f"broadcast from group rank {src!r}", []).append((r, n))
+                    continue
+                root = members[src]
+                self._define(out, self.dvar[root][ops[root][1].input])
+            elif kind == "all_to_all":
+                # rank idx receives, from every source j in rank order, source j's idx-th block
+                pieces = []
+                for j, src in enumerate(members):
+                    sn, sc = ops[src]
+                    splits = self._splits(sc.params[1], self.dist.ranks[src].node(sc.input).val, len(members), src)
+                    if splits is None:
+                        break
+                    start = sum(splits[:idx], 0)
+                    pieces.append(f"(slice {inputs[j]} 0 {L.dim_term(self.sizes.canonical(start, src))} "
+                                  f"{L.dim_term(self.sizes.canonical(start + splits[idx], src))})")
+                else:
+                    self._define(out, f"(concat {tlist(pieces)} 0)")
+                    continue
+                self.no_semantics.setdefault("all_to_all_single with sizes it cannot split", []).append((r, n))
+
+    def _lower_p2p(self, pending):
+        """Pair point-to-point transfers (pipeline stages): the k-th receive rank d posts from
+        rank s with tag t on a communicator gets the k-th tensor rank s sends to d with tag t on
+        it -- peers and issue order, not the group's member set (c10d matches sends and receives
+        per process group, source, destination and tag, in order).  A receive's value is the sent
+        tensor; a transfer without its counterpart, or whose shape or dtype differ, is refused
+        (exit 2: the program would hang or fail there)."""
+        sends, recvs = {}, {}
+        for r, n, p in pending:
+            g = self.dist.ranks[r]
+            members = tuple(g.groups.get(p.group, ()))
+            if r not in members:
+                raise CheckInputError(f"rank {r} node {n.name}: point-to-point on group {p.group!r} "
+                                      f"{list(members)}, which rank {r} is not a member of")
+            comm = G.communicator(self.dist.ranks, p.group, members)
+            for i, (kind, peer, tag, tensor) in enumerate(p.ops):
+                if peer not in members:
+                    raise CheckInputError(f"rank {r} node {n.name}: {kind} with rank {peer}, which is not in "
+                                          f"its group {list(members)}")
+                out = f"{n.name}#{i}" if p.batch else n.name
+                if kind == "isend":
+                    sends.setdefault((comm, r, peer, tag), []).append((r, n, tensor))
+                else:
+                    recvs.setdefault((comm, peer, r, tag), []).append((r, n, tensor, out))
+        for key in sorted(set(sends) | set(recvs), key=str):
+            (_, members), src, dst, tag = key
+            ss, rs = sends.get(key, []), recvs.get(key, [])
+            if len(ss) != len(rs):
+                raise CheckInputError(
+                    f"point-to-point transfers from rank {src} to rank {dst} (tag {tag}, group {list(members)}) "
+                    f"do not pair: rank {src} sends {len(ss)}"
+                    f"{' (' + ', '.join(n.name for _, n, _ in ss) + ')' if ss else ''}, rank {dst} receives "
+                    f"{len(rs)}{' (' + ', '.join(n.name for _, n, _, _ in rs) + ')' if rs else ''}")
+            for (sr, sn, tensor), (dr, dn, buf, out) in zip(ss, rs):
+                sent = self.dist.ranks[sr].node(tensor).val
+                got = self.dist.ranks[dr].node(buf).val
+                if not (isinstance(sent, G.TensorMeta) and isinstance(got, G.TensorMeta)) or \
+                        sent.dtype != got.dtype or len(sent.shape) != len(got.shape) or \
+                        not all(self.sizes.same(self.sizes.canonical(a, sr), self.sizes.canonical(b, dr))
+                                for a, b in zip(sent.shape, got.shape)):
+                    raise CheckInputError(
+                        f"rank {dr} node {dn.name} receives {meta_text(got)} from rank {sr}, whose matching "
+                        f"send {sn.name} sends {meta_text(sent)}")
+                self._define(self.dvar[dr][out], self.dvar[sr][tensor])
+                self.collectives.append(([src, dst], "send/recv", {sr: sn.name, dr: dn.name}))
+
+    @staticmethod
+    def _splits(sizes, val, world, rank):
+        """Block sizes of an all_to_all input along dim 0: given, or equal blocks."""
+        if sizes:
+            return list(sizes)
+        total = val.shape[0] if isinstance(val, G.TensorMeta) else None
+        if total is None:
+            return None
+        if isinstance(total, int):
+            return [total // world] * world if total % world == 0 else None
+        return [total / world] * world if (total / world).is_integer else None
+

@@ -1,0 +1,78 @@
+"""Symbolic sizes across the programs: one name per size, and Z3 over them.
+
+Each capture names its own symbols (``s0``, ``s1``...), so equal names in two graphs mean
+nothing.  ``Sizes`` renames every symbol per graph (``seq_s0``, ``r1_s0``) and identifies a rank's
+symbol with a sequential one only where an input of both graphs has the two on the same,
+unsharded axis.  It gives Z3 (``engine.dims.DimSolver``) every symbol's range and guard under
+those names; the engine answers size questions with that solver.
+"""
+from __future__ import annotations
+
+import sympy
+
+from entangle_py.check import spec as S
+from entangle_py.engine.dims import DimSolver
+from entangle_py.ir import graph as G
+from entangle_py.semantics import lower as L
+
+
+class Sizes:
+    def __init__(self, seq: G.RankGraph, dist: G.Bundle, seq_names, dist_names, rels: dict):
+        """``rels``: the input relations (G_s input port -> Relation) that say which axes are
+        sharded; ``seq_names``/``dist_names``: port name -> node lookups (``names.Names``)."""
+        self._map = _unify(seq, dist, seq_names, dist_names, rels)
+        self.solver = DimSolver()
+        for graph, g in [("seq", seq)] + list(enumerate(dist.ranks)):
+            for name, (lo, hi) in g.symbols.items():
+                self.solver.add_symbol(self.canonical(G.symbolic.make_symbol(name), graph).name, lo, hi)
+            for guard in g.guards:
+                self.solver.add_guard(self.canonical(guard, graph))
+
+    def canonical(self, size, graph):
+        """``size`` of ``graph`` ("seq" or a rank) under the checker's symbol names."""
+        if isinstance(size, int) or not hasattr(size, "free_symbols") or not size.free_symbols:
+            return size
+        mapping = self._map.get(graph, {})
+        prefix = "seq_" if graph == "seq" else f"r{graph}_"
+        subs = {sym: mapping.get(sym.name) or G.symbolic.make_symbol(prefix + sym.name) for sym in size.free_symbols}
+        return size.xreplace(subs)
+
+    def le(self, a, b) -> bool:
+        """a <= b is proven for every size the ranges and guards allow."""
+        return self.solver.proves_le(sympy.sympify(a), sympy.sympify(b))
+
+    def same(self, a, b) -> bool:
+        a, b = sympy.sympify(a), sympy.sympify(b)
+        return sympy.expand(a - b) == 0 or (self.solver.proves_le(a, b) and self.solver.proves_le(b, a))
+
+    def shape_facts(self, var: str, val, graph="seq") -> list[str]:
+        """egglog facts giving the e-class ``var`` the rank and sizes of tensor ``val``."""
+        if not isinstance(val, G.TensorMeta):
+            return []
+        return [f"(set (ndim {var}) {len(val.shape)})"] + [
+            f"(set (dim {var} {i}) {L.dim_term(self.canonical(s, graph))})" for i, s in enumerate(val.shape)]
+
+
+def _unify(seq, dist, seq_names, dist_names, rels) -> dict:
+    """rank -> {rank symbol name -> sequential symbol} where an input of both graphs has the two
+    on the same, unsharded axis (a symbol seen against two sequential ones stays private)."""
+    out = {}
+    for r, names in enumerate(dist_names):
+        m, conflicts = {}, set()
+        for pname, rel in rels.items():
+            snode, dnode = seq_names.node(pname), names.node(pname)
+            if snode is None or dnode is None:
+                continue
+            sv, dv = seq.node(snode).val, dist.ranks[r].node(dnode).val
+            if not (isinstance(sv, G.TensorMeta) and isinstance(dv, G.TensorMeta)) or len(sv.shape) != len(dv.shape):
+                continue
+            sharded = {p.dim % len(sv.shape) for p in rel.placements if isinstance(p, S.Shard)} if sv.shape else set()
+            for i, (a, b) in enumerate(zip(sv.shape, dv.shape)):
+                if i in sharded or not (getattr(a, "is_Symbol", False) and getattr(b, "is_Symbol", False)):
+                    continue
+                target = G.symbolic.make_symbol("seq_" + a.name)
+                if m.get(b.name, target) != target:
+                    conflicts.add(b.name)
+                m[b.name] = target
+        out[r] = {k: v for k, v in m.items() if k not in conflicts}
+    return out

@@ -1,0 +1,213 @@
+"""Capture errors a user can act on: what broke (graph break, unsupported construct, bad script)
+and where in the user's script (the frame that is not torch's own)."""
+from __future__ import annotations
+
+import contextlib
+import re
+from pathlib import Path
+
+from entangle_py.errors import InputError
+
+
+class CaptureError(InputError):
+    """The program cannot be captured as one graph (graph break, unsupported construct, bad script)."""
+
+
+def display_path(p) -> str:
+    """Paths inside the working directory are shown (and stored) relative to it."""
+    p = Path(p)
+    try:
+        rp, cwd = p.resolve(), Path.cwd().resolve()
+        return rp.relative_to(cwd).as_posix() if rp.is_relative_to(cwd) else p.as_posix()
+    except (ValueError, OSError):
+        return p.as_posix()
+
+
+def first_line(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    return lines[0][:300] if lines else type(e).__name__
+
+
+def user_frame_suffix(e: BaseException, script_file: str | None) -> str:
+    import traceback
+    frames = traceback.extract_tb(e.__traceback__)
+    pick = pick_frame([(f.filename, f.lineno, f.name, f.line or "") for f in frames], script_file)
+    return f" (at {display_path(pick[0])}:{pick[1]})" if pick else ""
+
+
+# ----------------------------------------------------------------------------- errors
+
+def capture_error(e: BaseException, script_file: str | None, rank: int) -> CaptureError:
+    """Turn a Dynamo/AOTAutograd exception into one line: the construct and the user's file:line."""
+    import torch._dynamo.exc as dexc
+    inner = e
+    while isinstance(inner, dexc.BackendCompilerFailed) and getattr(inner, "inner_exception", None) is not None:
+        inner = inner.inner_exception
+    if isinstance(inner, InputError):
+        return inner if isinstance(inner, CaptureError) else CaptureError(str(inner))
+    where = _exc_location(inner, script_file)
+    x = inner.__cause__ or inner.__context__
+    while not where and x is not None:
+        where = _exc_location(x, script_file)
+        x = x.__cause__ or x.__context__
+    what = getattr(inner, "gb_type", None)
+    text = getattr(inner, "msg", None) or str(inner)
+    explanation = ""
+    m = re.search(r"Explanation:\s*(.+)", text)
+    if m:
+        explanation = m.group(1).strip()
+    raised = _user_visible_exception(inner)
+    if raised is not None:   # the program raised (e.g. a collective given a bad group): torch's words
+        head = f"capture failed: {raised}"
+        detail = ""
+    elif isinstance(inner, dexc.Unsupported):
+        head = f"graph break: {what or first_line(inner)}"
+        detail = explanation or ""
+    elif "data-dependent" in text or "DATA_DEPENDENT" in str(getattr(inner, "error_type", "")):
+        head = ("graph break: data-dependent value (a tensor's contents used as a Python number or "
+                "condition: .item(), int(t), bool(t), a size computed from values)")
+        m = re.search(r"data-dependent expression (.+?) \(", text)
+        detail = f"the expression {m.group(1)} cannot be known at capture time" if m else ""
+    elif isinstance(inner, dexc.UserError):
+        head = f"unsupported construct: {first_line(inner)}"
+        detail = ""
+    else:
+        m = re.search(r"got (\w+(?:Error|Exception))\((['\"])(.*?)\2\)", text)
+        if m:      # an error raised while running an op on fake tensors (e.g. a shape mismatch)
+            head = f"capture failed: {m.group(1)}: {m.group(3)}"
+        else:
+            head = f"capture failed: {type(inner).__name__}: {first_line(inner)}"
+        detail = ""
+    loc = f" at {where}" if where else ""
+    tail = f" -- {detail}" if detail and detail not in head else ""
+    return CaptureError(f"rank {rank}: {head}{loc}{tail}")
+
+
+_OBSERVED = re.compile(r"raised exception (\w+)\((.*)\)\s*$", re.S)
+
+
+def _user_visible_exception(e: BaseException) -> str | None:
+    """``Type: message`` of an exception the traced program itself raised, as torch words it.
+
+    Dynamo reports it wrapped: as an ``Observed exception`` graph break (the exception raised inside
+    traced code) or as an ``InternalTorchDynamoError`` (raised while Dynamo ran a torch function).
+    An exception without a message is named with the torch function that raised it.
+    """
+    import ast
+    import torch._dynamo.exc as dexc
+    chain, x = [], e
+    while x is not None and x not in chain and len(chain) < 16:
+        chain.append(x)
+        x = x.__cause__ or x.__context__
+    for x in chain:
+        if isinstance(x, dexc.ObservedException):
+            m = _OBSERVED.search(str(x))
+            if not m:
+                continue
+            typ, arg = m.group(1), m.group(2).strip()
+            with contextlib.suppress(ValueError, SyntaxError):
+                arg = str(ast.literal_eval(arg)) if arg else ""
+            frames = [(f.filename, f.lineno, f.name) for f in getattr(x, "real_stack", None) or []]
+            return _exception_text(typ, arg, frames)
+        if isinstance(x, Exception) and not isinstance(x, dexc.TorchDynamoException) and x is not e \
+                and isinstance(e, dexc.InternalTorchDynamoError):
+            import traceback
+            msg = str(x).split("\n\nfrom user code:")[0].strip()
+            frames = [(f.filename, f.lineno, f.name) for f in traceback.extract_tb(x.__traceback__)]
+            return _exception_text(type(x).__name__, msg, frames)
+    return None
+
+
+def _exception_text(typ: str, msg: str, frames) -> str:
+    lines = [ln.strip() for ln in msg.splitlines() if ln.strip()]
+    msg = " ".join(lines)[:400]
+    if msg:
+        text = f"{typ}: {msg}"
+    else:
+        lib = [f for f in frames if _is_library(f[0]) and "_dynamo" not in f[0]]
+        where = ""
+        if lib:
+            f = lib[-1]
+            path = Path(f[0])
+            shown = next((path.relative_to(Path(d).parent).as_posix() for d in _torch_dirs()[:1]
+                          if str(path.resolve()).startswith(d)), path.name)
+            where = f" by {f[2]} ({shown}:{f[1]})"
+        text = f"{typ} (torch gives no message) raised{where}"
+    if re.search(r"\bgroup\b", msg) and re.search(r"-100\b", msg):
+        text += (" [-100 is GroupMember.NON_GROUP_MEMBER: dist.new_group returns it on ranks outside "
+                 "the group, so this rank calls a collective of a group it is not in]")
+    return text
+
+
+def _exc_location(e: BaseException, script_file: str | None) -> str:
+    frames = []
+    for f in getattr(e, "real_stack", None) or []:
+        frames.append((f.filename, f.lineno, f.name, f.line or ""))
+    if not frames:
+        import traceback
+        frames = [(f.filename, f.lineno, f.name, f.line or "") for f in traceback.extract_tb(e.__traceback__)]
+    pick = pick_frame(frames, script_file)
+    if pick is None:
+        f = getattr(e, "innermost_user_frame_summary", None)
+        if f is not None and not _is_library(f.filename):
+            pick = (f.filename, f.lineno, f.name, f.line or "")
+    if pick is None:
+        return ""
+    code = (pick[3] or "").strip()
+    return f"{display_path(pick[0])}:{pick[1]} in {pick[2]}" + (f": {code}" if code else "")
+
+
+# ----------------------------------------------------------------------------- source frames
+
+_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)\s*$')
+
+
+def _torch_dirs() -> tuple[str, ...]:
+    import torch
+    dirs = [str(Path(torch.__file__).resolve().parent)]
+    with contextlib.suppress(ImportError):
+        import functorch
+        dirs.append(str(Path(functorch.__file__).resolve().parent))
+    dirs.append(str(Path(contextlib.__file__).resolve().parent))  # the standard library
+    return tuple(dirs)
+
+
+def _is_library(path: str) -> bool:
+    if path.startswith("<"):
+        return True
+    try:
+        p = str(Path(path).resolve())
+    except OSError:
+        p = path
+    return p.startswith(_torch_dirs()) or p.startswith(str(Path(__file__).resolve().parent))
+
+
+def pick_frame(frames, script_file: str | None):
+    """Innermost frame in the script; else innermost frame outside torch and the stdlib."""
+    def same(f):
+        try:
+            return script_file is not None and str(Path(f).resolve()) == script_file
+        except OSError:
+            return False
+    for f in reversed(frames):
+        if same(f[0]):
+            return f
+    for f in reversed(frames):
+        if not _is_library(f[0]):
+            return f
+    return None
+
+
+def parse_stack_trace(text: str | None):
+    """FX ``stack_trace`` text -> [(file, line, fn, code)], outermost first."""
+    if not text:
+        return []
+    frames, lines = [], text.splitlines()
+    for i, ln in enumerate(lines):
+        m = _FRAME.match(ln)
+        if m:
+            code = lines[i + 1].strip() if i + 1 < len(lines) and not _FRAME.match(lines[i + 1]) else ""
+            frames.append((m.group("file"), int(m.group("line")), m.group("fn"), code))
+    return frames
+
+

@@ -24,7 +24,6 @@ _LN = ("no lowering: native_layer_norm's mean/rstd outputs (getitem_1, getitem_2
        "opaque, so the row-sharded backward has nothing for the reduction lemmas to work on")
 _MQA = ("lemma gap: bmm of head-sharded q with the single K head expanded over the heads "
         "(scores = q @ k.transpose; joint: the e-graph hits its limit there, exit 3)")
-_MOE = "no semantics for aten.topk / aten.all (top-k routing, one_hot)"
 _MEAN = ("lemma gap (joint): the backward of a mean over a batch-sharded dim with the loss averaged over ranks needs "
          "the 1/n factors moved out of mul / mm / pointwise backward ops, which changes the dtype of an int or bool "
          "operand (no dtype fact in the e-graph to exclude them)")
@@ -43,8 +42,6 @@ XFAIL = {
     "grad_accum_correct[forward]": _ACCUM,
     "grad_accum_correct[joint]": _ACCUM,
     "fsdp_correct[joint]": _MEAN,
-    "moe_ep_correct[forward]": _MOE,
-    "moe_ep_wrong_block[forward]": _MOE,
     "adv_pp_read_before_clone_before[forward]": "capture refuses (exit 2): the received value is never read while "
                                                 "the program reads the buffer (torch's irecv tracing drops it)",
     "adv_vllm_view_correct[forward]": "refused (exit 2): a plugin op writing a view of its buffer is not decomposed",

@@ -36,11 +36,11 @@ def check_entry(entry, tmp):
             G.save(capture(entry.script, entry.world_size, joint=joint), dist)
     except Exception as ex:   # noqa: BLE001 - a capture error is a row of the table
         msg = str(ex).splitlines()[0] if str(ex) else type(ex).__name__
-        return {"exit": 2, "verdict": "capture error", "where": "", "message": msg[:300],
+        return {"exit": 2, "verdict": "capture error", "where": "", "message": msg[:300], "lines": [],
                 "seconds": time.perf_counter() - t0, "text": msg}
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         rc = main(["check", str(seq), str(dist), "--spec", entry.spec, "--json", str(rep)])
-    where, message = "", ""
+    where, message, lines = "", "", []
     text = out.getvalue() + err.getvalue()
     if rep.exists():
         data = json.loads(rep.read_text())
@@ -48,11 +48,38 @@ def check_entry(entry, tmp):
         if f:
             src = (f.get("source") or "").replace("examples/programs/", "")
             where = f"`{f.get('node')}` ({f.get('target')}) at {src}"
+            lines = _failure_lines(f)
     if rc != 0 and not where:
-        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-        message = lines[-1][:300] if lines else ""
+        said = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        message = said[-1][:300] if said else ""
     return {"exit": rc, "verdict": VERDICT.get(rc, str(rc)), "where": where, "message": message,
-            "seconds": time.perf_counter() - t0, "text": text}
+            "lines": lines, "seconds": time.perf_counter() - t0, "text": text}
+
+
+def _failure_lines(f: dict) -> list[str]:
+    """``file:line`` of the failing operator and of the distributed program's culprits (the G_d
+    operator behind the best term, and the operator reading it), as the report gives them."""
+    locs = [f.get("location") or {}]
+    for c in f.get("culprits") or ():
+        locs += [c.get("location") or {}, c.get("reader") or {}]
+    out = []
+    for loc in locs:
+        if loc.get("file") and loc.get("line"):
+            key = f"{Path(loc['file']).name}:{loc['line']}"
+            if key not in out:
+                out.append(key)
+    return out
+
+
+def distance_to_bug(entry, lines) -> int | None:
+    """Lines between the bug line and the nearest reported location in the same file (None: no
+    location in the bug's file)."""
+    bug = bug_line(entry)
+    if bug is None:
+        return None
+    file, line = bug.rsplit(":", 1)
+    near = [abs(int(l.rsplit(":", 1)[1]) - int(line)) for l in lines if l.rsplit(":", 1)[0] == file]
+    return min(near) if near else None
 
 
 def table(entries=None):
@@ -63,15 +90,16 @@ def table(entries=None):
             r = check_entry(e, tmp)
             rows.append((e, r))
             print(f"  {e.id}: exit {r['exit']} ({r['seconds']:.1f} s)", file=sys.stderr)
-    lines = ["| program | label | mode | verdict (exit) | expected | failing operator and source line | bug line | s |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| program | label | mode | verdict (exit) | expected | failing operator and source line | "
+             "culprit lines (G_s, G_d) | bug line | s |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for e, r in rows:
         want = 0 if e.label == "correct" else 1
         flag = "ok" if r["exit"] == want else ("**REFINES (soundness bug)**" if e.label == "buggy" and r["exit"] == 0 else "no")
         where = r["where"] or r["message"]
         where = where.replace("|", "\\|")
         lines.append(f"| {e.name} | {e.label} | {e.mode} | {r['verdict']} ({r['exit']}) | {flag} | {where} | "
-                     f"{bug_line(e) or ''} | {r['seconds']:.1f} |")
+                     f"{', '.join(r['lines'])} | {bug_line(e) or ''} | {r['seconds']:.1f} |")
     return "\n".join(lines), rows
 
 

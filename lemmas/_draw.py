@@ -53,6 +53,7 @@ _STRING_KIND = {
     ("reduce", 0): "reduce", ("map_reduce", 0): "reduce",
     ("layernorm", 4): "eps", ("map_layernorm", 4): "eps",
     ("iscalar", 0): "iscalar", ("cst", 0): "const", ("tcount", 3): "count",
+    ("rowwise", 0): "rowwise", ("map_rowwise", 0): "rowwise",
 }
 CONSTS = ("0.5", "-2.0", "3.0", "1e-05", "0.0", "-1.0", "2", "inf", "-inf")
 EPS = ("1e-05", "1e-06", "0.001")
@@ -72,6 +73,8 @@ def string_domain(kind: str) -> list[str]:
         return list(terms.INT_SCALAR_OPS)
     if kind == "eps":
         return list(EPS)
+    if kind == "rowwise":    # top-k of small k (a k past a row's length is undefined: drawn, rejected)
+        return [f"topk:{k}:{a}:{b}:{i}" for k in (0, 1, 2) for a in (0, 1) for b in (0, 1) for i in (0, 1)]
     if kind == "count":      # a number of elements as a float text, or "" (not known)
         return [repr(float(n)) for n in range(9)] + [""]
     return list(CONSTS)

@@ -8,6 +8,7 @@ NOT the sum of the parts' means (different counts): no lemma for it.
 from entangle_py.engine.lemma import Lemma
 from lemmas._instances import fixed
 from lemmas._instances.reduction import (
+    map_rowwise, rowwise_concat, rowwise_concat_last,
     amax_concat_other, amax_concat_with_d, layernorm_concat, layernorm_concat_bad, map_layernorm, map_layernorm_nil,
     map_reduce, map_softmax, reduce_concat_other_drop, reduce_concat_other_keep, reduce_concat_with_d_drop,
     reduce_concat_with_d_keep, reduce_rsum, reduce_view_merged, reduce_view_not_merged, softmax_other, softmax_same, sum_concat_other, sum_concat_with_d)
@@ -56,6 +57,13 @@ LEMMAS = [
     Lemma("layernorm-concat", "(layernorm (concat l d) w b k e)", "(concat (map_layernorm l w b k e) d)",
           when=("(= n (ndim (concat l d)))", "(< d (- n k))"),
           instances=layernorm_concat, rejects=layernorm_concat_bad),
+    # (rowwise op x) computes each last-dim row alone (terms.py): rows of a concat along an earlier
+    # dim are the parts' rows, whatever op picks among equal values (top-k routing of row shards)
+    Lemma("rowwise-concat", "(rowwise op (concat l d))", "(concat (map_rowwise op l) d)",
+          when=("(< d (- (ndim (concat l d)) 1))",), instances=rowwise_concat, rejects=rowwise_concat_last),
+    Lemma("map-rowwise-nil", "(map_rowwise op (Nil))", "(Nil)", instances=fixed({"op": "topk:1:1:1:1"})),
+    Lemma("map-rowwise-cons", "(map_rowwise op (Cons x r))", "(Cons (rowwise op x) (map_rowwise op r))",
+          instances=map_rowwise),
     Lemma("map-layernorm-nil", "(map_layernorm (Nil) w b k e)", "(Nil)", instances=map_layernorm_nil),
     Lemma("map-layernorm-cons", "(map_layernorm (Cons x r) w b k e)",
           "(Cons (layernorm x w b k e) (map_layernorm r w b k e))", instances=map_layernorm),

@@ -111,6 +111,9 @@ POSITIVE = [
      {"a": [2, 3], "b": [1, 3]}, ()),
     ("reduction", f"(softmax {cat(0, '{a}', '{b}')} 1)", cat(0, "(softmax {a} 1)", "(softmax {b} 1)"),
      {"a": [2, 3], "b": [1, 3]}, ()),
+    # top-k of row shards (expert routing): the rows of the concat are the parts' rows
+    ("reduction", f'(rowwise "topk:1:1:1:1" {cat(0, "{a}", "{b}")})',
+     cat(0, '(rowwise "topk:1:1:1:1" {a})', '(rowwise "topk:1:1:1:1" {b})'), {"a": [2, 3], "b": [1, 3]}, ()),
     # a sum over the rows of a [b*s, h] view of x is the sum of x over b and s, viewed
     ("reduction", red("sum", f"(view {{x}} {dlist([6, 4])})", [0], 1),
      f"(view {red('sum', '{x}', [0, 1], 1)} {dlist([1, 4])})", {"x": [2, 3, 4]}, ()),
@@ -185,6 +188,9 @@ NEGATIVE = [
     # reduction: softmax over the concat dim is not a concat of softmaxes
     ("reduction", f"(softmax {cat(0, '{a}', '{b}')} 0)", cat(0, "(softmax {a} 0)", "(softmax {b} 0)"),
      {"a": [2, 3], "b": [1, 3]}, ()),
+    # top-k along the concat dim is not a concat of the parts' top-k
+    ("reduction", f'(rowwise "topk:1:1:1:0" {cat(1, "{a}", "{b}")})',
+     cat(1, '(rowwise "topk:1:1:1:0" {a})', '(rowwise "topk:1:1:1:0" {b})'), {"a": [2, 3], "b": [2, 1]}, ()),
     # a mean over the concat dim is not the rsum of the parts' means
     ("reduction", red("mean", cat(0, "{a}", "{b}"), [0], 0),
      f"(rsum {cons(red('mean', '{a}', [0], 0), red('mean', '{b}', [0], 0))})",

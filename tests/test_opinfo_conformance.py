@@ -205,3 +205,23 @@ def test_repeat_is_an_expand_between_views():
     x = torch.randn(2, 3)
     for reps in ([1, 1], [2, 1], [1, 3], [2, 2], [3, 1, 2], [0, 2], [2, 1, 1, 1]):
         _agree(torch.Tensor.repeat, x, reps)
+
+
+def test_topk_row_by_row_is_torch_on_ties():
+    """The topk lowering's term applies torch.topk to each row alone (terms.py ``rowwise``): on
+    rows full of equal values (and NaN), where OpInfo's random samples have none, the batched
+    topk must pick what it picks row by row, for every k / largest / sorted."""
+    from entangle_py.semantics import terms
+    g = torch.Generator().manual_seed(0)
+    for _ in range(300):
+        shape = [int(s) for s in torch.randint(1, 5, (int(torch.randint(1, 4, (1,), generator=g)),), generator=g)]
+        shape[-1] = int(torch.randint(1, 80, (1,), generator=g))
+        x = torch.randint(0, 3, shape, generator=g).double()
+        x[x == 2] = float("nan") if bool(torch.rand(1, generator=g) < 0.3) else 2.0
+        k = int(torch.randint(0, min(shape[-1], 4) + 1, (1,), generator=g))
+        for largest in (0, 1):
+            for srt in (0, 1):
+                want = torch.topk(x, k, dim=-1, largest=bool(largest), sorted=bool(srt))
+                for i in (0, 1):
+                    got = terms.evaluate(terms.parse_sexpr(f'(rowwise "topk:{k}:{largest}:{srt}:{i}" x)'), {"x": x})
+                    assert torch.equal(got.nan_to_num(9.0), want[i].nan_to_num(9.0)), (shape, k, largest, srt, i)

@@ -113,6 +113,7 @@ _HELPERS = {
     "zip_matmul": ((0, 1), lambda a, e, k: _app("matmul", e[0], e[1])),
     "map_transpose": ((0,), lambda a, e, k: _app("transpose", e[0], a[1], a[2])),
     "map_softmax": ((0,), lambda a, e, k: _app("softmax", e[0], a[1])),
+    "map_rowwise": ((1,), lambda a, e, k: _app("rowwise", a[0], e[0])),
     "map_view": ((0,), lambda a, e, k: _app("view", e[0], a[1])),
     "map_view_last": ((0,), lambda a, e, k: _app("view", e[0], _dims_with(a[1], -1, _INFERRED) or a[1])),
     "map_view_at": ((0,), lambda a, e, k: _app("view", e[0], _dims_with(a[1], a[3], _INFERRED) or a[1])),
@@ -289,6 +290,12 @@ class Printer:
             return f"softmax({s(a[0])}, dim={a[1]})"
         if h == "slice":
             return f"slice({s(a[0])}, dim={a[1]}, {s(a[2])}:{s(a[3])})"
+        if h == "rowwise":      # "topk:k:largest:sorted:i" -> topk(x, k, largest, sorted)[i], row by row
+            name, *ps = str(a[0]).split(":")
+            if name == "topk" and len(ps) == 4:
+                return (f"topk({s(a[1])}, k={ps[0]}, largest={ps[1] == '1'}, sorted={ps[2] == '1'})"
+                        f".{'indices' if ps[3] == '1' else 'values'}")
+            return f"{a[0]}({s(a[1])}, each last-dim row)"
         if h == "cst":
             return f"full({s(a[1])}, {a[0]})"
         if h == "layernorm":

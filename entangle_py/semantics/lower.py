@@ -100,7 +100,7 @@ OPAQUE_PURE = {
     "aten.tril.default", "aten.triu.default", "aten.squeeze.dims", "aten.sum.dim_IntList",
     "apex.fused_layer_norm_affine_fwd.default", "apex.fused_layer_norm_affine_bwd.default",
     "aten.eye.default", "aten.eye.m",
-    "aten.select_backward.default", "aten.nonzero.default",
+    "aten.select_backward.default", "aten.nonzero.default", "aten.flip.default",
 }
 
 @dataclass(frozen=True)
@@ -550,6 +550,33 @@ class Lowerer:
         if not isinstance(total, int) or not isinstance(size, int):
             return None
         return self._split_parts(n, [min(size, total - i) for i in range(0, total, size)])
+
+    @lowers("aten.flip.default")
+    def _h_flip_default(self, n):
+        """flip(x, dims): along each dim, the concat of its size-1 slices in reverse order (data
+        movement only; the term nests a copy of each dim's concat in every slice of the next, so
+        flipped dims of more than FLIP_MAX elements together, or of a symbolic size: declined, opaque)."""
+        x, dims = n.args[:2]
+        shape = tuple(self.shape(x.name))
+        if not isinstance(dims, (list, tuple)) or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
+            return Refused(n.target, "dims", f"dims={dims!r}")
+        t, total = self.t(x), 1
+        for d in sorted({self._dim(d, max(len(shape), 1)) for d in dims}):
+            if not shape:
+                break                    # a 0-D tensor is its own flip
+            size = shape[d]
+            if not isinstance(size, int):
+                return None
+            total *= max(size, 1)
+            if total > FLIP_MAX:
+                return None
+            if size < 2:
+                continue
+            lst = "(Nil)"
+            for i in range(size):        # built back to front: slice size - 1 ends up first
+                lst = f"(Cons (slice {t} {d} (DLit {i}) (DLit {i + 1})) {lst})"
+            t = f"(concat {lst} {d})"
+        return Identity(x.name) if t == self.t(x) else Term(t)
 
     @lowers("aten.cat.default")
     def _h_cat_default(self, n):
@@ -1079,6 +1106,85 @@ class Lowerer:
         opaque = self._opaque(n)
         return TupleTerms((t,) + tuple(opaque.items[1:]))
 
+    @lowers("aten.topk.default")
+    def _h_topk_default(self, n):
+        """(values, indices) of topk along dim d: the row-wise op ``topk`` (terms.py: torch.topk on
+        each row alone; which of equal values it picks is torch's, per row) on x with d moved last
+        by a transpose (and back).  A 0-D x with k = 1 is a row of one element, viewed back."""
+        x = n.args[0]
+        k, dim = self._arg(n, 1, "k"), self._arg(n, 2, "dim", -1)
+        largest, srt = self._arg(n, 3, "largest", True), self._arg(n, 4, "sorted", True)
+        if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+            return Refused(n.target, "k", f"k={k!r}")
+        if not isinstance(largest, bool) or not isinstance(srt, bool):
+            return Refused(n.target, "largest", f"largest={largest!r}, sorted={srt!r}")
+        if not isinstance(dim, int) or isinstance(dim, bool) or not isinstance(n.val, tuple):
+            return Refused(n.target, "dim", f"dim={dim!r}")
+        shape = tuple(self.shape(x.name))
+        nd = len(shape)
+        xt, back = self.t(x), None
+        if nd == 0:
+            if k != 1:
+                return Refused(n.target, "k", f"k={k} on a 0-D tensor")
+            xt, back = f"(view {xt} {self._shape_list((1,))})", self._shape_list(())
+            d = last = 0
+        else:
+            d, last = self._dim(dim, nd), nd - 1
+            if d != last:
+                xt = f"(transpose {xt} {d} {last})"
+        items = []
+        for i in (0, 1):
+            t = f"(rowwise {str_lit(f'topk:{k}:{int(largest)}:{int(srt)}:{i}')} {xt})"
+            if d != last:
+                t = f"(transpose {t} {d} {last})"
+            if back is not None:
+                t = f"(view {t} {back})"
+            items.append(Term(t))
+        return TupleTerms(tuple(items))
+
+    @lowers("aten.all.default", "aten.all.dim", "aten.all.dims")
+    def _h_all(self, n):
+        """all(x, dims) = not amax(not x, dims) over bools (an empty reduction is amax's identity,
+        false: all of nothing is true); no dim reduced (a 0-D x, dims = []) is x != 0, a cast to
+        bool.  A uint8 result (all of a uint8 tensor) is declined."""
+        x = n.args[0]
+        if not isinstance(n.val, TensorMeta) or n.val.dtype != "bool":
+            return None
+        nd = self.ndim(x.name)
+        keepdim = self._arg(n, 2, "keepdim", False)
+        if n.target == "aten.all.default":
+            dims, keepdim = list(range(nd)), False
+        elif n.target == "aten.all.dim":
+            dims = [self._arg(n, 1, "dim")]
+        else:
+            dims = self._arg(n, 1, "dim")
+            dims = list(range(nd)) if dims is None else list(dims)
+        if not isinstance(keepdim, bool) or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
+            return Refused(n.target, "dim", f"dim={dims!r}, keepdim={keepdim!r}")
+        if nd == 0 or not dims:
+            return Term(f"(unary \"to_bool\" {self.t(x)})")
+        dims = sorted({self._dim(d, nd) for d in dims})
+        lst = "(INil)"
+        for d in reversed(dims):
+            lst = f"(ICons {d} {lst})"
+        return Term(f"(unary \"logical_not\" (reduce \"amax\" (unary \"logical_not\" {self.t(x)}) {lst} "
+                    f"{1 if keepdim else 0}))")
+
+    @lowers("aten.select.int")
+    def _h_select_int(self, n):
+        """select(x, d, i) = the slice [i, i + 1) along d viewed without d (a negative i counts
+        from the end of a dim of static size; else declined: opaque)."""
+        x, dim, i = n.args[:3]
+        shape = tuple(self.shape(x.name))
+        if not shape or not isinstance(dim, int) or not isinstance(i, int) or isinstance(i, bool):
+            return None
+        d = self._dim(dim, len(shape))
+        if i < 0:
+            if not isinstance(shape[d], int):
+                return None
+            i += shape[d]
+        return Term(f"(view (slice {self.t(x)} {d} (DLit {i}) (DLit {i + 1})) {self._shape_list(n.val.shape)})")
+
     def _layer_norm(self, n, x, normalized_shape, w, b, eps):
         """y = layer norm of x over its last len(normalized_shape) dims (affine only)."""
         if not (isinstance(w, Ref) and isinstance(b, Ref) and isinstance(normalized_shape, (list, tuple))
@@ -1307,6 +1413,9 @@ class Lowerer:
         reduce = str(a[sig.reduce]) if sig.reduce is not None else "sum"
         return Collective(sig.kind, a[0].name, str(a[sig.group]), reduce=reduce, params=params)
 
+
+# the most elements along the flipped dims aten.flip is lowered for (concats of slices); more: opaque
+FLIP_MAX = 64
 
 # arange of another dtype is the int64 positions cast: exact while every value is an integer of
 # that dtype (floats: at most their mantissa's range; int32: in range)

@@ -455,6 +455,40 @@ def _map_pad(parts, d: int, lo: int, total: int):
     return out
 
 
+# Row-wise ops: (rowwise op x) applies op to each row of x (each 1-D slice along the last dim)
+# ALONE, and stacks the results: by this definition an output row depends on its input row only,
+# whatever else is in the batch (what makes a row-concat lemma true for every op here).  ``topk``:
+# "topk:<k>:<largest>:<sorted>:<i>" is output i (0 values, 1 indices) of torch.topk on one row.
+# torch does not specify which index it returns among equal values; lowering aten.topk to this
+# term says only that a batched topk chooses in each row as it would on that row alone (CPU: a
+# partial sort of each row's own (value, index) pairs); no tie rule (first index, argmax) is assumed.
+def _topk_row(k: str, largest: str, sort: str, i: str) -> Callable:
+    if largest not in ("0", "1") or sort not in ("0", "1") or i not in ("0", "1"):
+        raise ValueError(f"topk:{k}:{largest}:{sort}:{i}")
+    return lambda row: torch.topk(row, int(k), dim=-1, largest=largest == "1", sorted=sort == "1")[int(i)]
+
+
+ROWWISE_OPS: dict[str, Callable] = {"topk": _topk_row}
+
+
+def rowwise_fn(op: str) -> Callable:
+    name, *params = op.split(":")
+    return ROWWISE_OPS[name](*params)
+
+
+def _rowwise(op: str, x):
+    if x.dim() < 1:
+        raise ValueError("a row-wise op of a 0-D tensor")
+    fn = rowwise_fn(op)
+    lead, n = tuple(x.shape[:-1]), x.shape[-1]
+    rows = x.reshape(math.prod(lead), n)
+    outs = [fn(rows[i]) for i in range(rows.shape[0])]
+    if not outs:        # no rows: the shape and dtype of one row's result, on a row of zeros
+        one = fn(torch.zeros(n, dtype=x.dtype))
+        return torch.empty(lead + tuple(one.shape), dtype=one.dtype)
+    return torch.stack(outs).reshape(lead + tuple(outs[0].shape))
+
+
 # ----------------------------------------------------------------------------- constructors
 
 def _c(name, signature, sort, cost, clean, meaning):
@@ -517,6 +551,7 @@ CONSTRUCTORS: list[Constructor] = [
     _c("scatter", "T T i64", "T", BIG, False, _scatter),
     _c("mscatter", "T T i64 i64", "T", BIG, False, _mscatter),
     _c("zpad", "T i64 i64 i64", "T", CLEAN_COST, True, _pad),
+    _c("rowwise", "String T", "T", BIG, False, _rowwise),     # an op on each last-dim row alone
 
     # List-walking helpers (map an op over concat parts, zip two lists, ...) are constructors
     # too: they are dirty (cost BIG) until rewritten away, so an unfinished walk is never extracted.
@@ -532,6 +567,7 @@ CONSTRUCTORS: list[Constructor] = [
     _c("zip_mm", "TList TList", "TList", BIG, False, lambda l1, l2: [torch.mm(*_no_bool(a, b)) for a, b in _zip_exact(l1, l2)]),
     _c("map_transpose", "TList i64 i64", "TList", BIG, False, lambda l, a, b: [x.transpose(a, b) for x in l]),
     _c("map_softmax", "TList i64", "TList", BIG, False, lambda l, d: [torch.softmax(x, d) for x in l]),
+    _c("map_rowwise", "String TList", "TList", BIG, False, lambda op, l: [_rowwise(op, x) for x in l]),
     _c("map_view", "TList DList", "TList", BIG, False, lambda l, s: [x.reshape(tuple(s)) for x in l]),
     _c("map_view_last", "TList DList", "TList", BIG, False,
        lambda l, s: [x.reshape(tuple(s[:-1]) + (x.shape[-1],)) for x in l]),

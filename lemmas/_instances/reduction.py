@@ -151,3 +151,34 @@ def reduce_view_not_merged(keepdim):
                 yield inst
     gen.__name__ = f"reduce_view_not_merged_{keepdim}"
     return gen
+
+
+def _topk_op(rng, n):
+    k = rng.randint(0, n)
+    return f"topk:{k}:{rng.randint(0, 1)}:{rng.randint(0, 1)}:{rng.randint(0, 1)}"
+
+
+def _ties(rng, parts):
+    """Parts with few distinct values (rows with equal entries: topk's choice among ties)."""
+    return [p.round() if rng.random() < 0.7 else p for p in parts]
+
+
+@repeat(8)
+def rowwise_concat(rng):
+    nd = rng.randint(2, 4)
+    d = rng.randrange(nd - 1)
+    l = _ties(rng, concat_parts(rng, nd, d))
+    return {"op": _topk_op(rng, l[0].shape[-1]), "l": l, "d": d}
+
+
+@repeat(4)
+def rowwise_concat_last(rng):
+    nd = rng.randint(1, 3)
+    l = _ties(rng, concat_parts(rng, nd, nd - 1, parts=2))
+    return {"op": f"topk:1:1:1:{rng.randint(0, 1)}", "l": l, "d": nd - 1}
+
+
+@repeat(6)
+def map_rowwise(rng):
+    l = _ties(rng, concat_parts(rng, rng.randint(2, 3), 0))
+    return {"op": _topk_op(rng, l[0].shape[-1]), "x": l[0], "r": l[1:]}

@@ -37,12 +37,17 @@ _MERGE = ("(= n (ndim (concat (Cons x r) d)))", "(= (+ (dlen s) 1) n)", "(vpfx (
 
 LEMMAS = [
     # ------------------------------------------------------------------ slice / concat / transpose
-    # transpose(concat(parts, d)) = concat(transpose(parts), d') with d' the image of d
-    Lemma("transpose-concat-a", "(transpose (concat l d) a b)", "(concat (map_transpose l a b) b)",
+    # transpose(concat(parts, d)) = concat(transpose(parts), d') with d' the image of d (over a
+    # concrete part list: transposes of transposes of views cycle, and mapping over the unresolved
+    # list of an earlier map nests maps without end -- the backward of multi-query attention)
+    Lemma("transpose-concat-a", "(transpose (concat (Cons x r) d) a b)",
+          "(concat (map_transpose (Cons x r) a b) b)",
           when=("(= d a)",), instances=transpose_concat_d_is_a, rejects=transpose_concat_d_not_a),
-    Lemma("transpose-concat-b", "(transpose (concat l d) a b)", "(concat (map_transpose l a b) a)",
+    Lemma("transpose-concat-b", "(transpose (concat (Cons x r) d) a b)",
+          "(concat (map_transpose (Cons x r) a b) a)",
           when=("(= d b)",), instances=transpose_concat_d_is_b, rejects=transpose_concat_d_not_b),
-    Lemma("transpose-concat-other", "(transpose (concat l d) a b)", "(concat (map_transpose l a b) d)",
+    Lemma("transpose-concat-other", "(transpose (concat (Cons x r) d) a b)",
+          "(concat (map_transpose (Cons x r) a b) d)",
           when=("(!= d a)", "(!= d b)"), instances=transpose_concat_d_other, rejects=transpose_concat_d_swapped),
     Lemma("map-transpose-nil", "(map_transpose (Nil) a b)", "(Nil)", instances=fixed({"a": 0, "b": 1})),
     Lemma("map-transpose-cons", "(map_transpose (Cons x r) a b)", "(Cons (transpose x a b) (map_transpose r a b))",

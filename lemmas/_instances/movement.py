@@ -11,7 +11,8 @@ def _transpose_concat(rng):
     nd = rng.randint(2, 4)
     d = rng.randrange(nd)
     a, b = rng.sample(range(nd), 2)
-    return {"l": concat_parts(rng, nd, d), "d": d, "a": min(a, b), "b": max(a, b)}
+    l = concat_parts(rng, nd, d)
+    return {"x": l[0], "r": l[1:], "d": d, "a": min(a, b), "b": max(a, b)}
 
 
 def _with(cond):

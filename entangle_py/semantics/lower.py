@@ -661,7 +661,8 @@ class Lowerer:
         """The gradient of y = softmax(x, d) given the output's gradient g: g y - y sum(g y, d)
         (keepdim), as torch's decomposition computes it.  A 0-D y: as a vector of one element,
         viewed back.  An input dtype other than the gradient's (a cast back) is refused."""
-        g, y, dim, input_dtype = n.args[:4]
+        g, y = self._arg(n, 0, "grad_output"), self._arg(n, 1, "output")
+        dim, input_dtype = self._arg(n, 2, "dim"), self._arg(n, 3, "input_dtype")
         src = self._dtype(g.name)
         if not (isinstance(input_dtype, TorchConst) and input_dtype.kind == "dtype" and input_dtype.value == src
                 and self._dtype(y.name) == src and n.val.dtype == src and src in FLOAT_DTYPES):

@@ -22,8 +22,6 @@ from corpus import CORPUS  # noqa: E402
 
 _LN = ("no lowering: native_layer_norm's mean/rstd outputs (getitem_1, getitem_2) and native_layer_norm_backward are "
        "opaque, so the row-sharded backward has nothing for the reduction lemmas to work on")
-_MQA = ("lemma gap: bmm of head-sharded q with the single K head expanded over the heads "
-        "(scores = q @ k.transpose; joint: the e-graph hits its limit there, exit 3)")
 _MEAN = ("lemma gap (joint): the backward of a mean over a batch-sharded dim with the loss averaged over ranks needs "
          "the 1/n factors moved out of mul / mm / pointwise backward ops, which changes the dtype of an int or bool "
          "operand (no dtype fact in the e-graph to exclude them)")
@@ -34,9 +32,6 @@ XFAIL = {
     "sp_layernorm_correct[joint]": _LN,
     "sp_layernorm_grad_not_reduced[joint]": None,
     "vocab_embedding_correct[joint]": "no lowering: aten.embedding_dense_backward is opaque (a masked scatter-add with a row-concat lemma)",
-    "mqa_causal_correct[forward]": _MQA,
-    "mqa_causal_correct[joint]": _MQA,
-    "mqa_causal_kv_grad_not_reduced[joint]": _MQA,
     "swiglu_unfused_correct[joint]": "no lowering for aten.slice_backward (the gradient of a weight sliced by rank is opaque)",
     "dp_avg_correct[joint]": _MEAN,
     "grad_accum_correct[forward]": _ACCUM,

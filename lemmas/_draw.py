@@ -319,7 +319,10 @@ def draw_dlist(ctx: _Ctx):
         s = ([_prod(src[:i])] + src[i:]) if rng.random() < 0.5 else (src[:i] + [_prod(src[i:])])
     elif r < 0.8:                               # one entry replaced
         s = list(src)
-        if s:
+        ones = [i for i, v in enumerate(s) if v == 1]
+        if ones and rng.random() < 0.5:         # a broadcast (size-1) dim expanded
+            s[rng.choice(ones)] = rng.choice([1, 2, 4, 6])
+        elif s:
             s[rng.randrange(len(s))] = draw_size(ctx)
     else:
         s = [rng.randint(0, 6) for _ in range(rng.randint(0, 4))]

@@ -9,11 +9,11 @@ from lemmas._instances import fixed
 from lemmas._instances.movement import (
     binary_view_bcast, binary_view_bcast_merged, concat_interchange, concat_interchange_same, concat_nest, concat_nest_bad,
     cover, cover_empty, dset, dset_last_lists, expand_concat,
-    expand_concat_axis, expand_terms, flatten, full_slice, ipos_terms, iscalar_view, lappend, lappend_nil, map_expand_at,
+    expand_concat_axis, expand_split, expand_split_bad, expand_terms, flatten, full_slice, ipos_terms, iscalar_view, lappend, lappend_nil, map_expand_at,
     map_expand_at_bad, map_permute, zip_concat, zip_concat_misaligned,
     map_slice, map_transpose, map_view, map_view_at, map_view_at_bad, map_view_last, map_view_last_bad,
     map_view_merge, map_view_merge_bad, map_view_split, map_view_split_bad, partial_slice, permute_concat,
-    permute_concat_bad, permute_terms, scalar_view, single, slice_first, slice_other, slice_rest, slice_same,
+    permute_concat_bad, permute_terms, repl_more, repl_zero, scalar_view, single, slice_first, slice_other, slice_rest, slice_same,
     slice_straddling, transpose_concat_d_is_a, transpose_concat_d_is_b, transpose_concat_d_not_a,
     transpose_concat_d_not_b, transpose_concat_d_other, transpose_concat_d_swapped, transpose_merged_left,
     transpose_merged_left_bad, transpose_merged_right, transpose_rsum, transpose_twice, transpose_view_mixing,
@@ -38,12 +38,17 @@ _MERGE = ("(= n (ndim (concat (Cons x r) d)))", "(= (+ (dlen s) 1) n)", "(vpfx (
 
 LEMMAS = [
     # ------------------------------------------------------------------ slice / concat / transpose
-    # transpose(concat(parts, d)) = concat(transpose(parts), d') with d' the image of d
-    Lemma("transpose-concat-a", "(transpose (concat l d) a b)", "(concat (map_transpose l a b) b)",
+    # transpose(concat(parts, d)) = concat(transpose(parts), d') with d' the image of d (over a
+    # concrete part list: transposes of transposes of views cycle, and mapping over the unresolved
+    # list of an earlier map nests maps without end -- the backward of multi-query attention)
+    Lemma("transpose-concat-a", "(transpose (concat (Cons x r) d) a b)",
+          "(concat (map_transpose (Cons x r) a b) b)",
           when=("(= d a)",), instances=transpose_concat_d_is_a, rejects=transpose_concat_d_not_a),
-    Lemma("transpose-concat-b", "(transpose (concat l d) a b)", "(concat (map_transpose l a b) a)",
+    Lemma("transpose-concat-b", "(transpose (concat (Cons x r) d) a b)",
+          "(concat (map_transpose (Cons x r) a b) a)",
           when=("(= d b)",), instances=transpose_concat_d_is_b, rejects=transpose_concat_d_not_b),
-    Lemma("transpose-concat-other", "(transpose (concat l d) a b)", "(concat (map_transpose l a b) d)",
+    Lemma("transpose-concat-other", "(transpose (concat (Cons x r) d) a b)",
+          "(concat (map_transpose (Cons x r) a b) d)",
           when=("(!= d a)", "(!= d b)"), instances=transpose_concat_d_other, rejects=transpose_concat_d_swapped),
     Lemma("map-transpose-nil", "(map_transpose (Nil) a b)", "(Nil)", instances=fixed({"a": 0, "b": 1})),
     Lemma("map-transpose-cons", "(map_transpose (Cons x r) a b)", "(Cons (transpose x a b) (map_transpose r a b))",
@@ -178,6 +183,20 @@ LEMMAS = [
     Lemma("map-expand-at-cons", "(map_expand_at (Cons x r) s d j)",
           "(Cons (expand x (dset s j v)) (map_expand_at r s d j))", when=("(= v (dim x d))",),
           instances=map_expand_at, rejects=map_expand_at_bad),
+    # an expand to p along a dim where x has size 1 (broadcast) is k = p / q copies of x expanded
+    # to q there, concatenated along it (multi-query attention: the one KV head expanded over every
+    # query head is the concat of the ranks' expands over their own heads).  Only beside an expand
+    # of x to q on that dim (a rank computed it), so that splits are not invented.
+    Lemma("expand-split-bcast", "(expand x s)", "(concat (repl (expand x (dset s j (DLit q))) k) j)",
+          trigger=("(expand x s)", "(expand x t)", "(dat t j)"),
+          when=("(= n (ndim x))", "(= m (dlen s))", "(= m (dlen t))", "(>= j (- m n))",
+                "(= (dim x (- j (- m n))) (DLit 1))", "(= (dat s j) (DLit p))", "(= (dat t j) (DLit q))",
+                "(> q 0)", "(< q p)",
+                "(= (% p q) 0)", "(= k (/ p q))"),
+          instances=expand_split, rejects=expand_split_bad),
+    Lemma("repl-zero", "(repl x 0)", "(Nil)", instances=repl_zero),
+    Lemma("repl-more", "(repl x k)", "(Cons x (repl x (- k 1)))", when=("(> k 0)",),
+          instances=repl_more, rejects=repl_zero),
     # two concats along e, concatenated along d: the concat along e of the pairs' concats along d
     # (rotate-half RoPE under context parallelism: cat([x1', x2'], -1) of sequence-sharded halves).
     # In two steps, for cost: a concat along the LAST dim (features: rotate-half, [gate; up])

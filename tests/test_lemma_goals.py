@@ -312,3 +312,18 @@ def test_reduce_scatter_blocks_tile_the_sum():
     assert reached
     reached, _ = proves("(rsum " + cons("{u0}", "{u1}") + ")", cat(1, *blocks[::-1]), shapes, present=blocks)
     assert not reached
+
+
+def test_expand_split_beside_a_smaller_expand():
+    """Multi-query attention: the one KV head (a size-1 dim) expanded over 4 query heads is the
+    concat of 2 copies of it expanded over 2 (each rank's heads), derived only beside that
+    expand (a rank computed it)."""
+    shapes = {"k": [3, 1, 5]}
+    whole, half = f"(expand {{k}} {dlist([3, 4, 5])})", f"(expand {{k}} {dlist([3, 2, 5])})"
+    reached, _ = proves(whole, cat(1, half, half), shapes, present=(half,))
+    assert reached
+    reached, saturated = proves(whole, cat(1, half, half), shapes)
+    assert saturated and not reached
+    # ... into as many copies as the sizes say, not more
+    reached, saturated = proves(whole, cat(1, half, half, half), shapes, present=(half,))
+    assert saturated and not reached

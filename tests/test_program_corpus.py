@@ -20,8 +20,6 @@ for p in (ROOT / "examples" / "programs", ROOT / "benchmarks"):
 
 from corpus import CORPUS  # noqa: E402
 
-_MQA = ("lemma gap: bmm of head-sharded q with the single K head expanded over the heads "
-        "(scores = q @ k.transpose; joint: the e-graph hits its limit there, exit 3)")
 _MEAN = ("lemma gap (joint): the backward of a mean over a batch-sharded dim with the loss averaged over ranks needs "
          "the 1/n factors moved out of mul / mm / pointwise backward ops, which changes the dtype of an int or bool "
          "operand (no dtype fact in the e-graph to exclude them)")
@@ -29,9 +27,6 @@ _ACCUM = ("lemma gap: a sum of micro-batch sums divided by an all-reduced token 
           "is false where y = 0 (inf vs nan) and a + b = rsum(a, b) needs equal dtypes; neither fact is in the e-graph")
 
 XFAIL = {
-    "mqa_causal_correct[forward]": _MQA,
-    "mqa_causal_correct[joint]": _MQA,
-    "mqa_causal_kv_grad_not_reduced[joint]": _MQA,
     "dp_avg_correct[joint]": _MEAN,
     "grad_accum_correct[forward]": _ACCUM,
     "grad_accum_correct[joint]": _ACCUM,

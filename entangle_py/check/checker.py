@@ -61,6 +61,7 @@ class Checker:
         self.sfacts: dict[str, list[str]] = {}   # G_s global -> commands that create it
         self.sleaves: dict[str, set[str]] = {}   # G_s global -> G_d tensors it is related to
         self.present: set[str] = set()           # G_s globals in the e-graph
+        self.related_inputs: set[str] = set()    # G_s inputs with a relation (kept when retiring)
         self._n = 0
         self.retired = 0                       # times proven facts were retired (a fresh e-graph)
 
@@ -133,6 +134,7 @@ class Checker:
             node = self.seq_names.node(pname)
             v = self._new_svar(f"(Gs {str_lit(pname)})", self.seq.node(node).val)
             self.svar[node] = v
+            self.related_inputs.add(v)
             terms = self.spec_terms.relation_terms(rel, pname, f"input {pname!r}")
             for t in terms:
                 text = self.spec_terms.text(t, f"input {pname!r}")
@@ -437,7 +439,11 @@ class Checker:
         read = {p.node for p in self.checked_outputs}
         read.update(ref for n in remaining if n.name in needed and n.name not in self.svar for ref in n.refs())
         live = {v for k, v in self.svar.items() if k.split("#")[0] in read}
-        kept, stack = {}, list(live)
+        # an input's relation is kept whole, and brought back at once: its terms are equal to one
+        # another (r0.x = r1.x for a replicated x), which the ranks' copies of a value computed
+        # from x (a replicated KV head) are only equal through; no clean term records it
+        inputs = {v: self.sfacts[v] for v in self.related_inputs if v in self.present}
+        kept, stack = dict(inputs), list(live)
         while stack:
             v = stack.pop()
             if v in kept or v not in self.present:
@@ -455,6 +461,8 @@ class Checker:
         for v, facts in kept.items():
             self.sfacts[v] = facts
             self.sleaves[v] = leaves_in(" ".join(facts))
+        for v in inputs:
+            self._bring(v)
         self.retired += 1
 
     def _clean_terms(self, v: str) -> list[str]:

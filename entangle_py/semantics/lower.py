@@ -89,7 +89,7 @@ OPAQUE_PURE = {
     "aten.cumsum.default", "aten.sum.default", "aten.mean.default", "aten.max.dim", "aten.min.dim",
     "aten.argmax.default", "aten.var_mean.correction",
     "aten.var.correction", "aten.gelu_backward.default",
-    "aten._softmax_backward_data.default", "aten.threshold_backward.default",
+    "aten.threshold_backward.default",
     "aten.zeros.default", "aten.ones.default", "aten.full.default", "aten.zeros_like.default",
     "aten.ones_like.default", "aten.full_like.default", "aten.arange.default", "aten.arange.start",
     "aten.new_zeros.default", "aten.scalar_tensor.default",
@@ -683,6 +683,33 @@ class Lowerer:
         if self._dtype(x.name) != n.val.dtype:      # half_to_float, softmax(dtype=...): a cast we do not model
             return Refused(n.target, "dtype", f"{self._dtype(x.name)} -> {n.val.dtype}")
         return Term(f"(softmax {self.t(x)} {self._dim(dim, self.ndim(x.name))})")
+
+    @lowers("aten._softmax_backward_data.default")
+    def _h__softmax_backward_data_default(self, n):
+        """The gradient of y = softmax(x, d) given the output's gradient g: g y - y sum(g y, d)
+        (keepdim), as torch's decomposition computes it.  A 0-D y: as a vector of one element,
+        viewed back.  An input dtype other than the gradient's (a cast back) is refused."""
+        g, y = self._arg(n, 0, "grad_output"), self._arg(n, 1, "output")
+        dim, input_dtype = self._arg(n, 2, "dim"), self._arg(n, 3, "input_dtype")
+        src = self._dtype(g.name)
+        if not (isinstance(input_dtype, TorchConst) and input_dtype.kind == "dtype" and input_dtype.value == src
+                and self._dtype(y.name) == src and n.val.dtype == src and src in FLOAT_DTYPES):
+            return Refused(n.target, "input_dtype", f"gradient {src}, output {self._dtype(y.name)}, "
+                                                    f"input_dtype={input_dtype!r}")
+        shape = tuple(self.shape(y.name))
+        if tuple(self.shape(g.name)) != shape:
+            return Refused(n.target, "grad_output", f"gradient of shape {list(self.shape(g.name))} for an "
+                                                    f"output of shape {list(shape)}")
+        gt, yt = self.t(g), self.t(y)
+        if not shape:
+            one = self._shape_list((1,))
+            gt, yt, shape = f"(view {gt} {one})", f"(view {yt} {one})", (1,)
+        d = self._dim(dim, len(shape))
+        gy = f"(binary \"mul\" {gt} {yt})"
+        t = f"(binary \"sub\" {gy} (binary \"mul\" {yt} (reduce \"sum\" {gy} (ICons {d} (INil)) 1)))"
+        if tuple(n.val.shape) != shape:
+            t = f"(view {t} {self._shape_list(n.val.shape)})"
+        return Term(t)
 
     @lowers("aten._log_softmax.default", "aten.log_softmax.int")
     def _h__log_softmax_default(self, n):

@@ -279,6 +279,13 @@ def _dset(s, i, v):
     return list(s[:i]) + [v] + list(s[i + 1:])
 
 
+def _repl(x, k: int):
+    """k copies of x (a list of parts)."""
+    if not isinstance(k, int) or k < 0:
+        raise ValueError(f"{k!r} copies")
+    return [x] * k
+
+
 def _zip_aligned(l1, l2, d1, d2):
     """Pairs of concat parts that line up along the concat axis (dim d1 of l1, d2 of l2)."""
     for a, b in _zip_exact(l1, l2):
@@ -598,6 +605,8 @@ CONSTRUCTORS: list[Constructor] = [
     # each part expanded to s with s[j] := the part's size on its dim d
     _c("map_expand_at", "TList DList i64 i64", "TList", BIG, False,
        lambda l, s, d, j: [x.expand(tuple(_dset(s, j, x.shape[d]))) for x in l]),
+    # k copies of one tensor: the parts of an expand along a broadcast dim, split evenly
+    _c("repl", "T i64", "TList", BIG, False, _repl),
     # concat([concat(l1, e)] + r, d): a concat whose first part is a concat along another dim,
     # marked so that a lemma rooted at this (rare) constructor can look at the rest
     _c("concat_nest", "TList TList i64 i64", "T", BIG, False,

@@ -11,7 +11,8 @@ def _transpose_concat(rng):
     nd = rng.randint(2, 4)
     d = rng.randrange(nd)
     a, b = rng.sample(range(nd), 2)
-    return {"l": concat_parts(rng, nd, d), "d": d, "a": min(a, b), "b": max(a, b)}
+    l = concat_parts(rng, nd, d)
+    return {"x": l[0], "r": l[1:], "d": d, "a": min(a, b), "b": max(a, b)}
 
 
 def _with(cond):
@@ -618,6 +619,53 @@ def map_expand_at(rng):
 
 def map_expand_at_bad(rng):
     return [{"x": tensor(rng, 2, 3, 1), "r": [], "s": [2, 3, 4], "d": 1, "j": 1, "v": 2}]
+
+
+def _expand_split_instance(rng, ok=True):
+    """x with a size-1 dim (at j of the expanded shape s, after leading dims) expanded to p = k q
+    there; t: s with q there (a smaller expand of x).  Not ok: the dim of x is not 1, p is not a
+    multiple of q, or q is not below p."""
+    nd = rng.randint(1, 3)
+    shape = [rng.choice([1, 2, 3]) for _ in range(nd)]
+    i = rng.randrange(nd)
+    shape[i] = 1
+    lead = [rng.randint(1, 3) for _ in range(rng.randint(0, 2))]
+    s = lead + [v if v != 1 else rng.randint(1, 3) for v in shape]
+    j = len(lead) + i
+    q, k = rng.randint(1, 3), rng.randint(2, 4)
+    p = q * k
+    how = None if ok else rng.choice(["dim", "multiple", "same"])
+    if how == "dim":      # x is not broadcast there: its size is p already
+        shape[i] = p
+    elif how == "multiple":
+        q = rng.randint(2, 3)
+        p = q * k + 1
+    elif how == "same":
+        p = q
+    s[j] = p
+    t = list(s)
+    t[j] = q
+    x = tensor(rng, *shape)
+    return {"x": x, "s": s, "t": t, "j": j, "q": q, "p": p, "k": p // q, "n": nd, "m": len(s)}
+
+
+@repeat(8)
+def expand_split(rng):
+    return _expand_split_instance(rng)
+
+
+@repeat(6)
+def expand_split_bad(rng):
+    return _expand_split_instance(rng, ok=False)
+
+
+@repeat(4)
+def repl_more(rng):
+    return {"x": tensor(rng, *[rng.randint(1, 3) for _ in range(rng.randint(0, 3))]), "k": rng.randint(1, 5)}
+
+
+def repl_zero(rng):
+    return [{"x": tensor(rng, 2, 3), "k": 0}]
 
 
 @repeat(4)

@@ -146,8 +146,8 @@ def test_every_list_helper_of_the_term_language_reads_as_what_it_means():
     """Each constructor that walks a list of parts has an expansion, over a known list and over
     one the e-graph has not spelt out; none prints its own name."""
     from entangle_py.semantics import terms as T
-    helpers = {c.name for c in T.CONSTRUCTORS if c.sort == "TList" and c.name not in ("Cons", "Nil", "lappend")}
-    missing = helpers - set(R._HELPERS)
+    helpers = {c.name for c in T.CONSTRUCTORS if c.sort == "TList" and c.name not in ("Cons", "Nil")}
+    missing = helpers - set(R._HELPERS) - {"lappend", "repl"}     # these two: cases of their own in expand
     assert not missing, f"add a readable expansion to check/readable.py for {sorted(missing)}"
     two = '(Cons (Gd "r0.a") (Cons (Gd "r1.a") (Nil)))'
     dims = "(DCons (DLit 4) (DCons (DLit 8) (DNil)))"

@@ -147,6 +147,8 @@ def expand(t):
         xs = items(_app("lappend", *args))
         if xs is not None:
             return make_list(xs)
+    if h == "repl" and isinstance(args[1], int) and args[1] >= 0:     # k copies of a tensor
+        return make_list([args[0]] * args[1])
     if h == "dset_last" and items_of(args[0], "DCons", "DNil"):
         return _dims_with(args[0], -1, args[1])
     if h == "dset" and items_of(args[0], "DCons", "DNil") is not None and isinstance(args[1], int):

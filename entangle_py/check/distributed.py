@@ -166,7 +166,7 @@ class DistProgram:
         # (addition and max are commutative; a sum over ranks is one value whatever the order)
         parts = tlist([self.dvar[r][ops[r][1].input] for r in sorted(members)])
         reduced = {"sum": f"(rsum {parts})", "max": f"(rmax {parts})",
-                   "avg": f'(scalar "div" (rsum {parts}) {L._scalar(len(members))})'}.get(red)
+                   "avg": f'(scalar "div" (rsum {parts}) {L.scalar_lit(len(members))})'}.get(red)
         for idx, r in enumerate(members):
             n, c = ops[r]
             out = self.dvar[r][n.name]

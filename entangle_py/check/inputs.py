@@ -24,7 +24,7 @@ from entangle_py.semantics.terms import str_lit
 def declared_constant(spec: S.Spec, sizes: Sizes, port: str, val, graph) -> str | None:
     """The value of a tensor constant the spec declares ([constants]), as a term, or None."""
     if port in spec.constants and isinstance(val, G.TensorMeta):
-        text = L._fill_text(spec.constants[port], val.dtype)
+        text = L.fill_text(spec.constants[port], val.dtype)
         if text is not None:
             return f"(cst {str_lit(text)} {L.shape_list(val.shape, lambda s: sizes.canonical(s, graph))})"
     return None

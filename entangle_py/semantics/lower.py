@@ -296,7 +296,7 @@ class Lowerer:
             return Refused(n.target, "alpha", f"alpha={alpha!r}")
         if isinstance(a[1], Ref):
             return Term(f"(binary \"sub\" {self.t(a[1])} {self.t(a[0])})")
-        return Term(f"(scalar \"rsub\" {self.t(a[0])} {_scalar(a[1])})")
+        return Term(f"(scalar \"rsub\" {self.t(a[0])} {scalar_lit(a[1])})")
 
     @lowers(*sorted(ops.AUTO_FUNCTIONALIZED))
     def _auto_functionalized(self, n: Node):
@@ -350,7 +350,7 @@ class Lowerer:
                 return Term(f"(iscalar {str_lit(op)} {self.t(x)} {c})")
             if xd == "bool" and op not in _COMPARISONS:
                 return Refused(n.target, "other", f"{op} of a bool tensor and a number")
-            return Term(f"(scalar {str_lit(op)} {self.t(x)} {_scalar(c)})")
+            return Term(f"(scalar {str_lit(op)} {self.t(x)} {scalar_lit(c)})")
         return None
 
     def _scaled(self, text: str, name: str, c) -> str | None:
@@ -359,7 +359,7 @@ class Lowerer:
             return text
         d = self._dtype(name)
         if d in FLOAT_DTYPES and isinstance(c, (int, float)) and not isinstance(c, bool):
-            return f"(scalar \"mul\" {text} {_scalar(c)})"
+            return f"(scalar \"mul\" {text} {scalar_lit(c)})"
         if d in INT_DTYPES and type(c) is int:
             return f"(iscalar \"mul\" {text} {c})"
         return None
@@ -644,7 +644,7 @@ class Lowerer:
     @lowers("aten.masked_fill.Scalar")
     def _h_masked_fill_Scalar(self, n):
         x, mask, c = n.args[:3]
-        text = _fill_text(c, n.val.dtype) if isinstance(c, (int, float)) else None
+        text = fill_text(c, n.val.dtype) if isinstance(c, (int, float)) else None
         if text is None:
             return None
         return Term(f"(binary {str_lit(MASKED_FILL + text)} {self.t(x)} {self.t(mask)})")
@@ -675,7 +675,7 @@ class Lowerer:
         grad, mask, scale = n.args[:3]
         if not isinstance(scale, (int, float)) or isinstance(scale, bool):
             return Refused(n.target, "scale", f"scale={scale!r}")
-        return Term(f"(scalar \"mul\" (binary \"mul\" {self.t(grad)} {self.t(mask)}) {_scalar(scale)})")
+        return Term(f"(scalar \"mul\" (binary \"mul\" {self.t(grad)} {self.t(mask)}) {scalar_lit(scale)})")
 
     @lowers("aten._softmax.default", "aten.softmax.int")
     def _h__softmax_default(self, n):
@@ -808,7 +808,7 @@ class Lowerer:
         if (not isinstance(pad, (list, tuple)) or len(pad) % 2 or len(pad) > 2 * len(shape)
                 or not all(isinstance(p, int) and not isinstance(p, bool) for p in pad)):
             return Refused(n.target, "pad", f"pad={pad!r}")
-        text = _fill_text(value, dt) if isinstance(value, (int, float)) else None
+        text = fill_text(value, dt) if isinstance(value, (int, float)) else None
         if (text is None or dt not in CASTS or (dt in INT_DTYPES and abs(int(text)) >= 2**53)
                 or self._dtype(x.name) != dt):
             return Refused(n.target, "value", f"value={value!r} for a {dt} tensor")
@@ -884,7 +884,7 @@ class Lowerer:
             return None
         if port not in self.constants:
             return Free(port)           # never assume an undeclared constant's value
-        text = _fill_text(self.constants[port], n.val.dtype)
+        text = fill_text(self.constants[port], n.val.dtype)
         if text is None:
             return Free(port)
         return Term(f"(cst {str_lit(text)} {self._shape_list(n.val.shape)})")
@@ -976,7 +976,7 @@ class Lowerer:
         if not isinstance(vv, TensorMeta) or tuple(vv.shape) != ():
             return None
         c = self._const_value(values)
-        text = _fill_text(c, n.val.dtype) if c is not None else None
+        text = fill_text(c, n.val.dtype) if c is not None else None
         if text is None:
             return None       # an undeclared (or unrepresentable) value: congruence only
         xs, ms = tuple(self.shape(x.name)), tuple(self.shape(mask.name))
@@ -991,7 +991,7 @@ class Lowerer:
     def _h_masked_fill_Tensor(self, n):
         x, mask, value = n.args[:3]
         c = self._const_value(value)
-        text = _fill_text(c, n.val.dtype) if c is not None else None
+        text = fill_text(c, n.val.dtype) if c is not None else None
         if text is None:
             return None
         return Term(f"(binary {str_lit(MASKED_FILL + text)} {self.t(x)} {self.t(mask)})")
@@ -1115,7 +1115,7 @@ class Lowerer:
             if count is None:
                 return Term(mean_term)
         sum_term = mean_term.replace('(reduce "mean"', '(reduce "sum"', 1)
-        return Decomposed("sum", Term(sum_term), f"(scalar \"div\" {{inner}} {_scalar(count)})")
+        return Decomposed("sum", Term(sum_term), f"(scalar \"div\" {{inner}} {scalar_lit(count)})")
 
     @lowers("aten.amax.default")
     def _h_amax_default(self, n):
@@ -1221,7 +1221,7 @@ class Lowerer:
         shape = self.shape(x.name)
         if k == 0 or k > len(shape) or tuple(shape[len(shape) - k:]) != tuple(normalized_shape):
             return None
-        return f"(layernorm {self.t(x)} {self.t(w)} {self.t(b)} {k} {_scalar(float(eps))})"
+        return f"(layernorm {self.t(x)} {self.t(w)} {self.t(b)} {k} {scalar_lit(float(eps))})"
 
     @lowers("aten.native_layer_norm.default")
     def _h_native_layer_norm_default(self, n):
@@ -1303,7 +1303,7 @@ class Lowerer:
         xt = self.t(x)
         mean = f"(reduce \"mean\" {xt} {inner} 1)"
         var = f"(reduce \"mean\" (unary \"square\" (binary \"sub\" {xt} {mean})) {inner} 1)"
-        rstd = f"(unary \"rsqrt\" (scalar \"add\" {var} {_scalar(float(eps))}))"
+        rstd = f"(unary \"rsqrt\" (scalar \"add\" {var} {scalar_lit(float(eps))}))"
         return mean, rstd
 
     def _native_layer_norm_exact(self, n):
@@ -1370,7 +1370,7 @@ class Lowerer:
             if w is not None:
                 wv = f"(view {self.t(w)} {self._shape_list((1,) * axis + tuple(ns))})" if axis else self.t(w)
                 ghat = f"(binary \"mul\" {g} {wv})"
-            c = _scalar(float(count))
+            c = scalar_lit(float(count))
             s1 = f"(reduce \"sum\" {ghat} {inner} 1)"
             s2 = f"(reduce \"sum\" (binary \"mul\" {ghat} {xhat}) {inner} 1)"
             body = f"(binary \"sub\" (binary \"sub\" (scalar \"mul\" {ghat} {c}) {s1}) (binary \"mul\" {xhat} {s2}))"
@@ -1520,7 +1520,7 @@ def _same_size(a, b) -> bool:
         return False
 
 
-def _fill_text(c, dtype) -> str | None:
+def fill_text(c, dtype) -> str | None:
     """A constant as the text of a fill value for a tensor of ``dtype`` (None: not exact)."""
     if isinstance(c, bool):
         c = int(c)
@@ -1535,7 +1535,8 @@ def _fill_text(c, dtype) -> str | None:
     return None
 
 
-def _scalar(v) -> str:
+def scalar_lit(v) -> str:
+    """A float operand as the string literal of a ``scalar`` term (``_scalar_text``)."""
     return str_lit(_scalar_text(v))
 
 

@@ -201,6 +201,19 @@ def test_constant_pad_is_a_concat_with_constant_blocks():
     assert v.kind == "refused", v.nodes          # 0.5 in an integer tensor: not exact
 
 
+def test_slice_scatter_is_a_concat_around_the_source():
+    """x with a slice replaced: every position of the slice, negative and clamped bounds, an empty
+    slice, a dim other than 0, and a source of another dtype (torch casts it to x's)."""
+    x = torch.randn(5, 3)
+    for dim, start, end in ((0, 0, 2), (0, 1, 3), (0, 3, 5), (0, 0, 5), (0, -2, None), (0, 2, 2), (1, 1, 3),
+                            (0, None, 2), (0, 4, 9)):
+        size = len(range(*slice(start, end).indices(x.shape[dim])))
+        src_shape = [size, 3] if dim == 0 else [5, size]
+        _agree(torch.slice_scatter, x, torch.randn(src_shape), dim, start, end)
+    _agree(torch.slice_scatter, x, torch.randn(2, 3, dtype=torch.float64), 0, 1, 3)
+    _agree(torch.slice_scatter, x, torch.arange(6).view(2, 3), 0, 3, 5)
+
+
 def test_repeat_is_an_expand_between_views():
     x = torch.randn(2, 3)
     for reps in ([1, 1], [2, 1], [1, 3], [2, 2], [3, 1, 2], [0, 2], [2, 1, 1, 1]):

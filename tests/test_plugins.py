@@ -145,12 +145,44 @@ def test_decomposed_rms_norm_computes_the_reference():
     assert torch.allclose(out, want)
 
 
-@pytest.mark.parametrize("view", [{"_result_size": [4, 6], "_result_stride": [6, 1]},
-                                  {"_result_slice_dim": 0, "_result_slice_start": 0, "_result_slice_end": 4}])
-def test_a_written_view_is_refused(view):
-    """Both ways auto_functionalized_v2 records a view (strides, or a slice of the base)."""
-    with pytest.raises(PluginError, match="view of its base"):
-        decompose(_functionalized_graph(kwargs=view))
+def test_a_written_strided_view_is_refused():
+    """auto_functionalized_v2 records a view that is not a slice by its sizes and strides."""
+    with pytest.raises(PluginError, match="not a slice"):
+        decompose(_functionalized_graph(kwargs={"_result_size": [4, 6], "_result_stride": [6, 1],
+                                                "_result_storage_offset": 0}))
+
+
+@pytest.mark.parametrize("dim,start,end", [(0, 1, 5), (0, 0, 4), (0, 2, 6), (0, -4, None)])
+def test_a_written_slice_of_a_buffer_is_the_buffer_with_the_slice_replaced(dim, start, end):
+    """rms_norm(out[start:end], x, w): the reference gets the slice, and the buffer's new value is
+    the buffer with those rows replaced; the other rows keep what the buffer held."""
+    meta, big = G.TensorMeta((4, 6), "float32"), G.TensorMeta((6, 6), "float32")
+    kw = {"input": G.Ref("x"), "weight": G.Ref("w"), "epsilon": 1e-6, "_result_base_index": 0,
+          "_result_slice_dim": dim, "_result_slice_start": start, "_result_slice_end": end, "_all_bases": [G.Ref("z")]}
+    nodes = [G.Node("x", "placeholder", val=meta), G.Node("w", "placeholder", val=G.TensorMeta((6,), "float32")),
+             G.Node("z", "placeholder", val=big),
+             G.Node("af", "higher_order.auto_functionalized_v2", ("_C.rms_norm.default",), kw, (None, big)),
+             G.Node("y", "getitem", (G.Ref("af"), 1), {}, big)]
+    g = G.RankGraph(0, nodes, [G.Port("input:x", "x"), G.Port("param:w", "w"), G.Port("input:z", "z")],
+                    [G.Port("out", "y")])
+    b = decompose(G.Bundle([g]))
+    x, w, z = (torch.randn(*s, dtype=torch.float64) for s in ((4, 6), (6,), (6, 6)))
+    out = interp.output_values(b, interp.run_bundle(b, [{"input:x": x, "param:w": w, "input:z": z}],
+                                                     float_dtype=torch.float64))[0]["out"]
+    want = z.clone()
+    want[slice(start, end)] = F.rms_norm(x, (6,), eps=1e-6) * w
+    assert torch.allclose(out, want)
+
+
+def test_two_written_arguments_in_one_buffer_are_refused():
+    meta = G.TensorMeta((4, 6), "float32")
+    kw = {"weight": G.Ref("w"), "epsilon": 1e-6, "_input_base_index": 0, "_residual_base_index": 0, "_all_bases": [G.Ref("x")]}
+    nodes = [G.Node("x", "placeholder", val=meta), G.Node("w", "placeholder", val=G.TensorMeta((6,), "float32")),
+             G.Node("af", "higher_order.auto_functionalized_v2", ("_C.fused_add_rms_norm.default",), kw, (None, meta)),
+             G.Node("y", "getitem", (G.Ref("af"), 1), {}, meta)]
+    g = G.RankGraph(0, nodes, [G.Port("input:x", "x"), G.Port("param:w", "w")], [G.Port("out", "y")])
+    with pytest.raises(PluginError, match="two arguments in one buffer"):
+        decompose(G.Bundle([g]))
 
 
 def test_an_op_of_the_same_name_and_another_schema_is_refused():

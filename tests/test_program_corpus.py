@@ -33,7 +33,6 @@ XFAIL = {
     "fsdp_correct[joint]": _MEAN,
     "adv_pp_read_before_clone_before[forward]": "capture refuses (exit 2): the received value is never read while "
                                                 "the program reads the buffer (torch's irecv tracing drops it)",
-    "adv_vllm_view_correct[forward]": "refused (exit 2): a plugin op writing a view of its buffer is not decomposed",
 }
 XFAIL = {k: v for k, v in XFAIL.items() if v}
 

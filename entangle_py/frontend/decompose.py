@@ -5,9 +5,12 @@ shapes; its ATen nodes are spliced in place of the node, named ``<node>__<fx nam
 the custom op's source line, and each value the node produced becomes an ``alias`` of the traced
 result under the node's own name (so spec files and reports keep naming it).  Both forms a
 capture records are understood: a direct call, and ``auto_functionalized[_v2]`` around an
-out-style op (the new value of each written argument).  Anything else about the call — a
-written argument that is a view of its base, symbolic sizes, a traced shape or dtype that
-differs from the recorded one — is refused (exit 2), never guessed.
+out-style op (the new value of each written argument).  A written argument that is a slice of
+its buffer (``auto_functionalized_v2``'s ``_<arg>_slice_*``) is given to the reference as that
+slice, and the buffer's new value is the buffer with the slice replaced (``slice_scatter``).
+Anything else about the call -- another kind of view (``as_strided``), two written arguments in
+one buffer, symbolic sizes, a traced shape or dtype that differs from the recorded one -- is
+refused (exit 2), never guessed.
 """
 from __future__ import annotations
 
@@ -89,22 +92,25 @@ def _check_schemas(bundle, targets):
 
 
 def _bind(g, n, op, functionalized):
-    """Argument name -> value (a Ref or a constant) in schema order."""
+    """(argument name -> value (a Ref or a constant) in schema order, the written arguments'
+    buffers: [(name, base index, slice (dim, start, end) or None)], or None without bases)."""
     args = op.arguments()
     kw = dict(n.kwargs)
     pos = list(n.args[1:] if functionalized else n.args)
-    bound = {}
+    bound, written_in = {}, None
     if functionalized:
         bases = kw.pop("_all_bases", None)
+        written_in = [] if bases is not None else None
         for name, _, _, written in args:
             if not written:
                 continue
-            if any(k.startswith(f"_{name}_") and k != f"_{name}_base_index" for k in kw):   # a view: size/stride/slice
-                raise PluginError(f"rank {g.rank} node {n.name}: {op.target} writes {name}, a view of its base "
-                                  f"(not supported: decompose on the whole base)")
             idx = kw.pop(f"_{name}_base_index", None)
+            kw.pop(f"_{name}_alias", None)          # the whole buffer under another name
+            view = _slice_view(g, n, op, name, kw)
             if bases is not None:
                 bound[name] = None if idx is None else bases[idx]
+                if idx is not None:
+                    written_in.append((name, idx, view))
             else:
                 bound[name] = kw.pop(name, None)
     for name, default, _, _ in args:
@@ -121,13 +127,33 @@ def _bind(g, n, op, functionalized):
     extra = list(kw) + (["positional"] if pos else [])
     if extra:
         raise PluginError(f"rank {g.rank} node {n.name}: {op.target} got arguments its schema does not have: {extra}")
-    return bound
+    if written_in is not None and len({i for _, i, _ in written_in}) != len(written_in):
+        raise PluginError(f"rank {g.rank} node {n.name}: {op.target} writes two arguments in one buffer "
+                          f"(not supported)")
+    return bound, written_in
+
+
+def _slice_view(g, n, op, name, kw):
+    """(dim, start, end) when the written argument ``name`` is a slice of its buffer, None when
+    it is the whole buffer; any other view is refused."""
+    keys = {k for k in kw if k.startswith(f"_{name}_")}
+    if not keys:
+        return None
+    parts = (f"_{name}_slice_dim", f"_{name}_slice_start", f"_{name}_slice_end")
+    if keys != set(parts):
+        raise PluginError(f"rank {g.rank} node {n.name}: {op.target} writes {name}, a view of its buffer that is "
+                          f"not a slice ({sorted(keys)}; not supported)")
+    view = tuple(kw.pop(k) for k in parts)
+    if not (isinstance(view[0], int) and all(isinstance(v, (int, type(None))) and not isinstance(v, bool) for v in view)):
+        raise PluginError(f"rank {g.rank} node {n.name}: {op.target} writes {name}, a slice {view} of its buffer "
+                          f"with symbolic bounds (not supported)")
+    return view
 
 
 def _trace(g, n, op, functionalized):
     """Trace the reference on fake tensors of the arguments' shapes: ([name of each produced
     value], the ATen nodes computing them)."""
-    bound = _bind(g, n, op, functionalized)
+    bound, written_in = _bind(g, n, op, functionalized)
     tensor_args = [k for k, v in bound.items() if isinstance(v, G.Ref)]
     metas = {}
     for k in tensor_args:
@@ -136,6 +162,14 @@ def _trace(g, n, op, functionalized):
             raise PluginError(f"rank {g.rank} node {n.name}: {op.target} argument {k} has symbolic or unknown "
                               f"sizes ({meta}); plugin ops are decomposed at concrete sizes only")
         metas[k] = meta
+    # a written slice of a buffer: the reference gets (and writes) the slice
+    nodes, bases = [], {}
+    for name, _, view in written_in or ():
+        bases[name] = bound[name]
+        if view is not None:
+            node = _slice_node(n, name, bound[name], metas[name], view)
+            nodes.append(node)
+            bound[name], metas[name] = G.Ref(node.name), node.val
 
     def call(*ts):
         kw = dict(bound)
@@ -152,7 +186,6 @@ def _trace(g, n, op, functionalized):
 
     conv = Converter(DynamoInfo(), None, g.rank)
     rename = {}
-    nodes = []
     it = iter(tensor_args)
     produced = []
     for fx in gm.graph.nodes:
@@ -169,9 +202,34 @@ def _trace(g, n, op, functionalized):
             produced = [rename[o.name] if o is not None else None for o in fx.args[0]]
         else:
             raise PluginError(f"rank {g.rank} node {n.name}: the {op.target} plugin traced to a {fx.op} node")
-    values = ([None] + produced) if functionalized else produced
+    if written_in is None:
+        values = ([None] + produced) if functionalized else produced
+    else:      # outputs: the op's result, then each buffer's new value in buffer order
+        new = {}
+        for (name, idx, view), value in zip(written_in, produced):
+            if view is not None and value is not None:
+                node = _scatter_node(n, name, bases[name], value, g.node(bases[name].name).val, view)
+                nodes.append(node)
+                value = node.name
+            new[idx] = value
+        values = [None] + [new.get(i) for i in range(len(n.kwargs.get("_all_bases") or ()))]
     _check_metas(g, n, op, values, nodes)
     return values, nodes
+
+
+def _slice_node(n, name, base, meta, view):
+    dim, start, end = view
+    d = dim % len(meta.shape)
+    shape = list(meta.shape)
+    shape[d] = len(range(*slice(start, end).indices(shape[d])))
+    return G.Node(f"{n.name}__view_{name}", ops.SLICE, (base, d, start, end), {},
+                  G.TensorMeta(tuple(shape), meta.dtype), n.source, n.module)
+
+
+def _scatter_node(n, name, base, value, meta, view):
+    dim, start, end = view
+    return G.Node(f"{n.name}__write_{name}", ops.SLICE_SCATTER, (base, G.Ref(value), dim % len(meta.shape), start, end),
+                  {}, meta, n.source, n.module)
 
 
 def _check_metas(g, n, op, values, nodes):

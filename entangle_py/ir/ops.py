@@ -96,6 +96,9 @@ SAME_VALUE = frozenset({
 })
 LIFT_FRESH_COPY = "aten.lift_fresh_copy.default"
 ALIAS = "aten.alias.default"
+# a view of a buffer a custom op writes, and the buffer with that view replaced (frontend/decompose.py)
+SLICE = "aten.slice.Tensor"
+SLICE_SCATTER = "aten.slice_scatter.default"
 # Ops that only give a tensor a name (the name becomes an alias usable in spec files).
 NAMING_OPS = frozenset({"tg.log_tensor.default", "tg.inplace_log_tensor.default"})
 LOG_TENSOR = "tg.log_tensor.default"

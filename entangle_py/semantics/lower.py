@@ -998,22 +998,42 @@ class Lowerer:
 
     @lowers("aten.slice_scatter.default")
     def _h_slice_scatter_default(self, n):
-        # slice_scatter(x, src, dim, start, end, step) over the whole of dim is src
+        """slice_scatter(x, src, dim, start, end, step): x with its slice [start:end] along dim
+        replaced by src cast to x's dtype -- the concat of x's part before it, src and x's part
+        after it (step 1 and a static size along dim; otherwise declined)."""
         x, src = n.args[:2]
         rest = list(n.args[2:]) + [None] * 4
         dim = rest[0] if rest[0] is not None else n.kwargs.get("dim", 0)
         start = rest[1] if len(n.args) > 3 else n.kwargs.get("start", None)
         end = rest[2] if len(n.args) > 4 else n.kwargs.get("end", None)
         step = rest[3] if len(n.args) > 5 else n.kwargs.get("step", 1)
-        xs = tuple(self.shape(x.name))
-        if step != 1 or not isinstance(src, Ref) or tuple(self.shape(src.name)) != xs:
+        if step != 1 or not isinstance(src, Ref) or not isinstance(x, Ref):
             return None
+        xs, ss = tuple(self.shape(x.name)), tuple(self.shape(src.name))
         d = self._dim(dim, len(xs))
-        if not isinstance(xs[d], int) or not all(isinstance(v, (int, type(None))) for v in (start, end)):
+        if not isinstance(xs[d], int) or not all(isinstance(v, (int, type(None))) and not isinstance(v, bool)
+                                                 for v in (start, end)):
             return None
-        if slice(start, end).indices(xs[d])[:2] != (0, xs[d]):
+        s, e = slice(start, end).indices(xs[d])[:2]
+        e = max(e, s)
+        if len(ss) != len(xs) or ss[d] != e - s or any(ss[i] != xs[i] for i in range(len(xs)) if i != d):
             return None
-        return Identity(src.name)
+        st = self.t(src)
+        xdt = self._dtype(x.name)
+        if self._dtype(src.name) != xdt:
+            if xdt not in CASTS:
+                return None
+            st = f"(unary {str_lit('to_' + xdt)} {st})"
+        elif s == 0 and e == xs[d]:
+            return Identity(src.name)
+        parts = ([f"(slice {self.t(x)} {d} (DLit 0) (DLit {s}))"] if s > 0 else []) + [st] + \
+                ([f"(slice {self.t(x)} {d} (DLit {e}) (DLit {xs[d]}))"] if e < xs[d] else [])
+        if len(parts) == 1:
+            return Term(parts[0])
+        items = "(Nil)"
+        for p in reversed(parts):
+            items = f"(Cons {p} {items})"
+        return Term(f"(concat {items} {d})")
 
     # -- backward ops, reductions, layer norm ------------------------------------------------
     @lowers("aten.gelu_backward.default")

@@ -6,8 +6,9 @@
 * ``rope``: q and k projected column-parallel over heads, rotary_embedding (NeoX layout,
   is_neox True), row-parallel output of q * k.  Bug ``gptj``: the ranks rotate GPT-J-style
   (interleaved pairs).
-* ``view``: rms_norm writes its result into the first rows of a larger zero buffer (a view):
-  correct, but entangle must refuse it (exit 2), never decompose it as a write of the whole buffer.
+* ``view``: rms_norm writes its result into the first rows of a larger zero buffer (a slice of
+  it, which entangle decomposes as that slice replaced, never as a write of the whole buffer).
+  Bug ``rows``: the ranks write the rows one further down.
 """
 import torch
 import torch.nn as nn
@@ -63,11 +64,13 @@ class Rope(nn.Module):
 class View(nn.Module):
     def __init__(self, ws, bug):
         super().__init__()
+        self.ws, self.bug = ws, bug
         self.norm = nn.Parameter(torch.empty(HIDDEN))
 
     def forward(self, x):
         out = torch.zeros(2 * T, HIDDEN, dtype=x.dtype)
-        torch.ops._C.rms_norm(out[:T], x, self.norm, EPS)
+        lo = 1 if self.bug == "rows" and self.ws > 1 else 0  # BUG (rows): the wrong rows of the buffer
+        torch.ops._C.rms_norm(out[lo:lo + T], x, self.norm, EPS)
         return out
 
 

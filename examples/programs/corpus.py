@@ -154,6 +154,7 @@ CORPUS = [
     _e("adv_vllm_rope_gptj", "adv_vllm_rope", bug=("_adv_vllm.py", "GPT-J rotation")),
     _e("adv_vllm_rope_positions", "adv_vllm_rope", bug=("_adv_vllm.py", "off by one")),
     _e("adv_vllm_view_correct", "adv_vllm_view"),
+    _e("adv_vllm_view_rows", "adv_vllm_view", bug=("_adv_vllm.py", "wrong rows")),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}

@@ -169,6 +169,14 @@ class SpecTerms:
             return f"(concat {tlist(args)} {t.attr('dim')})"      # dims are non-negative in terms
         if t.op == "slice":
             return f"(slice {args[0]} {t.attr('dim')} {L.dim_term(t.attr('start'))} {L.dim_term(t.attr('end'))})"
+        if t.op == "transpose":      # written as the lowering writes it: equal values, equal terms
+            return L.transpose_text(args[0], t.attr("dim0"), t.attr("dim1"))
+        if t.op == "permute":
+            return L.permute_text(args[0], t.attr("dims"))
+        if t.op == "reshape":
+            return f"(view {args[0]} {L.shape_list(t.attr('shape'), lambda s: s)})"
+        if t.op == "neg":       # not clean: a fact about an input, or an expectation decided by equality
+            return f'(unary "neg" {args[0]})'
         raise CheckInputError(f"{where}: operator {t.op!r} is not supported in input relations yet")
 
     def node(self, t: S.Leaf, where: str) -> str:

@@ -36,6 +36,7 @@ checker starts from.
 """
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -466,7 +467,9 @@ def _product(ranges):
 # other attribute is refused: a misspelt key (``dimm=1``) must never fall back to a default and
 # silently change what the relation says.
 TERM_ATTRS = {"concat": frozenset({"dim"}), "sum": frozenset(), "max": frozenset(),
-              "slice": frozenset({"dim", "start", "end", "step"})}
+              "slice": frozenset({"dim", "start", "end", "step"}), "transpose": frozenset({"dims", "dim0", "dim1"}),
+              "permute": frozenset({"dims"}), "reshape": frozenset({"shape"}), "neg": frozenset()}
+assert set(TERM_ATTRS) == CLEAN_OPS     # what a spec may write is what the checker understands
 
 
 def normalize_term(t: Term, shape_of, where: str, le=None) -> tuple[Term, tuple]:
@@ -501,6 +504,10 @@ def normalize_term(t: Term, shape_of, where: str, le=None) -> tuple[Term, tuple]
         raise SpecError(f"{where}: {t.op}() of tensors with different numbers of dims in {t}")
     if t.op in ("sum", "max"):
         return Call(t.op, args), shape
+    if t.op in ("neg", "transpose", "permute", "reshape"):
+        if len(args) != 1:
+            raise SpecError(f"{where}: {t.op}() takes one tensor, got {len(args)} in {t}")
+        return _movement(t, args[0], shape, where)
     d = _term_dim(t, len(shape), where)
     if t.op == "concat":
         total = shapes[0][d]
@@ -542,6 +549,47 @@ def normalize_term(t: Term, shape_of, where: str, le=None) -> tuple[Term, tuple]
                         f"inside a dim of size {size} in {t} (bounds are never clamped)")
     return (Call("slice", args, (("dim", d), ("start", start), ("end", end))),
             shape[:d] + (end - start,) + shape[d + 1:])
+
+
+def _movement(t: Call, x: Term, shape: tuple, where: str) -> tuple[Term, tuple]:
+    """neg / transpose / permute / reshape of one tensor, its dims explicit and non-negative."""
+    n = len(shape)
+
+    def dim(v):
+        if not isinstance(v, int) or not -n <= v < n:
+            raise SpecError(f"{where}: {t.op} of dim {_fmt_attr(v)} of a {n}-D tensor in {t}")
+        return v % n
+    if t.op == "neg":
+        return Call("neg", (x,)), shape
+    if t.op == "transpose":
+        dims = t.attr("dims")
+        if dims is not None and ("dim0" in dict(t.attrs) or "dim1" in dict(t.attrs)):
+            raise SpecError(f"{where}: transpose takes dims=[a, b] or dim0=, dim1=, not both, in {t}")
+        if dims is not None and (not isinstance(dims, tuple) or len(dims) != 2):
+            raise SpecError(f"{where}: transpose dims={_fmt_attr(dims)} is not two dims in {t}")
+        a, b = (dim(v) for v in (dims if dims is not None else (t.attr("dim0", 0), t.attr("dim1", 1))))
+        out = list(shape)
+        out[a], out[b] = out[b], out[a]
+        return Call("transpose", (x,), (("dim0", a), ("dim1", b))), tuple(out)
+    if t.op == "permute":
+        dims = t.attr("dims")
+        p = tuple(dim(v) for v in dims) if isinstance(dims, tuple) else None
+        if p is None or sorted(p) != list(range(n)):
+            raise SpecError(f"{where}: permute dims={_fmt_attr(dims)} is not a permutation of {n} dims in {t}")
+        return Call("permute", (x,), (("dims", p),)), tuple(shape[i] for i in p)
+    new = t.attr("shape")       # reshape: sizes, at most one -1, of a tensor of literal sizes
+    if not isinstance(new, tuple) or not all(isinstance(v, int) and v >= -1 for v in new) or list(new).count(-1) > 1:
+        raise SpecError(f"{where}: reshape shape={_fmt_attr(new)} is not a list of sizes in {t}")
+    if not all(isinstance(v, int) for v in shape):
+        raise SpecError(f"{where}: reshape of a tensor of symbolic shape {list(shape)} in {t}")
+    total, known = math.prod(shape), math.prod(v for v in new if v != -1)
+    if -1 in new:
+        if known == 0 or total % known:
+            raise SpecError(f"{where}: reshape of {list(shape)} to {list(new)} in {t}")
+        new = tuple(total // known if v == -1 else v for v in new)
+    if math.prod(new) != total:
+        raise SpecError(f"{where}: reshape of {list(shape)} to {list(new)} in {t}")
+    return Call("reshape", (x,), (("shape", new),)), new
 
 
 def _term_dim(t: Call, ndim: int, where: str) -> int:

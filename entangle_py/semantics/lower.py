@@ -374,23 +374,15 @@ class Lowerer:
     def _h_transpose_int(self, n):
         x, a, b = n.args[:3]
         nd = self.ndim(x.name)
-        a, b = sorted((self._dim(a, nd), self._dim(b, nd)))
-        return Identity(x.name) if a == b else Term(f"(transpose {self.t(x)} {a} {b})")
+        a, b = self._dim(a, nd), self._dim(b, nd)
+        return Identity(x.name) if a == b else Term(transpose_text(self.t(x), a, b))
 
     @lowers("aten.permute.default")
     def _h_permute_default(self, n):
         x, dims = n.args[:2]
         nd = self.ndim(x.name)
         dims = [self._dim(d, nd) for d in dims]
-        if dims == list(range(nd)):
-            return Identity(x.name)
-        moved = [i for i, d in enumerate(dims) if d != i]
-        if len(moved) == 2 and dims[moved[0]] == moved[1]:
-            return Term(f"(transpose {self.t(x)} {moved[0]} {moved[1]})")
-        lst = "(INil)"
-        for d in reversed(dims):
-            lst = f"(ICons {d} {lst})"
-        return Term(f"(permute {self.t(x)} {lst})")
+        return Identity(x.name) if dims == list(range(nd)) else Term(permute_text(self.t(x), dims))
 
     @lowers(*sorted(ops.RESHAPES), "aten.unsqueeze.default", "aten.squeeze.dim", "aten.squeeze.dims",
             "aten.squeeze.default", "aten.flatten.using_ints")
@@ -1090,9 +1082,7 @@ class Lowerer:
         dims = sorted({self._dim(d, nd) for d in dims})
         if any(not 0 <= d < max(nd, 1) for d in dims):
             return None
-        lst = "(INil)"
-        for d in reversed(dims):
-            lst = f"(ICons {d} {lst})"
+        lst = int_list(dims)
         return f"(reduce {str_lit(op)} {self.t(x)} {lst} {1 if keepdim else 0})"
 
     def _arg(self, n, i, name, default=None):
@@ -1211,9 +1201,7 @@ class Lowerer:
         if nd == 0 or not dims:
             return Term(f"(unary \"to_bool\" {self.t(x)})")
         dims = sorted({self._dim(d, nd) for d in dims})
-        lst = "(INil)"
-        for d in reversed(dims):
-            lst = f"(ICons {d} {lst})"
+        lst = int_list(dims)
         return Term(f"(unary \"logical_not\" (reduce \"amax\" (unary \"logical_not\" {self.t(x)}) {lst} "
                     f"{1 if keepdim else 0}))")
 
@@ -1296,10 +1284,7 @@ class Lowerer:
         if tuple(shape[len(shape) - k:]) != tuple(normalized_shape) or 0 in normalized_shape:
             return None     # (torch's mean of no elements is 0, a term's is nan)
         axis = len(shape) - k
-        lst = "(INil)"
-        for d in reversed(range(axis, len(shape))):
-            lst = f"(ICons {d} {lst})"
-        return axis, math.prod(shape[axis:]), lst
+        return axis, math.prod(shape[axis:]), int_list(range(axis, len(shape)))
 
     def _ln_stat(self, x, stat, axis):
         """A saved mean / rstd tensor (shape outer dims + 1s, or those elements flat) viewed to
@@ -1379,9 +1364,7 @@ class Lowerer:
                 return Refused(n.target, "output_mask", f"outputs {n.val} for output_mask={mask!r}")
         g, xt = self.t(grad), self.t(x)
         xhat = f"(binary \"mul\" (binary \"sub\" {xt} {mt}) {rt})"
-        outer = "(INil)"
-        for d in reversed(range(axis)):
-            outer = f"(ICons {d} {outer})"
+        outer = int_list(range(axis))
         items = [None, None, None]
         if want[0]:
             # the weight viewed with the outer dims as 1s: an operand of the gradient's ndim
@@ -1515,6 +1498,32 @@ def _refs_in_order(v):
     elif isinstance(v, (list, tuple)):
         for x in v:
             yield from _refs_in_order(x)
+
+
+def transpose_text(xt: str, a: int, b: int) -> str:
+    """x with dims a and b swapped, in the one form both programs and the spec write: dims in
+    order, and x itself when a == b (so equal values are equal terms by congruence)."""
+    a, b = sorted((a, b))
+    return xt if a == b else f"(transpose {xt} {a} {b})"
+
+
+def permute_text(xt: str, dims) -> str:
+    """x permuted (non-negative dims); a swap of two dims is the transpose, no move is x."""
+    dims = list(dims)
+    moved = [i for i, d in enumerate(dims) if d != i]
+    if not moved:
+        return xt
+    if len(moved) == 2 and dims[moved[0]] == moved[1]:
+        return transpose_text(xt, moved[0], moved[1])
+    return f"(permute {xt} {int_list(dims)})"
+
+
+def int_list(xs) -> str:
+    """Integers (dims) as an IList term."""
+    out = "(INil)"
+    for x in reversed(list(xs)):
+        out = f"(ICons {x} {out})"
+    return out
 
 
 def shape_list(shape, canon=lambda size: size) -> str:

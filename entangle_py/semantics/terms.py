@@ -919,6 +919,8 @@ def clean_meta(t, leaf, size, same) -> tuple[tuple, str]:
         return new, dtype
     if head == "cst":
         return tuple(dims(a[1])), None
+    if head == "unary" and a[0] == "neg":      # a spec's neg(...) (input relations, expectations)
+        return sub(a[1])
     if head == "arange":
         return (size(a[2]),), "int64"
     if head == "zpad":

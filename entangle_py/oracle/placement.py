@@ -264,6 +264,8 @@ def _transpose_dims(term: S.Call):
 
 def _term_ndim(t: S.Term, bundle) -> int:
     while not isinstance(t, S.Leaf):
+        if t.op == "reshape":
+            return len(t.attr("shape", ()))
         if not t.args:
             raise InterpError(f"{t}: no tensor argument")
         t = t.args[0]
@@ -284,6 +286,13 @@ def _term_size(t: S.Term, d: int, bundle):
         return max(stop - start, 0)
     if t.op in ("concat", "sum", "max", "neg", "slice"):
         return _term_size(t.args[0], d, bundle)
+    if t.op == "transpose" and len(t.args) == 1:
+        d0, d1 = (x % _term_ndim(t, bundle) for x in _transpose_dims(t))
+        return _term_size(t.args[0], d1 if d == d0 else d0 if d == d1 else d, bundle)
+    if t.op == "permute" and len(t.args) == 1:
+        return _term_size(t.args[0], list(t.attr("dims", ()))[d], bundle)
+    if t.op == "reshape":
+        return list(t.attr("shape", ()))[d]
     raise InterpError(f"cannot size {t} along dim {d}")
 
 

@@ -43,13 +43,25 @@ correct twin; ``bug`` picks the wrong variant (the ``# BUG`` lines).  Two ranks.
 * ``rs``: row-parallel product reduce-scattered along dim 1 by an all-reduce and a slice of the
   rank's columns.  Bug ``other``: the other rank's columns.
 * ``half``: row-parallel linear whose partial sums are all-reduced in float16.  Bug ``half``.
+* ``topkx``: router logits [4, 4] sharded along the EXPERTS (dim 1); top-2 values of each row.
+  Correct: all-gather the logits, then top-2.  Bug ``local``: top-1 of each rank's experts,
+  all-gathered (the top-2 of a row is not one per shard).
+* ``zslice`` (joint): replicated x [3, 6]; rank r multiplies its columns x[:, 3r:3r+3] by its row
+  block of w; x's gradient is the ranks' zero-padded slice gradients summed (copy_to).  Bug
+  ``no_reduce``: x's gradient never all-reduced.
+* ``select``: x [4, 6] sharded along dim 1; out = x.select(0, -1) * 2 + x[0].  Bug ``index``:
+  the ranks select row -2.
+* ``all``: x [4, 6] hidden-sharded; rows kept where every element is > -1 (torch.all over the
+  hidden dim, combined over ranks by an all-reduce min).  Bug ``local``: the local all only.
+* ``emb_off`` (joint): vocab-parallel embedding; bug ``offset``: rank 1's vocab range starts one
+  id early (id 6 looked up twice, id 13 never).
 """
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 import _vllm_ops  # noqa: F401  (registers torch.ops._C.*)
-from _common import copy_to, gather, reduce_from
+from _common import copy_to, gather, reduce_from, reduce_max
 
 S, H = 6, 3
 
@@ -191,7 +203,8 @@ class Pad(nn.Module):
             return F.pad(x, (0, 0, 1, 0))[:-1]  # BUG (pad): the shift, its rows or width
         g = gather(x, 0, self.ws)
         w = 2 if self.bug == "width2" and self.ws > 1 else 1  # BUG (pad): the shift, its rows or width
-        y = F.pad(g, (0, 0, w, 0))[:-w]
+        v = 1.0 if self.bug == "value" and self.ws > 1 else 0.0  # BUG (pad): the shift, its rows or width, or fill
+        y = F.pad(g, (0, 0, w, 0), value=v)[:-w]
         return y[self.rank * n:(self.rank + 1) * n]
 
 
@@ -255,6 +268,20 @@ class Emb(nn.Module):
         return reduce_from(out, self.ws)
 
 
+class EmbOff(Emb):
+    def __init__(self, rank, ws, bug):
+        super().__init__(rank, ws, bug)
+        if bug == "offset" and rank > 0:
+            self.start, self.end = self.start - 1, self.end - 1  # BUG (emb_off): rank 1's vocab range
+
+    def forward(self, ids):
+        if self.ws == 1:
+            return F.embedding(ids, self.weight)
+        mask = (ids < self.start) | (ids >= self.end)
+        local = (ids - self.start).masked_fill(mask, 0)
+        return reduce_from(F.embedding(local, self.weight).masked_fill(mask.unsqueeze(-1), 0.0), self.ws)
+
+
 class RS(nn.Module):
     def __init__(self, rank, ws, bug):
         super().__init__()
@@ -279,6 +306,51 @@ class Half(nn.Module):
         if self.bug == "half" and self.ws > 1:
             return reduce_from(y.to(torch.float16), self.ws).to(y.dtype)  # BUG (half): partial sums all-reduced in float16
         return reduce_from(y, self.ws)
+
+
+class TopKX(nn.Module):
+    def __init__(self, ws, bug):
+        super().__init__()
+        self.ws, self.bug = ws, bug
+
+    def forward(self, logits):
+        if self.bug == "local" and self.ws > 1:
+            return gather(torch.topk(logits, 1, dim=-1).values, 1, self.ws)  # BUG (topkx): top-1 per expert shard
+        return torch.topk(gather(logits, 1, self.ws), 2, dim=-1).values
+
+
+class ZSlice(nn.Module):
+    def __init__(self, rank, ws, bug):
+        super().__init__()
+        self.rank, self.ws, self.bug = rank, ws, bug
+        self.w = nn.Parameter(torch.empty(6 // ws, 4))
+
+    def forward(self, x):
+        n = 6 // self.ws
+        xc = x if self.bug == "no_reduce" else copy_to(x, self.ws)  # BUG (zslice): x's gradient not all-reduced
+        return reduce_from(xc[:, self.rank * n:(self.rank + 1) * n] @ self.w, self.ws)
+
+
+class Select(nn.Module):
+    def __init__(self, ws, bug):
+        super().__init__()
+        self.ws, self.bug = ws, bug
+
+    def forward(self, x):
+        i = -2 if self.bug == "index" and self.ws > 1 else -1  # BUG (select): the selected row
+        return x.select(0, i) * 2 + x[0]
+
+
+class All(nn.Module):
+    def __init__(self, ws, bug):
+        super().__init__()
+        self.ws, self.bug = ws, bug
+
+    def forward(self, x):
+        ok = (x > -1).all(-1, keepdim=True).to(x.dtype)
+        if self.ws > 1 and self.bug != "local":
+            ok = 1 - reduce_max(1 - ok, self.ws)  # BUG (all): the ranks' verdicts combined (a min by a max)
+        return x * ok
 
 
 def _targets(n, c):
@@ -315,5 +387,15 @@ def make_build(kind, bug=None):
             return RS(rank, ws, bug), {"x": torch.randn(3, 6 // ws)}
         if kind == "half":
             return Half(ws, bug), {"x": torch.randn(3, 6 // ws)}
+        if kind == "topkx":
+            return TopKX(ws, bug), {"logits": torch.randn(4, 4 // ws)}
+        if kind == "zslice":
+            return ZSlice(rank, ws, bug), {"x": torch.randn(3, 6, requires_grad=True)}
+        if kind == "select":
+            return Select(ws, bug), {"x": torch.randn(4, 6 // ws)}
+        if kind == "all":
+            return All(ws, bug), {"x": torch.randn(4, 6 // ws)}
+        if kind == "emb_off":
+            return EmbOff(rank, ws, bug), {"ids": _targets(10, Emb.VOCAB).view(2, 5)}
         raise ValueError(kind)
     return build

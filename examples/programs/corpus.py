@@ -187,6 +187,7 @@ CORPUS = [
     _e("adv2_pad_correct", "adv2_pad"),
     _e("adv2_pad_local", "adv2_pad", bug=("_adv2.py", "the shift, its rows")),
     _e("adv2_pad_width2", "adv2_pad", bug=("_adv2.py", "the shift, its rows")),
+    _e("adv2_pad_value", "adv2_pad", bug=("_adv2.py", "or fill")),
     _e("adv2_repeat_correct", "adv2_repeat"),
     _e("adv2_repeat_tile", "adv2_repeat", bug=("_adv2.py", "tiled, not interleaved")),
     _e("adv2_ln_correct", "adv2_ln"),
@@ -202,6 +203,16 @@ CORPUS = [
     _e("adv2_rs_other", "adv2_rs", bug=("_adv2.py", "the rank's columns")),
     _e("adv2_half_correct", "adv2_half"),
     _e("adv2_half_half", "adv2_half", bug=("_adv2.py", "all-reduced in float16")),
+    _e("adv2_topkx_correct", "adv2_topkx"),
+    _e("adv2_topkx_local", "adv2_topkx", bug=("_adv2.py", "top-1 per expert shard")),
+    _e("adv2_zslice_correct", "adv2_zslice", "joint"),
+    _e("adv2_zslice_no_reduce", "adv2_zslice", "joint", bug=("_adv2.py", "gradient not all-reduced")),
+    _e("adv2_select_correct", "adv2_select"),
+    _e("adv2_select_index", "adv2_select", bug=("_adv2.py", "the selected row")),
+    _e("adv2_all_correct", "adv2_all"),
+    _e("adv2_all_local", "adv2_all", bug=("_adv2.py", "verdicts combined")),
+    _e("adv2_emb_off_correct", "adv2_emb_off", "joint"),
+    _e("adv2_emb_off_offset", "adv2_emb_off", "joint", bug=("_adv2.py", "rank 1's vocab range")),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}

@@ -73,14 +73,12 @@ class Pos(nn.Module):
 
     def forward(self, x):
         s, r = x.shape[1], self.rank
+        lo, k = r * s, 1
         if self.bug == "off1":
-            pos = torch.arange(s) + r * (s + 1)  # BUG (pos): the rank's position offset
+            lo = r * (s + 1)  # BUG (pos): the rank's position offset
         elif self.bug == "strided":
-            pos = torch.arange(r, S, self.ws)  # BUG (pos): the rank's position offset
-        elif self.bug == "start":
-            pos = torch.arange(r * s, (r + 1) * s)
-        else:
-            pos = torch.arange(s) + r * s
+            lo, k = r, self.ws  # BUG (pos): the rank's position offset
+        pos = torch.arange(lo, lo + k * s, k) if self.bug in ("start", "strided") else torch.arange(s) + lo
         return x * pos.to(x.dtype)[None, :, None] + (pos[None, :, None] > 2).to(x.dtype)
 
 
@@ -111,12 +109,8 @@ class Scatter(nn.Module):
 
     def forward(self, x):
         n, r = x.shape[0], self.rank
-        lo = r * n
-        if self.bug == "swap":
-            lo = (self.ws - 1 - r) * n  # BUG (scatter): the slice of the buffer this rank writes
-        elif self.bug == "overlap":
-            lo = r * (n - 1)  # BUG (scatter): the slice of the buffer this rank writes
         out = torch.zeros(n * self.ws, H, dtype=x.dtype)
+        lo = {"swap": (self.ws - 1 - r) * n, "overlap": r * (n - 1)}.get(self.bug, r * n)  # BUG (scatter): the slice of the buffer this rank writes
         if self.kind == "kernel":
             torch.ops._C.rms_norm(out[lo:lo + n], x, self.norm, 1e-6)
         else:
@@ -146,11 +140,9 @@ class Flip(nn.Module):
         if self.ws == 1:
             return torch.flip(x, [0])
         n = x.shape[0]
-        y = torch.flip(x, [1] if self.bug == "dim" else [0])  # BUG (flip): the flipped dim
-        g = gather(y, 0, self.ws)
-        blocks = [g[r * n:(r + 1) * n] for r in range(self.ws)]
-        if self.bug != "no_swap":
-            blocks = blocks[::-1]  # BUG (flip): the block order skipped when no_swap
+        g = gather(torch.flip(x, [1] if self.bug == "dim" else [0]), 0, self.ws)  # BUG (flip): the flipped dim
+        order = range(self.ws) if self.bug == "no_swap" else reversed(range(self.ws))  # BUG (flip): the block order
+        blocks = [g[r * n:(r + 1) * n] for r in order]
         return torch.cat(blocks, 0)
 
 
@@ -238,12 +230,12 @@ class LN(nn.Module):
             n = x.shape[-1]
             y = F.layer_norm(g, g.shape[-1:])[..., self.rank * n:(self.rank + 1) * n]
             return y * self.weight + self.bias
-        eps = 1e-2 if self.bug == "eps" and self.ws > 1 else 1e-5  # BUG (ln): eps, dims or a gradient
         w = copy_to(self.weight, self.ws)
         b = self.bias if self.bug == "bias_grad" else copy_to(self.bias, self.ws)  # BUG (ln): eps, dims or a gradient
         if self.bug == "dims":
-            y = F.layer_norm(x, x.shape, eps=eps) * w + b  # BUG (ln): eps, dims or a gradient
+            y = F.layer_norm(x, x.shape) * w + b  # BUG (ln): eps, dims or a gradient
             return y, y.sum(-1, keepdim=True)
+        eps = 1e-2 if self.bug == "eps" and self.ws > 1 else 1e-5  # BUG (ln): another eps
         out, mean, rstd = torch.native_layer_norm(x, [6], w, b, eps)
         return out if self.kind == "lng" else (out, rstd)
 

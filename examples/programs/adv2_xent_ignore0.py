@@ -1,0 +1,4 @@
+"""See _adv2.py."""
+from _adv2 import make_build
+
+build = make_build('xent', bug='ignore0')

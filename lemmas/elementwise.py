@@ -2,13 +2,15 @@
 from entangle_py.engine.lemma import Lemma
 from lemmas._instances import fixed
 from lemmas._instances.elementwise import (
-    add_rsum, bcast_absent, bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat,
+    add_rsum, bcast_absent, bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat, div_binary,
+    div_binary_bad,
     binary_concat_misaligned, map_binary, map_binary_l_nil, map_scalar, map_unary, neg_sub, rsum_rsum, rsum_scalar,
     rsum_scalar_with, scalar_concat, unary_concat,
     zip_binary, zip_binary_mismatch, zip_ranks)
 
 # constants are written by repr(float): inf * (a + b) is not inf * a + inf * b, nor (a + b) / 0
 _FINITE = ('(!= c "inf")', '(!= c "-inf")', '(!= c "nan")')
+_NONZERO = _FINITE + ('(!= c "0.0")', '(!= c "-0.0")')
 
 LEMMAS = [
     Lemma("unary-concat", "(unary op (concat l d))", "(concat (map_unary op l) d)", instances=unary_concat),
@@ -55,8 +57,15 @@ LEMMAS = [
     Lemma("scalar-mul-rsum", "(scalar \"mul\" (rsum l) c)", "(rsum (map_scalar \"mul\" l c))",
           when=_FINITE, instances=rsum_scalar, rejects=rsum_scalar_with("inf", "-inf", "nan")),
     Lemma("scalar-div-rsum", "(scalar \"div\" (rsum l) c)", "(rsum (map_scalar \"div\" l c))",
-          when=_FINITE + ('(!= c "0.0")', '(!= c "-0.0")'), instances=rsum_scalar,
+          when=_NONZERO, instances=rsum_scalar,
           rejects=rsum_scalar_with("inf", "0.0", "-0.0")),
+    # a scaling of an op linear in its first operand (a product, a quotient, a pointwise backward op
+    # of (grad, saved tensor)) scales that operand: the 1 / n of a mean's gradient moved down the
+    # backward graph.  Only where both operands have one floating dtype: with ints the product may
+    # wrap before the division; a float16 a / c may overflow where (a * b) / c in float32 does not.
+    Lemma("scalar-div-binary", '(scalar "div" (binary op a b) c)', '(binary op (scalar "div" a c) b)',
+          when=("(glinear op)", "(= t (dtype a))", "(= t (dtype b))", "(fdtype t)") + _NONZERO,
+          instances=div_binary, rejects=div_binary_bad),
     # accumulation: x + (a + b + ...) = (x + a) + (b + ...): an accumulator that adds the ranks' (or
     # micro-batches') terms one at a time (tr_loss += loss) equals adding their sum.
     # sums over ranks are linear: sum_r a_r +- sum_r b_r = sum_r (a_r +- b_r) (the gradient of an

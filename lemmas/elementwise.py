@@ -2,9 +2,9 @@
 from entangle_py.engine.lemma import Lemma
 from lemmas._instances import fixed
 from lemmas._instances.elementwise import (
-    add_rsum, bcast_absent, bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat, div_binary,
+    add_0d, add_0d_bad, add_rsum, add_zero, add_zero_int, bcast_absent, bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat, div_binary,
     div_binary_bad,
-    binary_concat_misaligned, map_binary, map_binary_l_nil, map_scalar, map_unary, neg_sub, rsum_rsum, rsum_scalar,
+    binary_concat_misaligned, div_rsum, div_rsum_zero, map_binary, map_binary_l_nil, map_scalar, map_unary, neg_sub, rsum_rsum, rsum_scalar,
     rsum_scalar_with, scalar_concat, unary_concat,
     zip_binary, zip_binary_mismatch, zip_ranks)
 
@@ -66,6 +66,19 @@ LEMMAS = [
     Lemma("scalar-div-binary", '(scalar "div" (binary op a b) c)', '(binary op (scalar "div" a c) b)',
           when=("(glinear op)", "(= t (dtype a))", "(= t (dtype b))", "(fdtype t)") + _NONZERO,
           instances=div_binary, rejects=div_binary_bad),
+    # gradient accumulation: micro-batch sums over a global token count.  Two 0-D tensors of one
+    # floating dtype added are their sum over a list (so that partial sums regroup with sums over
+    # ranks); an accumulator started at 0.0 is its first term (but for the sign of a zero:
+    # -0.0 + 0.0 = +0.0); a sum divided by a tensor y is the sum of the parts divided by y, where y
+    # has no zero (an assumption: (1 + 0) / 0 = inf, 1 / 0 + 0 / 0 = nan).
+    Lemma("add-0d-rsum", '(binary "add" a b)', "(rsum (Cons a (Cons b (Nil))))",
+          when=("(= 0 (ndim a))", "(= 0 (ndim b))", "(= t (dtype a))", "(= t (dtype b))", "(fdtype t)"),
+          instances=add_0d, rejects=add_0d_bad),
+    Lemma("add-zero", '(scalar "add" x "0.0")', "x", when=("(= t (dtype x))", "(fdtype t)"),
+          instances=add_zero, rejects=add_zero_int),
+    Lemma("div-rsum-nonzero", '(binary "div" (rsum l) y)', '(rsum (map_binary_l "div" l y))',
+          when=("(= t (dtype (rsum l)))", "(= t (dtype y))", "(fdtype t)"), assumes=("nonzero_divisors",),
+          instances=div_rsum, rejects=div_rsum_zero),
     # accumulation: x + (a + b + ...) = (x + a) + (b + ...): an accumulator that adds the ranks' (or
     # micro-batches') terms one at a time (tr_loss += loss) equals adding their sum.
     # sums over ranks are linear: sum_r a_r +- sum_r b_r = sum_r (a_r +- b_r) (the gradient of an

@@ -157,6 +157,16 @@ POSITIVE = [
     # movement: g / n expanded over the batch, times x of that shape, is g / n times x (broadcast)
     ("movement", f'(binary "mul" (scalar "div" (expand {{g}} {dlist([4, 6])}) "24.0") {{x}})',
      '(binary "mul" (scalar "div" {g} "24.0") {x})', {"g": [], "x": [4, 6]}, ()),
+    # ... on either side
+    ("movement", f'(binary "tanh_backward" {{x}} (expand {{g}} {dlist([4, 6])}))', '(binary "tanh_backward" {x} {g})',
+     {"g": [1, 6], "x": [4, 6]}, ()),
+    # gradient accumulation: a micro-batch sum over a global token count (assumed non-zero) is the
+    # sum of the parts' quotients; float losses added are a sum over a list; an accumulator at 0.0 drops
+    ("elementwise", f'(binary "div" (rsum {cons("{a}", "{b}")}) {{n}})',
+     "(rsum " + cons('(binary "div" {a} {n})', '(binary "div" {b} {n})') + ")", {"a": [], "b": [], "n": []},
+     ("nonzero_divisors",)),
+    ("elementwise", '(binary "add" {a} {b})', f"(rsum {cons('{a}', '{b}')})", {"a": [], "b": []}, ()),
+    ("elementwise", '(scalar "add" {a} "0.0")', "{a}", {"a": [3]}, ()),
     # a rank's block of an averaged reduce-scatter is the block of the average
     ("movement", '(scalar "div" (transpose (slice {x} 0 (DLit 0) (DLit 2)) 0 1) "2.0")',
      '(transpose (slice (scalar "div" {x} "2.0") 0 (DLit 0) (DLit 2)) 0 1)', {"x": [4, 3]}, ()),
@@ -229,6 +239,12 @@ NEGATIVE = [
     # ... and out of a sum (not linear in its first operand)
     ("elementwise", '(scalar "div" (binary "add" {a} {b}) "2.0")', '(binary "add" (scalar "div" {a} "2.0") {b})',
      {"a": [3], "b": [3]}, ()),
+    # a sum over the list divided by a tensor is not split unless the divisor is assumed non-zero
+    ("elementwise", f'(binary "div" (rsum {cons("{a}", "{b}")}) {{n}})',
+     "(rsum " + cons('(binary "div" {a} {n})', '(binary "div" {b} {n})') + ")", {"a": [], "b": [], "n": []}, ()),
+    # int 0-D tensors added are not made a sum over a list (nor is an int accumulator at 0.0 dropped)
+    ("elementwise", '(binary "add" {a} {b})', f"(rsum {cons('{a}', '{b}')})", {"a": ([], "int64"), "b": ([], "int64")}, ()),
+    ("elementwise", '(scalar "add" {a} "0.0")', "{a}", {"a": ([3], "int64")}, ()),
     # linalg: no product of int matrices scaled on one side
     ("linalg", '(scalar "div" (mm {a} {b}) "2.0")', '(mm (scalar "div" {a} "2.0") {b})',
      {"a": ([2, 3], "int64"), "b": ([3, 4], "int64")}, ()),

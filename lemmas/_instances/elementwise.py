@@ -247,3 +247,42 @@ def div_binary_bad(rng):
            "t": "float16"}
     yield {"op": "add", "a": tensor(rng, 3), "b": tensor(rng, 3), "c": "2.0", "t": "float64"}
     yield {"op": "mul", "a": tensor(rng, 3), "b": tensor(rng, 3), "c": "0.0", "t": "float64"}
+
+
+@repeat(6)
+def add_0d(rng):
+    dt = rng.choice([torch.float64, torch.float32])
+    return {"a": tensor(rng).to(dt), "b": tensor(rng).to(dt), "t": str(dt).removeprefix("torch.")}
+
+
+def add_0d_bad(rng):
+    """Not 0-D (a sum over ranks needs one shape: b broadcasts), an int or a mixed-precision pair."""
+    yield {"a": tensor(rng, 2, 3), "b": tensor(rng, 3), "t": "float64"}
+    yield {"a": torch.tensor(3), "b": torch.tensor(4), "t": "int64"}
+    yield {"a": tensor(rng).half(), "b": tensor(rng).float(), "t": "float16"}
+
+
+@repeat(4)
+def add_zero(rng):
+    return {"x": tensor(rng, *[rng.randint(0, 3) for _ in range(rng.randint(0, 2))]), "t": "float64"}
+
+
+def add_zero_int(rng):
+    """int x: x + 0.0 is a float tensor."""
+    yield {"x": torch.tensor([1, 2]), "t": "int64"}
+    yield {"x": torch.tensor([True]), "t": "bool"}
+
+
+@repeat(6)
+def div_rsum(rng):
+    shape = [rng.randint(1, 3) for _ in range(rng.randint(0, 2))]
+    y = tensor(rng, *shape[rng.randint(0, len(shape)):], positive=True)
+    return {"l": [tensor(rng, *shape) for _ in range(rng.randint(1, 5))], "y": y, "t": "float64"}
+
+
+def div_rsum_zero(rng):
+    """A zero divisor (the assumption's counterexample: (1 + 0) / 0 = inf, 1 / 0 + 0 / 0 = nan), of
+    another dtype than the parts (which the condition rejects)."""
+    l = [torch.tensor([1.0], dtype=torch.float64), torch.tensor([0.0], dtype=torch.float64)]
+    yield {"l": l, "y": torch.tensor([0]), "t": "float64"}
+    yield {"l": l, "y": torch.tensor([0.0], dtype=torch.float32), "t": "float64"}

@@ -5,7 +5,7 @@ of x are the first i entries of s, (vsfx x s j) the same for the last j (both de
 (view x s) by the RULES below); (ipos p d) is where the permutation p puts dim d.
 """
 from entangle_py.engine.lemma import Lemma, Rule
-from lemmas._instances import fixed
+from lemmas._instances import cons, fixed
 from lemmas._instances.movement import (
     binary_expand, binary_expand_bcast, binary_expand_terms, scalar_expand, scalar_slice, scalar_transpose,
     binary_view_bcast, binary_view_bcast_merged, concat_interchange, concat_interchange_same, concat_nest, concat_nest_bad,
@@ -39,12 +39,15 @@ _MERGE = ("(= n (ndim (concat (Cons x r) d)))", "(= (+ (dlen s) 1) n)", "(vpfx (
 LEMMAS = [
     # ------------------------------------------------------------------ slice / concat / transpose
     # transpose(concat(parts, d)) = concat(transpose(parts), d') with d' the image of d
-    Lemma("transpose-concat-a", "(transpose (concat l d) a b)", "(concat (map_transpose l a b) b)",
-          when=("(= d a)",), instances=transpose_concat_d_is_a, rejects=transpose_concat_d_not_a),
-    Lemma("transpose-concat-b", "(transpose (concat l d) a b)", "(concat (map_transpose l a b) a)",
-          when=("(= d b)",), instances=transpose_concat_d_is_b, rejects=transpose_concat_d_not_b),
-    Lemma("transpose-concat-other", "(transpose (concat l d) a b)", "(concat (map_transpose l a b) d)",
-          when=("(!= d a)", "(!= d b)"), instances=transpose_concat_d_other, rejects=transpose_concat_d_swapped),
+    # (parts bound as (Cons x r): a transpose undone, T(T(y)) = y, would map over an unresolved
+    # helper list again and again)
+    Lemma("transpose-concat-a", "(transpose (concat (Cons x r) d) a b)", "(concat (map_transpose (Cons x r) a b) b)",
+          when=("(= d a)",), instances=cons(transpose_concat_d_is_a), rejects=cons(transpose_concat_d_not_a)),
+    Lemma("transpose-concat-b", "(transpose (concat (Cons x r) d) a b)", "(concat (map_transpose (Cons x r) a b) a)",
+          when=("(= d b)",), instances=cons(transpose_concat_d_is_b), rejects=cons(transpose_concat_d_not_b)),
+    Lemma("transpose-concat-other", "(transpose (concat (Cons x r) d) a b)", "(concat (map_transpose (Cons x r) a b) d)",
+          when=("(!= d a)", "(!= d b)"), instances=cons(transpose_concat_d_other),
+          rejects=cons(transpose_concat_d_swapped)),
     Lemma("map-transpose-nil", "(map_transpose (Nil) a b)", "(Nil)", instances=fixed({"a": 0, "b": 1})),
     Lemma("map-transpose-cons", "(map_transpose (Cons x r) a b)", "(Cons (transpose x a b) (map_transpose r a b))",
           instances=map_transpose),
@@ -90,13 +93,16 @@ LEMMAS = [
           "(concat (Cons (slice x d (DLit a) (DLit b)) (Cons (slice x d (DLit b) (DLit c)) (Nil))) d)",
           trigger=("(slice x d (DLit a) (DLit b))", "(slice x d (DLit b) (DLit c))"),
           when=("(< a b)", "(< b c)"), instances=cover, rejects=cover_empty),
-    # concat of a concat (as first part) along the same dim: one flat concat
-    Lemma("concat-flatten-head", "(concat (Cons (concat l1 d) r) d)", "(concat (lappend l1 r) d)",
+    # concat of a concat (as first part) along the same dim: one flat concat.  Only with more parts
+    # after it: every x is (concat (Cons x (Nil)) d), so flattening that would nest lappends without
+    # end over a list no walk resolves
+    Lemma("concat-flatten-head", "(concat (Cons (concat l1 d) (Cons z r)) d)", "(concat (lappend l1 (Cons z r)) d)",
           instances=flatten),
     Lemma("lappend-nil", "(lappend (Nil) r)", "r", instances=lappend_nil),
     Lemma("lappend-cons", "(lappend (Cons x l) r)", "(Cons x (lappend l r))", instances=lappend),
     # a transpose is linear: grad^T of a partial-sum gradient (backward of a row-parallel layer)
-    Lemma("transpose-rsum", "(transpose (rsum l) a b)", "(rsum (map_transpose l a b))", instances=transpose_rsum),
+    Lemma("transpose-rsum", "(transpose (rsum (Cons x r)) a b)", "(rsum (map_transpose (Cons x r) a b))",
+          instances=cons(transpose_rsum)),
 
     # ------------------------------------------------------------------ views, transposes, permutes and
     # slices that keep a concat axis whole (attention with heads split across ranks).  A view that

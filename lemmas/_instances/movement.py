@@ -175,7 +175,7 @@ def flatten(rng):
     d = rng.randrange(nd)
     l = concat_parts(rng, nd, d, parts=rng.randint(2, 8))
     j = rng.randint(1, len(l) - 1)
-    return {"l1": l[:j], "r": l[j:], "d": d}
+    return {"l1": l[:j], "z": l[j], "r": l[j + 1:], "d": d}
 
 
 @repeat(4)

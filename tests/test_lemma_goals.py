@@ -166,6 +166,8 @@ POSITIVE = [
      "(rsum " + cons('(binary "div" {a} {n})', '(binary "div" {b} {n})') + ")", {"a": [], "b": [], "n": []},
      ("nonzero_divisors",)),
     ("elementwise", '(binary "add" {a} {b})', f"(rsum {cons('{a}', '{b}')})", {"a": [], "b": []}, ()),
+    # two micro-batch gradients accumulated in reverse order (b + a) are the sum over the list (a, b)
+    ("elementwise", '(binary "add" {b} {a})', f"(rsum {cons('{a}', '{b}')})", {"a": [1, 3], "b": [1, 3]}, ()),
     ("elementwise", '(scalar "add" {a} "0.0")', "{a}", {"a": [3]}, ()),
     # a rank's block of an averaged reduce-scatter is the block of the average
     ("movement", '(scalar "div" (transpose (slice {x} 0 (DLit 0) (DLit 2)) 0 1) "2.0")',
@@ -242,6 +244,8 @@ NEGATIVE = [
     # a sum over the list divided by a tensor is not split unless the divisor is assumed non-zero
     ("elementwise", f'(binary "div" (rsum {cons("{a}", "{b}")}) {{n}})',
      "(rsum " + cons('(binary "div" {a} {n})', '(binary "div" {b} {n})') + ")", {"a": [], "b": [], "n": []}, ()),
+    # an add that broadcasts is not a sum over a list (its parts would have different shapes)
+    ("elementwise", '(binary "add" {a} {b})', f"(rsum {cons('{a}', '{b}')})", {"a": [2, 3], "b": [1, 3]}, ()),
     # int 0-D tensors added are not made a sum over a list (nor is an int accumulator at 0.0 dropped)
     ("elementwise", '(binary "add" {a} {b})', f"(rsum {cons('{a}', '{b}')})", {"a": ([], "int64"), "b": ([], "int64")}, ()),
     ("elementwise", '(scalar "add" {a} "0.0")', "{a}", {"a": ([3], "int64")}, ()),

@@ -24,10 +24,6 @@ _LN = ("no lowering: native_layer_norm's mean/rstd outputs (getitem_1, getitem_2
        "opaque, so the row-sharded backward has nothing for the reduction lemmas to work on")
 _MQA = ("lemma gap: bmm of head-sharded q with the single K head expanded over the heads "
         "(scores = q @ k.transpose; joint: the e-graph hits its limit there, exit 3)")
-_ACCUM = ("lemma gap (joint; with [assume] nonzero_divisors as the forward spec has, else the forward div): the "
-          "weight gradient's micro-batch partial sums (add_2: sum of (r1.mm_3, r1.mm_2) + sum of (r0.mm_3, r0.mm_2)) "
-          "must regroup into a sum over ranks of per-rank sums, and no lemma reorders or flattens a sum over ranks "
-          "(the e-graph hits its iteration limit there, exit 3)")
 XFAIL = {
     "sp_layernorm_correct[joint]": _LN,
     "sp_layernorm_grad_not_reduced[joint]": None,
@@ -36,7 +32,6 @@ XFAIL = {
     "mqa_causal_correct[joint]": _MQA,
     "mqa_causal_kv_grad_not_reduced[joint]": _MQA,
     "swiglu_unfused_correct[joint]": "no lowering for aten.slice_backward (the gradient of a weight sliced by rank is opaque)",
-    "grad_accum_correct[joint]": _ACCUM,
     "adv_pp_read_before_clone_before[forward]": "capture refuses (exit 2): the received value is never read while "
                                                 "the program reads the buffer (torch's irecv tracing drops it)",
     "adv_vllm_view_correct[forward]": "refused (exit 2): a plugin op writing a view of its buffer is not decomposed",

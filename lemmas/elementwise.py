@@ -1,18 +1,16 @@
 """Elementwise unary, scalar and binary ops versus concat and sums over ranks."""
-from entangle_py.engine.lemma import Lemma, Rule
+from entangle_py.engine.lemma import Lemma
 from lemmas._instances import fixed
 from lemmas._instances.elementwise import (
-    add_rsum, add_same, add_same_bad, add_zero, add_zero_int, bcast_absent, bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat, div_binary,
+    add_rsum, add_zero, add_zero_int, bcast_absent, bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat, div_binary,
     div_binary_bad,
-    binary_concat_misaligned, bsame_add_terms, div_rsum, div_rsum_zero, map_binary, map_binary_l_nil, map_scalar, map_unary, neg_sub, rsum_rsum, rsum_scalar,
+    binary_concat_misaligned, div_rsum, div_rsum_zero, map_binary, map_binary_l_nil, map_scalar, map_unary, neg_sub, rsum_pair, rsum_rsum, rsum_scalar,
     rsum_scalar_with, scalar_concat, unary_concat,
     zip_binary, zip_binary_mismatch, zip_ranks)
 
 # constants are written by repr(float): inf * (a + b) is not inf * a + inf * b, nor (a + b) / 0
 _FINITE = ('(!= c "inf")', '(!= c "-inf")', '(!= c "nan")')
 _NONZERO = _FINITE + ('(!= c "0.0")', '(!= c "-0.0")')
-# a and b of one shape (no broadcasting: a sum over ranks has parts of one shape) and one floating dtype
-_ADD_SAME = ("(= n (ndim a))", "(= n (ndim b))", "(bsame a b n)", "(= t (dtype a))", "(= t (dtype b))", "(fdtype t)")
 
 LEMMAS = [
     Lemma("unary-concat", "(unary op (concat l d))", "(concat (map_unary op l) d)", instances=unary_concat),
@@ -68,17 +66,14 @@ LEMMAS = [
     Lemma("scalar-div-binary", '(scalar "div" (binary op a b) c)', '(binary op (scalar "div" a c) b)',
           when=("(glinear op)", "(= t (dtype a))", "(= t (dtype b))", "(fdtype t)") + _NONZERO,
           instances=div_binary, rejects=div_binary_bad),
-    # gradient accumulation: micro-batch sums over a global token count.  Two tensors of one shape
-    # and floating dtype added are their sum over a list (so that partial sums regroup with sums over
-    # ranks); an accumulator started at 0.0 is its first term (but for the sign of a zero:
-    # -0.0 + 0.0 = +0.0); a sum divided by a tensor y is the sum of the parts divided by y, where y
-    # has no zero (an assumption: (1 + 0) / 0 = inf, 1 / 0 + 0 / 0 = nan).
-    Lemma("add-rsum", '(binary "add" a b)', "(rsum (Cons a (Cons b (Nil))))", when=_ADD_SAME,
-          instances=add_same, rejects=add_same_bad),
-    # ... in either order (a + b = b + a exactly): micro-batch gradients accumulated by autograd in
-    # reverse order
-    Lemma("add-rsum-swapped", '(binary "add" a b)', "(rsum (Cons b (Cons a (Nil))))", when=_ADD_SAME,
-          instances=add_same, rejects=add_same_bad),
+    # gradient accumulation: micro-batch sums over a global token count.  A sum over a list of two
+    # is their add, in either order (a + b = b + a exactly; parts of a sum over a list share one
+    # shape and dtype), so that partial sums regroup with sums over ranks (autograd accumulates
+    # micro-batch gradients in reverse order); an accumulator started at 0.0 is its first term (but
+    # for the sign of a zero: -0.0 + 0.0 = +0.0); a sum divided by a tensor y is the sum of the
+    # parts divided by y, where y has no zero (an assumption: (1 + 0) / 0 = inf, 1 / 0 + 0 / 0 = nan).
+    Lemma("rsum-pair-add", "(rsum (Cons a (Cons b (Nil))))", '(binary "add" a b)', instances=rsum_pair),
+    Lemma("rsum-pair-add-swapped", "(rsum (Cons a (Cons b (Nil))))", '(binary "add" b a)', instances=rsum_pair),
     Lemma("add-zero", '(scalar "add" x "0.0")', "x", when=("(= t (dtype x))", "(fdtype t)"),
           instances=add_zero, rejects=add_zero_int),
     Lemma("div-rsum-nonzero", '(binary "div" (rsum l) y)', '(rsum (map_binary_l "div" l y))',
@@ -103,7 +98,3 @@ LEMMAS = [
           '(binary "add" (binary "add" x a) (rsum (Cons b r)))', instances=add_rsum),
 ]
 
-RULES = [
-    # the shapes of an add's operands, compared dim by dim (add-rsum)
-    Rule("ask-bsame-add", '(rule ((= z (binary "add" a b))) ((bsame a b 0)) :ruleset shapes)', check_terms=bsame_add_terms),
-]

@@ -250,25 +250,10 @@ def div_binary_bad(rng):
 
 
 @repeat(6)
-def add_same(rng):
-    dt = rng.choice([torch.float64, torch.float32])
+def rsum_pair(rng):
     s = [rng.randint(1, 3) for _ in range(rng.randint(0, 3))]
-    return {"a": tensor(rng, *s).to(dt), "b": tensor(rng, *s).to(dt), "n": len(s), "t": str(dt).removeprefix("torch.")}
-
-
-def add_same_bad(rng):
-    """b broadcasts (a sum over ranks needs one shape), an int or a mixed-precision pair."""
-    yield {"a": tensor(rng, 2, 3), "b": tensor(rng, 1, 3), "n": 2, "t": "float64"}
-    yield {"a": tensor(rng, 2, 3), "b": tensor(rng, 3), "n": 2, "t": "float64"}
-    yield {"a": torch.tensor(3), "b": torch.tensor(4), "n": 0, "t": "int64"}
-    yield {"a": tensor(rng).half(), "b": tensor(rng).float(), "n": 0, "t": "float16"}
-
-
-def bsame_add_terms(rng):
-    """(bsame a b i) asked for an add's operands: true while their first i dims agree."""
-    for sa, sb in (([2, 3], [2, 3]), ([2, 3], [1, 3]), ([2, 3], [3]), ([4], [4])):
-        env = {"a": tensor(rng, *sa), "b": tensor(rng, *sb)}
-        yield '(binary "add" a b)', env, [f"(bsame a b {i})" for i in range(1, 3)]
+    dt = rng.choice([torch.float64, torch.float32, torch.int64])
+    return {"a": tensor(rng, *s).to(dt), "b": tensor(rng, *s).to(dt)}
 
 
 @repeat(4)

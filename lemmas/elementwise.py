@@ -2,11 +2,10 @@
 from entangle_py.engine.lemma import Lemma
 from lemmas._instances import fixed
 from lemmas._instances.elementwise import (
-    add_rsum, add_zero, add_zero_int, bcast_absent, bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat, div_binary,
-    div_binary_bad,
-    binary_concat_misaligned, div_rsum, div_rsum_zero, map_binary, map_binary_l_nil, map_scalar, map_unary, neg_sub, rsum_pair, rsum_rsum, rsum_scalar,
-    rsum_scalar_with, scalar_concat, unary_concat,
-    zip_binary, zip_binary_mismatch, zip_ranks)
+    add_rsum, add_zero, add_zero_int, bcast_absent, bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r,
+    binary_concat, binary_concat_misaligned, div_binary, div_binary_bad, div_rsum, div_rsum_zero, map_binary,
+    map_binary_l_nil, map_scalar, map_unary, neg_sub, rsum_pair, rsum_rsum, rsum_scalar, rsum_scalar_with,
+    scalar_concat, unary_concat, zip_binary, zip_binary_mismatch, zip_ranks)
 
 # constants are written by repr(float): inf * (a + b) is not inf * a + inf * b, nor (a + b) / 0
 _FINITE = ('(!= c "inf")', '(!= c "-inf")', '(!= c "nan")')
@@ -97,4 +96,3 @@ LEMMAS = [
     Lemma("add-rsum-accumulate", '(binary "add" x (rsum (Cons a (Cons b r))))',
           '(binary "add" (binary "add" x a) (rsum (Cons b r)))', instances=add_rsum),
 ]
-

@@ -4,7 +4,8 @@ over the 4-D (or any n-D) forms; heads split across ranks are a concat along a b
 from entangle_py.engine.lemma import Lemma, Rule
 from lemmas._instances import fixed
 from lemmas._instances.linalg import (
-    bmm_rows, bmm_terms, div_mm, div_mm_bad, bmm_view, bmm_view_batch_terms, map_bmm_l, map_bmm_l_nil, bmm_view_swapped, col, inner, map_mm_l, map_mm_l_nil, map_mm_r,
+    bmm_rows, bmm_terms, bmm_view, bmm_view_batch_terms, map_bmm_l, map_bmm_l_nil, bmm_view_swapped, col, div_mm,
+    div_mm_bad, inner, map_mm_l, map_mm_l_nil, map_mm_r,
     map_mm_r_nil, matmul_concat, matmul_concat_rows, matmul_terms, row, rsum_left, rsum_right, zip_matmul,
     zip_matmul_mismatch, zip_mm, zip_mm_mismatch)
 

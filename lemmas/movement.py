@@ -218,10 +218,10 @@ LEMMAS = [
     # mean's gradient, expand(g / n, shape of x), times x)
     Lemma("binary-expand-left", "(binary op (expand x s) y)", "(binary op x y)",
           when=("(= n (ndim y))", "(= n (dlen s))", "(vpfx y s n)"),
-          instances=binary_expand("l"), rejects=binary_expand_bcast("l")),
+          instances=binary_expand, rejects=binary_expand_bcast),
     Lemma("binary-expand-right", "(binary op y (expand x s))", "(binary op y x)",
           when=("(= n (ndim y))", "(= n (dlen s))", "(vpfx y s n)"),
-          instances=binary_expand("r"), rejects=binary_expand_bcast("r")),
+          instances=binary_expand, rejects=binary_expand_bcast),
     # a view of x + bias, the bias broadcasting over trailing dims the view keeps, is the view
     # plus the bias (nn.Linear on a 3-D input: view -> addmm -> view back)
     Lemma("view-binary-bcast", "(view (binary op x y) s)", "(binary op (view x s) y)",

@@ -716,26 +716,20 @@ def scalar_slice(rng):
     return {"op": rng.choice(["mul", "div", "add", "le"]), "x": x, "d": 0, "a": a, "b": rng.randint(a, 5), "c": "1.5"}
 
 
-def binary_expand(side):
-    """x expanded to s, the other operand of shape s (int and bool operands too: exact)."""
-    @repeat(6)
-    def gen(rng):
-        s = [rng.randint(1, 4) for _ in range(rng.randint(1, 3))]
-        xs = [1 if rng.random() < 0.5 else v for v in s][rng.randint(0, len(s)):]
-        op = rng.choice(["add", "mul", "sub", "div", "tanh_backward", "maximum"])
-        n = len(s)
-        return {"op": op, "x": tensor(rng, *xs), "s": s, "y": tensor(rng, *s), "n": n}
-    return gen
+@repeat(6)
+def binary_expand(rng):
+    """x expanded to s, the other operand (either side) of shape s."""
+    s = [rng.randint(1, 4) for _ in range(rng.randint(1, 3))]
+    xs = [1 if rng.random() < 0.5 else v for v in s][rng.randint(0, len(s)):]
+    op = rng.choice(["add", "mul", "sub", "div", "tanh_backward", "maximum"])
+    return {"op": op, "x": tensor(rng, *xs), "s": s, "y": tensor(rng, *s), "n": len(s)}
 
 
-def binary_expand_bcast(side):
+@repeat(4)
+def binary_expand_bcast(rng):
     """The other operand broadcasts too (fewer dims, or a size-1 dim): the result would shrink."""
-    @repeat(4)
-    def gen(rng):
-        s = [2, 3]
-        y = tensor(rng, 3) if rng.random() < 0.5 else tensor(rng, 1, 3)
-        return {"op": "add", "x": tensor(rng, 1, 3), "s": s, "y": y, "n": y.dim()}
-    return gen
+    y = tensor(rng, 3) if rng.random() < 0.5 else tensor(rng, 1, 3)
+    return {"op": "add", "x": tensor(rng, 1, 3), "s": [2, 3], "y": y, "n": y.dim()}
 
 
 def binary_expand_terms(rng):

@@ -24,6 +24,7 @@ _LN = ("no lowering: native_layer_norm's mean/rstd outputs (getitem_1, getitem_2
        "opaque, so the row-sharded backward has nothing for the reduction lemmas to work on")
 _MQA = ("lemma gap: bmm of head-sharded q with the single K head expanded over the heads "
         "(scores = q @ k.transpose; joint: the e-graph hits its limit there, exit 3)")
+
 XFAIL = {
     "sp_layernorm_correct[joint]": _LN,
     "sp_layernorm_grad_not_reduced[joint]": None,

@@ -32,6 +32,8 @@ ASSUMPTIONS = {
     "valid_indices": "every id that indexes a table (embedding, W[ids], a loss's target class) lies in [0, rows of the table)",
     "same_rng": "the k-th random draw (dropout) of each rank is the part of the sequential program's "
                 "k-th draw that its input holds: both programs draw the same mask, moving with the data",
+    "nonzero_divisors": "no element of a tensor divisor (x / y, y a tensor: a token count) is zero, so a sum "
+                        "divided by y is the sum of its parts divided by y (where y = 0, inf + nan is not inf)",
 }
 # In force unless the spec turns them off ([assume] same_rng = false); printed whenever used.
 DEFAULT_ASSUMPTIONS = ("same_rng",)

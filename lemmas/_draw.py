@@ -38,6 +38,7 @@ _FUNCS = {
     "bsame": (("T", "T", "i64"), "bool"), "ipos": (("IList", "i64"), "i64"),
     "dle": (("Dim", "Dim"), "bool"),
     "cmul": (("String", "String"), "String"),
+    "dtype": (("T",), "String"), "fdtype": (("String",), "bool"), "glinear": (("String",), "bool"),
 }
 for _op in ("+", "-", "*", "/", "%"):
     _FUNCS[_op] = (("i64", "i64"), "i64")

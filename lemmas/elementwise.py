@@ -2,13 +2,14 @@
 from entangle_py.engine.lemma import Lemma
 from lemmas._instances import fixed
 from lemmas._instances.elementwise import (
-    add_rsum, bcast_absent, bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat,
-    binary_concat_misaligned, map_binary, map_binary_l_nil, map_scalar, map_unary, neg_sub, rsum_rsum, rsum_scalar,
-    rsum_scalar_with, scalar_concat, unary_concat,
-    zip_binary, zip_binary_mismatch, zip_ranks)
+    add_rsum, add_zero, add_zero_int, bcast_absent, bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r,
+    binary_concat, binary_concat_misaligned, div_binary, div_binary_bad, div_rsum, div_rsum_zero, map_binary,
+    map_binary_l_nil, map_scalar, map_unary, neg_sub, rsum_pair, rsum_rsum, rsum_scalar, rsum_scalar_with,
+    scalar_concat, unary_concat, zip_binary, zip_binary_mismatch, zip_ranks)
 
 # constants are written by repr(float): inf * (a + b) is not inf * a + inf * b, nor (a + b) / 0
 _FINITE = ('(!= c "inf")', '(!= c "-inf")', '(!= c "nan")')
+_NONZERO = _FINITE + ('(!= c "0.0")', '(!= c "-0.0")')
 
 LEMMAS = [
     Lemma("unary-concat", "(unary op (concat l d))", "(concat (map_unary op l) d)", instances=unary_concat),
@@ -55,8 +56,28 @@ LEMMAS = [
     Lemma("scalar-mul-rsum", "(scalar \"mul\" (rsum l) c)", "(rsum (map_scalar \"mul\" l c))",
           when=_FINITE, instances=rsum_scalar, rejects=rsum_scalar_with("inf", "-inf", "nan")),
     Lemma("scalar-div-rsum", "(scalar \"div\" (rsum l) c)", "(rsum (map_scalar \"div\" l c))",
-          when=_FINITE + ('(!= c "0.0")', '(!= c "-0.0")'), instances=rsum_scalar,
+          when=_NONZERO, instances=rsum_scalar,
           rejects=rsum_scalar_with("inf", "0.0", "-0.0")),
+    # a scaling of an op linear in its first operand (a product, a quotient, a pointwise backward op
+    # of (grad, saved tensor)) scales that operand: the 1 / n of a mean's gradient moved down the
+    # backward graph.  Only where both operands have one floating dtype: with ints the product may
+    # wrap before the division; a float16 a / c may overflow where (a * b) / c in float32 does not.
+    Lemma("scalar-div-binary", '(scalar "div" (binary op a b) c)', '(binary op (scalar "div" a c) b)',
+          when=("(glinear op)", "(= t (dtype a))", "(= t (dtype b))", "(fdtype t)") + _NONZERO,
+          instances=div_binary, rejects=div_binary_bad),
+    # gradient accumulation: micro-batch sums over a global token count.  A sum over a list of two
+    # is their add, in either order (a + b = b + a exactly; parts of a sum over a list share one
+    # shape and dtype), so that partial sums regroup with sums over ranks (autograd accumulates
+    # micro-batch gradients in reverse order); an accumulator started at 0.0 is its first term (but
+    # for the sign of a zero: -0.0 + 0.0 = +0.0); a sum divided by a tensor y is the sum of the
+    # parts divided by y, where y has no zero (an assumption: (1 + 0) / 0 = inf, 1 / 0 + 0 / 0 = nan).
+    Lemma("rsum-pair-add", "(rsum (Cons a (Cons b (Nil))))", '(binary "add" a b)', instances=rsum_pair),
+    Lemma("rsum-pair-add-swapped", "(rsum (Cons a (Cons b (Nil))))", '(binary "add" b a)', instances=rsum_pair),
+    Lemma("add-zero", '(scalar "add" x "0.0")', "x", when=("(= t (dtype x))", "(fdtype t)"),
+          instances=add_zero, rejects=add_zero_int),
+    Lemma("div-rsum-nonzero", '(binary "div" (rsum l) y)', '(rsum (map_binary_l "div" l y))',
+          when=("(= t (dtype (rsum l)))", "(= t (dtype y))", "(fdtype t)"), assumes=("nonzero_divisors",),
+          instances=div_rsum, rejects=div_rsum_zero),
     # accumulation: x + (a + b + ...) = (x + a) + (b + ...): an accumulator that adds the ranks' (or
     # micro-batches') terms one at a time (tr_loss += loss) equals adding their sum.
     # sums over ranks are linear: sum_r a_r +- sum_r b_r = sum_r (a_r +- b_r) (the gradient of an

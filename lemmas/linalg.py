@@ -4,7 +4,8 @@ over the 4-D (or any n-D) forms; heads split across ranks are a concat along a b
 from entangle_py.engine.lemma import Lemma, Rule
 from lemmas._instances import fixed
 from lemmas._instances.linalg import (
-    bmm_rows, bmm_terms, bmm_view, bmm_view_batch_terms, map_bmm_l, map_bmm_l_nil, bmm_view_swapped, col, inner, map_mm_l, map_mm_l_nil, map_mm_r,
+    bmm_rows, bmm_terms, bmm_view, bmm_view_batch_terms, map_bmm_l, map_bmm_l_nil, bmm_view_swapped, col, div_mm,
+    div_mm_bad, inner, map_mm_l, map_mm_l_nil, map_mm_r,
     map_mm_r_nil, matmul_concat, matmul_concat_rows, matmul_terms, row, rsum_left, rsum_right, zip_matmul,
     zip_matmul_mismatch, zip_mm, zip_mm_mismatch)
 
@@ -17,6 +18,12 @@ LEMMAS = [
     Lemma("mm-concat-inner", "(mm (concat l1 1) (concat l2 0))", "(rsum (zip_mm l1 l2))", instances=inner),
     Lemma("mm-rsum-left", "(mm (rsum l) w)", "(rsum (map_mm_l l w))", instances=rsum_left),
     Lemma("mm-rsum-right", "(mm x (rsum l))", "(rsum (map_mm_r x l))", instances=rsum_right),
+    # a scaled product is a product with its left operand scaled (the 1 / n of a mean's gradient
+    # moved into a weight gradient), where both have one floating dtype (int operands: no product
+    # of a float and an int matrix)
+    Lemma("scalar-div-mm", '(scalar "div" (mm a b) c)', '(mm (scalar "div" a c) b)',
+          when=("(= t (dtype a))", "(= t (dtype b))", "(fdtype t)", '(!= c "inf")', '(!= c "-inf")', '(!= c "nan")',
+                '(!= c "0.0")', '(!= c "-0.0")'), instances=div_mm, rejects=div_mm_bad),
     Lemma("map-mm-r-nil", "(map_mm_r x (Nil))", "(Nil)", instances=map_mm_r_nil),
     Lemma("map-mm-r-cons", "(map_mm_r x (Cons w r))", "(Cons (mm x w) (map_mm_r x r))", instances=map_mm_r),
     Lemma("map-mm-l-nil", "(map_mm_l (Nil) w)", "(Nil)", instances=map_mm_l_nil),

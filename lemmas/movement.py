@@ -5,8 +5,9 @@ of x are the first i entries of s, (vsfx x s j) the same for the last j (both de
 (view x s) by the RULES below); (ipos p d) is where the permutation p puts dim d.
 """
 from entangle_py.engine.lemma import Lemma, Rule
-from lemmas._instances import fixed
+from lemmas._instances import cons, fixed
 from lemmas._instances.movement import (
+    binary_expand, binary_expand_bcast, binary_expand_terms, scalar_expand, scalar_slice, scalar_transpose,
     binary_view_bcast, binary_view_bcast_merged, concat_interchange, concat_interchange_same, concat_nest, concat_nest_bad,
     cover, cover_empty, dset, dset_last_lists, expand_concat,
     expand_concat_axis, expand_split, expand_split_bad, expand_terms, flatten, full_slice, ipos_terms, iscalar_view, lappend, lappend_nil, map_expand_at,
@@ -95,13 +96,16 @@ LEMMAS = [
           "(concat (Cons (slice x d (DLit a) (DLit b)) (Cons (slice x d (DLit b) (DLit c)) (Nil))) d)",
           trigger=("(slice x d (DLit a) (DLit b))", "(slice x d (DLit b) (DLit c))"),
           when=("(< a b)", "(< b c)"), instances=cover, rejects=cover_empty),
-    # concat of a concat (as first part) along the same dim: one flat concat
-    Lemma("concat-flatten-head", "(concat (Cons (concat l1 d) r) d)", "(concat (lappend l1 r) d)",
+    # concat of a concat (as first part) along the same dim: one flat concat.  Only with more parts
+    # after it: every x is (concat (Cons x (Nil)) d), so flattening that would nest lappends without
+    # end over a list no walk resolves
+    Lemma("concat-flatten-head", "(concat (Cons (concat l1 d) (Cons z r)) d)", "(concat (lappend l1 (Cons z r)) d)",
           instances=flatten),
     Lemma("lappend-nil", "(lappend (Nil) r)", "r", instances=lappend_nil),
     Lemma("lappend-cons", "(lappend (Cons x l) r)", "(Cons x (lappend l r))", instances=lappend),
     # a transpose is linear: grad^T of a partial-sum gradient (backward of a row-parallel layer)
-    Lemma("transpose-rsum", "(transpose (rsum l) a b)", "(rsum (map_transpose l a b))", instances=transpose_rsum),
+    Lemma("transpose-rsum", "(transpose (rsum (Cons x r)) a b)", "(rsum (map_transpose (Cons x r) a b))",
+          instances=cons(transpose_rsum)),
 
     # ------------------------------------------------------------------ views, transposes, permutes and
     # slices that keep a concat axis whole (attention with heads split across ranks).  A view that
@@ -221,6 +225,20 @@ LEMMAS = [
     Lemma("scalar-view", "(scalar op (view x s) c)", "(view (scalar op x c) s)", instances=scalar_view),
     Lemma("unary-view", "(unary op (view x s))", "(view (unary op x) s)", instances=unary_view),
     Lemma("iscalar-view", "(iscalar op (view x s) c)", "(view (iscalar op x c) s)", instances=iscalar_view),
+    # ... and with the other data movement, any dtype (the gradient of a mean, grad / n expanded
+    # over the batch: a scaling pushed through a backward graph meets the expand, transpose, slice)
+    Lemma("scalar-expand", "(scalar op (expand x s) c)", "(expand (scalar op x c) s)", instances=scalar_expand),
+    Lemma("scalar-transpose", "(scalar op (transpose x a b) c)", "(transpose (scalar op x c) a b)",
+          instances=scalar_transpose),
+    Lemma("scalar-slice", "(scalar op (slice x d a b) c)", "(slice (scalar op x c) d a b)", instances=scalar_slice),
+    # an expand to the other operand's shape is the broadcast the binary op does anyway (a
+    # mean's gradient, expand(g / n, shape of x), times x)
+    Lemma("binary-expand-left", "(binary op (expand x s) y)", "(binary op x y)",
+          when=("(= n (ndim y))", "(= n (dlen s))", "(vpfx y s n)"),
+          instances=binary_expand, rejects=binary_expand_bcast),
+    Lemma("binary-expand-right", "(binary op y (expand x s))", "(binary op y x)",
+          when=("(= n (ndim y))", "(= n (dlen s))", "(vpfx y s n)"),
+          instances=binary_expand, rejects=binary_expand_bcast),
     # a view of x + bias, the bias broadcasting over trailing dims the view keeps, is the view
     # plus the bias (nn.Linear on a 3-D input: view -> addmm -> view back)
     Lemma("view-binary-bcast", "(view (binary op x y) s)", "(binary op (view x s) y)",
@@ -252,6 +270,11 @@ RULES = [
         "(rule ((vsfx x s j) (= n (ndim x)) (= m (dlen s)) (< j n) (< j m) (= v (dim x (- (- n j) 1)))"
         " (= v (dat s (- (- m j) 1)))) ((vsfx x s (+ j 1))) :ruleset shapes)"),
         check_terms=view_kept_dims_terms),
+    # the shape of the other operand of a binary op with an expand, compared with the expand's
+    Rule("binary-expand-dims", (
+        "(rule ((= z (binary op (expand x s) y))) ((vpfx y s 0)) :ruleset shapes)\n"
+        "(rule ((= z (binary op y (expand x s)))) ((vpfx y s 0)) :ruleset shapes)"),
+        check_terms=binary_expand_terms),
     Rule("ipos", (
         "(rule ((= l (ICons a r))) ((set (ipos l a) 0)) :ruleset shapes)\n"
         "(rule ((= l (ICons a r)) (= k (ipos r b)) (!= b a)) ((set (ipos l b) (+ k 1))) :ruleset shapes)"),

@@ -6,7 +6,7 @@ tests insert random terms, run these rules and compare every derived fact with t
 """
 from entangle_py.engine.lemma import Rule
 from lemmas._instances.shapes import (
-    binary_bcast_terms, binary_terms, concat_terms, dlen_terms, elementwise_terms, ilist_query_terms, layernorm_terms, mm_terms,
+    binary_0d_terms, binary_bcast_terms, binary_terms, concat_terms, dlen_terms, dtype_terms, elementwise_terms, ilist_query_terms, layernorm_terms, mm_terms,
     reduce_terms, rmax_terms, rsum_terms, scalar_terms, slice_terms, softmax_terms, transpose_terms,
     view_and_dat_terms)
 
@@ -35,6 +35,13 @@ RULES = [
         "((set (dim y i) v)) :ruleset shapes)\n"
         "(rule ((= y (binary op a b)) (= n (ndim a)) (= n (ndim b)) (= v (dim b i)) (= (DLit 1) (dim a i))) "
         "((set (dim y i) v)) :ruleset shapes)"), check_terms=binary_bcast_terms),
+    # ... and a 0-D operand (a scalar tensor: the gradient of a mean, g / n) takes the other's shape
+    Rule("shape-binary-0d", (
+        "(rule ((= y (binary op a b)) (= 0 (ndim a)) (= n (ndim b))) ((set (ndim y) n)) :ruleset shapes)\n"
+        "(rule ((= y (binary op a b)) (= 0 (ndim a)) (= v (dim b i))) ((set (dim y i) v)) :ruleset shapes)\n"
+        "(rule ((= y (binary op a b)) (= 0 (ndim b)) (= n (ndim a))) ((set (ndim y) n)) :ruleset shapes)\n"
+        "(rule ((= y (binary op a b)) (= 0 (ndim b)) (= v (dim a i))) ((set (dim y i) v)) :ruleset shapes)"),
+        check_terms=binary_0d_terms),
     Rule("shape-concat", (
         "(rule ((= y (concat (Cons x r) d)) (= n (ndim x))) ((set (ndim y) n)) :ruleset shapes)\n"
         "(rule ((= y (concat (Cons x r) d)) (= v (dim x i)) (!= i d)) ((set (dim y i) v)) :ruleset shapes)\n"
@@ -95,4 +102,12 @@ RULES = [
         "((set (dim y (- i b)) v)) :ruleset shapes)"),
         check_terms=reduce_terms),
     _same_shape("(layernorm x w b k e)", "x", "shape-layernorm", layernorm_terms),
+    # dtypes: data movement (and a concat or a sum over ranks, whose parts share one dtype) keeps
+    # its input's.  Compute ops get none: a lemma whose condition reads a dtype reads it on tensors
+    # of the programs (check/sizes.py) or on terms built from them by data movement.
+    Rule("dtype-movement", "\n".join(
+        f"(rule ((= y {pattern}) (= t (dtype x))) ((set (dtype y) t)) :ruleset shapes)" for pattern in (
+            "(view x s)", "(expand x s)", "(slice x d a b)", "(transpose x a b)", "(permute x p)",
+            "(concat (Cons x r) d)", "(rsum (Cons x r))", "(rmax (Cons x r))")),
+        check_terms=dtype_terms),
 ]

@@ -13,9 +13,12 @@ STEPS = 12
 
 
 def _engine(shapes, assume=()):
+    """Leaves of the given shapes, float32 unless given as (shape, dtype)."""
     eng = Engine(LIB, assume=assume)
     for name, shape in shapes.items():
-        eng.add(f'(let ${name} (Gd "{name}"))', f"(set (ndim ${name}) {len(shape)})")
+        shape, dtype = shape if isinstance(shape, tuple) else (shape, "float32")
+        eng.add(f'(let ${name} (Gd "{name}"))', f"(set (ndim ${name}) {len(shape)})",
+                f'(set (dtype ${name}) "{dtype}")')
         for i, v in enumerate(shape):
             eng.add(f"(set (dim ${name} {i}) (DLit {v}))")
     return eng
@@ -154,6 +157,28 @@ POSITIVE = [
     ("indexing", f'(pick (binary "sub" {{a}} (view {{y}} {dlist([4, 1])})) {{t}})', '(binary "sub" (pick {a} {t}) {y})',
      {"a": [4, 5], "y": [4], "t": [4]}, ()),
     ("elementwise", '(unary "neg" (binary "sub" {a} {b}))', '(binary "sub" {b} {a})', {"a": [2, 3], "b": [3]}, ()),
+    # the 1/n of a mean's gradient moves into the gradient operand of a product / pointwise backward op
+    ("elementwise", '(scalar "div" (binary "tanh_backward" {g} {y}) "2.0")',
+     '(binary "tanh_backward" (scalar "div" {g} "2.0") {y})', {"g": [2, 3], "y": [2, 3]}, ()),
+    # ... and into the left operand of a matrix product (a weight gradient averaged over ranks)
+    ("linalg", '(scalar "div" (mm {a} {b}) "2.0")', '(mm (scalar "div" {a} "2.0") {b})', {"a": [2, 3], "b": [3, 4]}, ()),
+    # movement: g / n expanded over the batch, times x of that shape, is g / n times x (broadcast)
+    ("movement", f'(binary "mul" (scalar "div" (expand {{g}} {dlist([4, 6])}) "24.0") {{x}})',
+     '(binary "mul" (scalar "div" {g} "24.0") {x})', {"g": [], "x": [4, 6]}, ()),
+    # ... on either side
+    ("movement", f'(binary "tanh_backward" {{x}} (expand {{g}} {dlist([4, 6])}))', '(binary "tanh_backward" {x} {g})',
+     {"g": [1, 6], "x": [4, 6]}, ()),
+    # gradient accumulation: a micro-batch sum over a global token count (assumed non-zero) is the
+    # sum of the parts' quotients; a sum over a list of two is an add; an accumulator at 0.0 drops
+    ("elementwise", f'(binary "div" (rsum {cons("{a}", "{b}")}) {{n}})',
+     "(rsum " + cons('(binary "div" {a} {n})', '(binary "div" {b} {n})') + ")", {"a": [], "b": [], "n": []},
+     ("nonzero_divisors",)),
+    # two micro-batch gradients accumulated in reverse order (b + a) are the sum over the list (a, b)
+    ("elementwise", f"(rsum {cons('{a}', '{b}')})", '(binary "add" {b} {a})', {"a": [1, 3], "b": [1, 3]}, ()),
+    ("elementwise", '(scalar "add" {a} "0.0")', "{a}", {"a": [3]}, ()),
+    # a rank's block of an averaged reduce-scatter is the block of the average
+    ("movement", '(scalar "div" (transpose (slice {x} 0 (DLit 0) (DLit 2)) 0 1) "2.0")',
+     '(transpose (slice (scalar "div" {x} "2.0") 0 (DLit 0) (DLit 2)) 0 1)', {"x": [4, 3]}, ()),
 ]
 
 NEGATIVE = [
@@ -218,6 +243,26 @@ NEGATIVE = [
     ("indexing", _MSCATTER.format(lo=3, hi=6, n=2), "(mscatter {g} {ids} 3 2)", {"g": [2, 3, 4], "ids": [2, 3]}, ()),
     # positions: a gap between two runs is not one run
     ("positions", cat(0, "(arange 0 1 (DLit 3))", "(arange 4 1 (DLit 3))"), "(arange 0 1 (DLit 6))", {}, ()),
+    # elementwise: int operands keep the scaling outside a product (a * b may wrap before the division) ...
+    ("elementwise", '(scalar "div" (binary "mul" {a} {b}) "2.0")', '(binary "mul" (scalar "div" {a} "2.0") {b})',
+     {"a": ([3], "int64"), "b": ([3], "int64")}, ()),
+    # ... and mixed precision too (a float16 a / c may overflow where the float32 product does not)
+    ("elementwise", '(scalar "div" (binary "mul" {a} {b}) "0.001")', '(binary "mul" (scalar "div" {a} "0.001") {b})',
+     {"a": ([3], "float16"), "b": ([3], "float32")}, ()),
+    # ... and out of a sum (not linear in its first operand)
+    ("elementwise", '(scalar "div" (binary "add" {a} {b}) "2.0")', '(binary "add" (scalar "div" {a} "2.0") {b})',
+     {"a": [3], "b": [3]}, ()),
+    # a sum over the list divided by a tensor is not split unless the divisor is assumed non-zero
+    ("elementwise", f'(binary "div" (rsum {cons("{a}", "{b}")}) {{n}})',
+     "(rsum " + cons('(binary "div" {a} {n})', '(binary "div" {b} {n})') + ")", {"a": [], "b": [], "n": []}, ()),
+    # an int accumulator at 0.0 is not dropped (int + 0.0 is a float tensor)
+    ("elementwise", '(scalar "add" {a} "0.0")', "{a}", {"a": ([3], "int64")}, ()),
+    # linalg: no product of int matrices scaled on one side
+    ("linalg", '(scalar "div" (mm {a} {b}) "2.0")', '(mm (scalar "div" {a} "2.0") {b})',
+     {"a": ([2, 3], "int64"), "b": ([3, 4], "int64")}, ()),
+    # movement: an expand is not dropped where the other operand broadcasts too (the result would shrink)
+    ("movement", f'(binary "add" (expand {{g}} {dlist([4, 6])}) {{x}})', '(binary "add" {g} {x})',
+     {"g": [1, 6], "x": [6]}, ()),
     # elementwise: an operand that varies along the concat axis is not split with it
     ("elementwise", f'(binary "gt" {{k}} {cat(0, "{a}", "{b}")})', cat(0, '(binary "gt" {k} {a})', '(binary "gt" {k} {b})'),
      {"k": [6, 6], "a": [2, 1], "b": [4, 1]}, ()),

@@ -21,9 +21,6 @@ MIN_ACCEPTED = 20
 # Lemmas the draws prove wrong whose exact condition needs a fact the egglog side does not have.
 # strict: the test fails once the lemma is fixed, so the entry must go.
 NEEDS_FACT = {
-    "mtake-concat": "a bool table: the sum over ranks of bool lookups is undefined (needs a dtype fact)",
-    # found once concat axes were drawn among the base shape's dims (lemmas/_draw.py, dimvars)
-    "mpick-concat": "bool logits: the sum over ranks of bool picks is undefined (needs a dtype fact)",
     # its trigger, a zero-padded first part, comes only from slice_backward of a float gradient
     "concat-zpad-rsum": "bool parts: the sum over ranks of bool padded parts is undefined (needs a dtype fact)",
 }

@@ -56,7 +56,7 @@ def test_lemma_names_no_model_constants():
 
 def _insert_value(eng, name, value):
     eng.add(f'(let ${name} (Gd "{name}"))')
-    eng.add(f"(set (ndim ${name}) {value.dim()})")
+    eng.add(f"(set (ndim ${name}) {value.dim()})", f'(set (dtype ${name}) "{terms.dtype_name(value)}")')
     for i, s in enumerate(value.shape):
         eng.add(f"(set (dim ${name} {i}) (DLit {s}))")
 
@@ -110,6 +110,8 @@ def test_shape_rule_matches_torch(rule):
                 if i < expected.dim() and not rest or got is not None:
                     want = f"(DLit {expected.shape[i]})" if i < expected.dim() else None
                     assert got == want, f"{rule.name}: dim {i} of {text}"
+            dt = _derived(eng, "(dtype $t)")     # a dtype, where derived, is torch's
+            assert dt is None or dt == f'"{terms.dtype_name(expected)}"', f"{rule.name}: dtype {dt} of {text}"
         has_facts = has_facts or bool(rest)
         for fact in (rest[0] if rest else ()):
             truth = _truth(fact, {**env, "t": expected})

@@ -20,17 +20,7 @@ for p in (ROOT / "examples" / "programs", ROOT / "benchmarks"):
 
 from corpus import CORPUS  # noqa: E402
 
-_MEAN = ("lemma gap (joint): the backward of a mean over a batch-sharded dim with the loss averaged over ranks needs "
-         "the 1/n factors moved out of mul / mm / pointwise backward ops, which changes the dtype of an int or bool "
-         "operand (no dtype fact in the e-graph to exclude them)")
-_ACCUM = ("lemma gap: a sum of micro-batch sums divided by an all-reduced token count: (a + b) / y = a / y + b / y "
-          "is false where y = 0 (inf vs nan) and a + b = rsum(a, b) needs equal dtypes; neither fact is in the e-graph")
-
 XFAIL = {
-    "dp_avg_correct[joint]": _MEAN,
-    "grad_accum_correct[forward]": _ACCUM,
-    "grad_accum_correct[joint]": _ACCUM,
-    "fsdp_correct[joint]": _MEAN,
     "adv_pp_read_before_clone_before[forward]": "capture refuses (exit 2): the received value is never read while "
                                                 "the program reads the buffer (torch's irecv tracing drops it)",
     # helper-adv2: correct twins the checker cannot prove yet (their buggy twins are refuted)
@@ -116,8 +106,9 @@ def test_checker_verdict(entry, tmp_path):
 
 # Buggy programs whose failure is reported far from the bug's line, and why.
 FAR = {
-    "fsdp_no_reduce_scatter[joint]": "its correct twin stops at the same place (the mean's backward, _MEAN): the "
-                                     "check never reaches the unreduced gradient",
+    "fsdp_no_reduce_scatter[joint]": "the first operator without a clean term is the mean's backward (g / n "
+                                     "expanded: no rank holds g / 24), deferred and reported first; the unreduced "
+                                     "gradient is the output that fails",
     "dtensor_mlp_partial_output[forward]": "the bug is in the parallelize_module plan (a config line); the "
                                            "operators it changes run in forward, where the failure is reported",
     "dtensor_mlp_partial_output[joint]": "the bug is in the parallelize_module plan (a config line); the "

@@ -14,6 +14,7 @@ from entangle_py.check import spec as S
 from entangle_py.engine.dims import DimSolver
 from entangle_py.ir import graph as G
 from entangle_py.semantics import lower as L
+from entangle_py.semantics.terms import str_lit
 
 
 class Sizes:
@@ -46,10 +47,11 @@ class Sizes:
         return sympy.expand(a - b) == 0 or (self.solver.proves_le(a, b) and self.solver.proves_le(b, a))
 
     def shape_facts(self, var: str, val, graph="seq") -> list[str]:
-        """egglog facts giving the e-class ``var`` the rank and sizes of tensor ``val``."""
+        """egglog facts giving the e-class ``var`` the rank, sizes and dtype of tensor ``val``."""
         if not isinstance(val, G.TensorMeta):
             return []
-        return [f"(set (ndim {var}) {len(val.shape)})"] + [
+        dtype = [f"(set (dtype {var}) {str_lit(val.dtype)})"] if val.dtype else []
+        return [f"(set (ndim {var}) {len(val.shape)})"] + dtype + [
             f"(set (dim {var} {i}) {L.dim_term(self.canonical(s, graph))})" for i, s in enumerate(val.shape)]
 
 

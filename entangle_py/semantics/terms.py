@@ -645,7 +645,27 @@ PRIMITIVES: dict[str, Callable] = {
     "ihas": lambda l, i: int(i in l),
     "ibelow": lambda l, i: sum(1 for a in l if a < i),
     "ilen": lambda l: len(l),
+    "dtype": lambda x: dtype_name(x),
+    "fdtype": lambda t: t in FLOAT_DTYPES,
+    "glinear": lambda op: op in GRAD_LINEAR,
 }
+
+# Element types.  (dtype x) is the name of tensor x's dtype ("float32", "int64", "bool"): every
+# tensor of either program has one (check/sizes.py), and data movement passes it on
+# (lemmas/shapes.py).  (fdtype t) holds for the floating dtypes.  Scaling moves through an op only
+# where every operand has one floating dtype: with an int, bool or lower-precision operand the
+# result's dtype or value differs (int overflow, float16 overflow of an intermediate quotient).
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+def dtype_name(x) -> str:
+    return str(x.dtype).removeprefix("torch.")
+
+
+# Binary ops linear in their first operand, op(a / c, b) = op(a, b) / c: products, quotients and
+# the pointwise backward ops (grad, saved tensor) -- the gradient of a mean scaled by 1 / n.
+GRAD_LINEAR = ("mul", "div", "gelu_backward", "gelu_tanh_backward", "silu_backward", "sigmoid_backward",
+               "tanh_backward")
 
 # Functions (not constructors) and relations the engine maintains.  Queries on int lists
 # (reduction dims) are computed on demand by rules in lemmas/shapes.py: (iask l i) asks for
@@ -675,6 +695,9 @@ FUNCTIONS_TEXT = """
 (function ihas (IList i64) i64 :merge old)
 (function ibelow (IList i64) i64 :merge old)
 (function ilen (IList) i64 :merge old)
+(function dtype (T) String :merge old)
+(relation fdtype (String))
+(relation glinear (String))
 """
 
 
@@ -689,6 +712,7 @@ def declarations() -> str:
     for c in CONSTRUCTORS:
         lines.append(f"(constructor {c.name} ({c.signature}) {c.sort} :cost {c.cost})")
     lines.append(FUNCTIONS_TEXT)
+    lines += [f"(fdtype {str_lit(t)})" for t in FLOAT_DTYPES] + [f"(glinear {str_lit(op)})" for op in GRAD_LINEAR]
     # size arithmetic: literals fold here; symbolic terms are canonicalized and compared by dims.py
     lines += [
         "(rewrite (dadd (DLit a) (DLit b)) (DLit (+ a b)) :ruleset shapes)",

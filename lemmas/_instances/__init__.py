@@ -84,3 +84,15 @@ def ilist(s) -> str:
     for v in reversed(s):
         out = f"(ICons {v} {out})"
     return out
+
+
+def cons(gen):
+    """Instances of a lemma over a list ``l``, for its form over a concrete list (Cons x r)."""
+    def out(rng):
+        for env in gen(rng):
+            env = dict(env)
+            l = env.pop("l")
+            if l:
+                yield {**env, "x": l[0], "r": l[1:]}
+    out.__name__ = getattr(gen, "__name__", "cons")
+    return out

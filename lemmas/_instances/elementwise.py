@@ -2,6 +2,8 @@
 concat and sums over ranks."""
 from __future__ import annotations
 
+import torch
+
 from entangle_py.semantics.terms import MASKED_FILL, UNARY_OPS
 from lemmas._instances import concat_parts, repeat, tensor
 
@@ -222,3 +224,59 @@ def neg_sub(rng):
     if rng.random() < 0.3:
         a, b = (a * 4).round().long(), (b * 4).round().long()
     return {"a": a, "b": b}
+
+
+_LINEAR = ["mul", "div", "gelu_backward", "gelu_tanh_backward", "silu_backward", "sigmoid_backward", "tanh_backward"]
+
+
+@repeat(8)
+def div_binary(rng):
+    """Operands of one floating dtype (b may broadcast), a finite non-zero constant."""
+    s = [rng.randint(1, 3) for _ in range(rng.randint(0, 3))]
+    dt = rng.choice([torch.float64, torch.float32])
+    return {"op": rng.choice(_LINEAR), "a": tensor(rng, *s).to(dt), "b": tensor(rng, *s[rng.randint(0, len(s)):]).to(dt),
+            "c": rng.choice(["2.0", "8.0", "-0.5", "3.0"]), "t": str(dt).removeprefix("torch.")}
+
+
+def div_binary_bad(rng):
+    """int operands (a * b wraps before the division), mixed precision (a / c overflows in float16),
+    an op not linear in a (add), a zero constant (0 * inf)."""
+    big = torch.tensor([2 ** 62, 3], dtype=torch.int64)
+    yield {"op": "mul", "a": big, "b": torch.tensor([4, 5]), "c": "2.0", "t": "int64"}
+    yield {"op": "mul", "a": torch.tensor([60000.0], dtype=torch.float16), "b": torch.tensor([1e-3]), "c": "0.001",
+           "t": "float16"}
+    yield {"op": "add", "a": tensor(rng, 3), "b": tensor(rng, 3), "c": "2.0", "t": "float64"}
+    yield {"op": "mul", "a": tensor(rng, 3), "b": tensor(rng, 3), "c": "0.0", "t": "float64"}
+
+
+@repeat(6)
+def rsum_pair(rng):
+    s = [rng.randint(1, 3) for _ in range(rng.randint(0, 3))]
+    dt = rng.choice([torch.float64, torch.float32, torch.int64])
+    return {"a": tensor(rng, *s).to(dt), "b": tensor(rng, *s).to(dt)}
+
+
+@repeat(4)
+def add_zero(rng):
+    return {"x": tensor(rng, *[rng.randint(0, 3) for _ in range(rng.randint(0, 2))]), "t": "float64"}
+
+
+def add_zero_int(rng):
+    """int x: x + 0.0 is a float tensor."""
+    yield {"x": torch.tensor([1, 2]), "t": "int64"}
+    yield {"x": torch.tensor([True]), "t": "bool"}
+
+
+@repeat(6)
+def div_rsum(rng):
+    shape = [rng.randint(1, 3) for _ in range(rng.randint(0, 2))]
+    y = tensor(rng, *shape[rng.randint(0, len(shape)):], positive=True)
+    return {"l": [tensor(rng, *shape) for _ in range(rng.randint(1, 5))], "y": y, "t": "float64"}
+
+
+def div_rsum_zero(rng):
+    """A zero divisor (the assumption's counterexample: (1 + 0) / 0 = inf, 1 / 0 + 0 / 0 = nan), of
+    another dtype than the parts (which the condition rejects)."""
+    l = [torch.tensor([1.0], dtype=torch.float64), torch.tensor([0.0], dtype=torch.float64)]
+    yield {"l": l, "y": torch.tensor([0]), "t": "float64"}
+    yield {"l": l, "y": torch.tensor([0.0], dtype=torch.float32), "t": "float64"}

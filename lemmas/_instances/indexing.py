@@ -64,11 +64,14 @@ def mtake_concat(rng):
     return {"l": l, "d": 0, "ids": _ids(rng, _lead(rng), lo - 4, lo + total + 4), "lo": lo}
 
 
-@repeat(3)
 def mtake_concat_bad(rng):
+    """Parts along dim 1, or a bool table (its sum over ranks is undefined)."""
+    for _ in range(3):
+        inst = next(mtake_concat(rng))
+        inst["d"] = 1
+        yield inst
     inst = next(mtake_concat(rng))
-    inst["d"] = 1
-    return inst
+    yield {**inst, "l": [p > 0 for p in inst["l"]]}
 
 
 @repeat(6)
@@ -115,11 +118,14 @@ def mpick_concat(rng):
     return {"l": l, "d": d, "t": _ids(rng, lead, lo - 4, lo + total + 4), "lo": lo}
 
 
-@repeat(3)
 def mpick_concat_bad(rng):
-    lead = [rng.randint(2, 4), rng.randint(2, 4)]
-    l = [tensor(rng, n, lead[1], 3) for n in (1, 2)]
-    return {"l": l, "d": 0, "t": _ids(rng, [3, lead[1]], 0, 3), "lo": 0}
+    """Parts along a dim other than the last, or bool logits (their sum over ranks is undefined)."""
+    for _ in range(3):
+        lead = [rng.randint(2, 4), rng.randint(2, 4)]
+        l = [tensor(rng, n, lead[1], 3) for n in (1, 2)]
+        yield {"l": l, "d": 0, "t": _ids(rng, [3, lead[1]], 0, 3), "lo": 0}
+    inst = next(mpick_concat(rng))
+    yield {**inst, "l": [p > 0 for p in inst["l"]]}
 
 
 @repeat(6)

@@ -2,6 +2,8 @@
 ranks, batched matmul over views."""
 from __future__ import annotations
 
+import torch
+
 from lemmas._instances import dlist, repeat, sizes, tensor
 
 @repeat(6)
@@ -179,3 +181,18 @@ def bmm_view_batch_terms(rng):
             by *= v
         term = f"(bmm (view x {dlist([bh, xs[-2], xs[-1]])}) (view y {dlist([by, ys[-2], ys[-1]])}))"
         yield (term, {"x": x, "y": y}, [f"(bsame x y {i})" for i in range(len(xs) + 2)])
+
+
+@repeat(6)
+def div_mm(rng):
+    dt = rng.choice([torch.float64, torch.float32])
+    n, k, m = rng.randint(1, 4), rng.randint(0, 3), rng.randint(1, 4)
+    return {"a": tensor(rng, n, k).to(dt), "b": tensor(rng, k, m).to(dt), "c": rng.choice(["2.0", "24.0", "-0.5"]),
+            "t": str(dt).removeprefix("torch.")}
+
+
+def div_mm_bad(rng):
+    """int matrices (a / c is float: no product with an int b), mixed precision, a zero constant."""
+    yield {"a": torch.ones(2, 3, dtype=torch.int64), "b": torch.ones(3, 2, dtype=torch.int64), "c": "2.0", "t": "int64"}
+    yield {"a": tensor(rng, 2, 3).half(), "b": tensor(rng, 3, 2).float(), "c": "2.0", "t": "float16"}
+    yield {"a": tensor(rng, 2, 3), "b": tensor(rng, 3, 2), "c": "0.0", "t": "float64"}

@@ -176,7 +176,7 @@ def flatten(rng):
     d = rng.randrange(nd)
     l = concat_parts(rng, nd, d, parts=rng.randint(2, 8))
     j = rng.randint(1, len(l) - 1)
-    return {"l1": l[:j], "r": l[j:], "d": d}
+    return {"l1": l[:j], "z": l[j], "r": l[j + 1:], "d": d}
 
 
 @repeat(4)
@@ -784,3 +784,48 @@ def zpad_terms(rng):
         nd = rng.randint(1, 3)
         d = rng.randrange(nd)
         yield (f"(zpad x {d} {rng.randint(0, 3)} {rng.randint(0, 3)})", {"x": tensor(rng, *[rng.randint(1, 4) for _ in range(nd)])})
+
+
+@repeat(6)
+def scalar_expand(rng):
+    x = tensor(rng, rng.choice([1, 3]), 1)
+    s = [2, x.shape[0], rng.choice([1, 4])] if rng.random() < 0.5 else [x.shape[0], 5]
+    return {"op": rng.choice(["mul", "div", "add", "rsub", "gt"]), "x": x, "s": s, "c": rng.choice(["0.5", "-3.0"])}
+
+
+@repeat(4)
+def scalar_transpose(rng):
+    return {"op": rng.choice(["mul", "div", "sub", "pow"]), "x": tensor(rng, 2, 3, 4), "a": 0,
+            "b": rng.choice([1, 2]), "c": rng.choice(["2.0", "0.25"])}
+
+
+@repeat(4)
+def scalar_slice(rng):
+    x = tensor(rng, 5, 3)
+    a = rng.randint(0, 4)
+    return {"op": rng.choice(["mul", "div", "add", "le"]), "x": x, "d": 0, "a": a, "b": rng.randint(a, 5), "c": "1.5"}
+
+
+@repeat(6)
+def binary_expand(rng):
+    """x expanded to s, the other operand (either side) of shape s."""
+    s = [rng.randint(1, 4) for _ in range(rng.randint(1, 3))]
+    xs = [1 if rng.random() < 0.5 else v for v in s][rng.randint(0, len(s)):]
+    op = rng.choice(["add", "mul", "sub", "div", "tanh_backward", "maximum"])
+    return {"op": op, "x": tensor(rng, *xs), "s": s, "y": tensor(rng, *s), "n": len(s)}
+
+
+@repeat(4)
+def binary_expand_bcast(rng):
+    """The other operand broadcasts too (fewer dims, or a size-1 dim): the result would shrink."""
+    y = tensor(rng, 3) if rng.random() < 0.5 else tensor(rng, 1, 3)
+    return {"op": "add", "x": tensor(rng, 1, 3), "s": [2, 3], "y": y, "n": y.dim()}
+
+
+def binary_expand_terms(rng):
+    """(vpfx y s n) asked for the other operand of a binary op with an expand: true where y has s."""
+    e = f"(expand x {dlist([2, 3])})"
+    for ys in ([2, 3], [1, 3], [3]):
+        env = {"x": tensor(rng, 1, 3), "y": tensor(rng, *ys)}
+        for term in (f'(binary "add" {e} y)', f'(binary "mul" y {e})'):
+            yield term, env, [f"(vpfx y {dlist([2, 3])} 2)"]

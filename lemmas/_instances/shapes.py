@@ -157,3 +157,33 @@ def ilist_query_terms(rng):
     facts += [f"(= (ibelow {D} {i}) {b})" for i in range(nd) for b in range(len(dims) + 1)]
     facts += [f"(= (ilen {D}) {n})" for n in range(len(dims) + 2)]
     return (f'(reduce "{rng.choice(["sum", "mean", "amax"])}" x {D} {rng.randint(0, 1)})', {"x": x}, facts)
+
+
+def dtype_terms(rng):
+    """Data movement over float, int and bool leaves: the term's dtype is its input's."""
+    import torch
+    for dt in (torch.float64, torch.int64, torch.bool, torch.float32):
+        x = tensor(rng, 2, 3, 4).to(dt)
+        y = tensor(rng, 2, 3, 4).to(dt)
+        facts = [f'(= (dtype t) "{n}")' for n in ("float64", "int64", "bool", "float32")]
+        for term in ("(view x (DCons (DLit 6) (DCons (DLit 4) (DNil))))",
+                     "(expand x (DCons (DLit 2) (DCons (DLit 2) (DCons (DLit 3) (DCons (DLit 4) (DNil))))))",
+                     "(slice x 1 (DLit 0) (DLit 2))", "(transpose x 0 2)", f"(permute x {ilist([2, 0, 1])})",
+                     "(concat (Cons x (Cons y (Nil))) 1)", "(rmax (Cons x (Cons y (Nil))))"):
+            yield term, {"x": x, "y": y}, facts
+        if dt != torch.bool:       # a sum over ranks of bools is undefined
+            yield "(rsum (Cons x (Cons y (Nil))))", {"x": x, "y": y}, facts
+
+
+def binary_0d_terms(rng):
+    """A 0-D operand on either side (any op, masks and backward ops too): the other operand's shape."""
+    import torch
+    for op in ("mul", "add", "div", "tanh_backward", "gelu_backward", "masked_fill:0.0", "threshold_backward:0.0", "lt"):
+        shape = [rng.randint(1, 4) for _ in range(rng.randint(0, 3))]
+        a, b = tensor(rng, ), tensor(rng, *shape)
+        if op.startswith("masked_fill"):
+            yield f'(binary "{op}" a m)', {"a": a, "m": b > 0}
+            yield f'(binary "{op}" b m)', {"b": b, "m": torch.tensor(True)}
+            continue
+        yield f'(binary "{op}" a b)', {"a": a, "b": b}
+        yield f'(binary "{op}" b a)', {"a": a, "b": b}

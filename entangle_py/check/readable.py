@@ -306,7 +306,7 @@ class Printer:
             return f"layer_norm({s(a[0])}, weight={s(a[1])}, bias={s(a[2])}, last {a[3]} dims, eps={a[4]})"
         if h in _HELPERS:      # a helper over a list nobody knows yet: what it would mean per part
             positions, build = _HELPERS[h]
-            names = ["x", "y"][:len(positions)]
+            names = ["x", "y", "z"][:len(positions)]
             elems = [_app("Gd", f"\0{n}") for n in names]
             body = build(a, elems, 0)
             src = s(a[positions[0]]) if len(positions) == 1 else \

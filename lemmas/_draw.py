@@ -55,6 +55,7 @@ _STRING_KIND = {
     ("layernorm", 4): "eps", ("map_layernorm", 4): "eps",
     ("iscalar", 0): "iscalar", ("cst", 0): "const", ("tcount", 3): "count",
     ("rowwise", 0): "rowwise", ("map_rowwise", 0): "rowwise",
+    ("zip_where", 0): "where",
 }
 CONSTS = ("0.5", "-2.0", "3.0", "1e-05", "0.0", "-1.0", "2", "inf", "-inf")
 EPS = ("1e-05", "1e-06", "0.001")
@@ -72,6 +73,8 @@ def string_domain(kind: str) -> list[str]:
         return ["sum", "mean", "amax"]
     if kind == "iscalar":
         return list(terms.INT_SCALAR_OPS)
+    if kind == "where":      # which operands of a where are concat parts (L), which copies (T)
+        return list(terms.WHERE_PATTERNS) + ["LL", "TTT"]
     if kind == "eps":
         return list(EPS)
     if kind == "rowwise":    # top-k of small k (a k past a row's length is undefined: drawn, rejected)
@@ -390,6 +393,10 @@ class Drawer:
         # as integer indices of the picked tensor's leading shape, mostly in range
         self.indexes = []
         _index_vars(self.lhs, self.indexes, self.sorts)
+        # conditions of where (and of its walk over parts): often drawn as bool tensors
+        self.conds = set()
+        for t in _texts(lemma):
+            _cond_vars(parse_sexpr(t), self.conds)
 
     def draw(self, rng: random.Random) -> dict:
         ctx = _Ctx(rng)
@@ -412,6 +419,10 @@ class Drawer:
                 env[v] = rng.randrange(len(ctx.base))
             else:
                 env[v] = _DRAW[s](ctx)
+        for v in self.conds:
+            if v in env and rng.random() < 0.9:
+                x = env[v]
+                env[v] = [p > 0 for p in x] if isinstance(x, list) else x > 0
         for x, i in self.indexes:
             if rng.random() < 0.4:
                 continue
@@ -451,6 +462,22 @@ def _index_vars(e, out: list, sorts: dict):
         out.append((e[1], e[2].name))
     for a in e[1:]:
         _index_vars(a, out, sorts)
+
+
+_CONDS = {"where": 1, "zip_where": 2}     # the condition's position in the term (head at 0)
+
+
+def _cond_vars(e, out: set, cond=False):
+    """Variables that are where conditions (tensors, or lists of them, with Cons heads and rests)."""
+    if isinstance(e, Var):
+        if cond:
+            out.add(e.name)
+        return
+    if not isinstance(e, tuple):
+        return
+    head = e[0].name
+    for i, a in enumerate(e[1:], 1):
+        _cond_vars(a, out, _CONDS.get(head) == i or (cond and head == "Cons"))
 
 
 def _cons_pairs(e, out: dict):

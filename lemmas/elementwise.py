@@ -1,11 +1,14 @@
 """Elementwise unary, scalar and binary ops versus concat and sums over ranks."""
 from entangle_py.engine.lemma import Lemma
+from entangle_py.semantics.terms import WHERE_PATTERNS
 from lemmas._instances import fixed
 from lemmas._instances.elementwise import (
-    add_rsum, add_zero, add_zero_int, bcast_absent, bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r,
-    binary_concat, binary_concat_misaligned, div_binary, div_binary_bad, div_rsum, div_rsum_zero, map_binary,
-    map_binary_l_nil, map_scalar, map_unary, neg_sub, rsum_pair, rsum_rsum, rsum_scalar, rsum_scalar_with,
-    scalar_concat, unary_concat, zip_binary, zip_binary_mismatch, zip_ranks)
+    add_rsum, add_zero, add_zero_int, bc_like_cons, bc_like_nil, bc_like_varying, bcast_absent,
+    bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat, binary_concat_misaligned,
+    div_binary, div_binary_bad, div_rsum, div_rsum_zero, map_binary, map_binary_l_nil, map_scalar, map_unary,
+    neg_sub, rsum_pair, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat, unary_concat, where_concat,
+    where_concat_misaligned, zip_binary, zip_binary_mismatch, zip_ranks, zip_where_cons, zip_where_misaligned,
+    zip_where_nil)
 
 # constants are written by repr(float): inf * (a + b) is not inf * a + inf * b, nor (a + b) / 0
 _FINITE = ('(!= c "inf")', '(!= c "-inf")', '(!= c "nan")')
@@ -95,4 +98,52 @@ LEMMAS = [
     Lemma("neg-sub", '(unary "neg" (binary "sub" a b))', '(binary "sub" b a)', instances=neg_sub),
     Lemma("add-rsum-accumulate", '(binary "add" x (rsum (Cons a (Cons b r))))',
           '(binary "add" (binary "add" x a) (rsum (Cons b r)))', instances=add_rsum),
+]
+
+
+# torch.where(c, a, b) of operands that are concats along one axis (counted from the right, as
+# broadcasting aligns them) or broadcast along it (absent there, or of size 1): the concat of the
+# parts' wheres.  One lemma per choice of the concat operands (L) and broadcast ones (T): the
+# concats' axes line up (the condition); their parts line up (zip_where's walk) and the broadcast
+# operands do not vary along the axis (bc_like's walk) -- else the walk is left unfinished, never
+# clean.  A where of sums over ranks is not distributed: where(c, a0 + a1, 0) is not
+# where(c, a0, 0) + where(c, a1, 0) when the fill is not 0, nor in general.
+def _where_lemma(p: str) -> Lemma:
+    ops = [f"(concat l{o} d{o})" if kind == "L" else o for o, kind in zip("cab", p)]
+    cats = [o for o, kind in zip("cab", p) if kind == "L"]
+    r = cats[0]
+    lhs = f"(where {' '.join(ops)})"
+    k = f"(- m d{r})"                  # the concat axis counted from the right
+    when = (f"(= n (ndim {lhs}))", f"(= m (ndim (concat l{r} d{r})))") + tuple(
+        f"(= (- (ndim (concat l{o} d{o})) d{o}) {k})" for o in cats[1:])
+    lists = [f"l{o}" if kind == "L" else f"(bc_like {o} l{r} {k})" for o, kind in zip("cab", p)]
+    rhs = f'(concat (zip_where "{p}" {" ".join(lists)} {k}) (- n {k}))'
+    return Lemma("where-concat-" + "".join(cats), lhs, rhs, when=when,
+                 instances=where_concat(p), rejects=where_concat_misaligned(p))
+
+
+def _zip_where_cons(p: str) -> Lemma:
+    heads = [f"h{o}" for o in "cab"]
+    cats = [h for h, kind in zip(heads, p) if kind == "L"]
+    when = ()
+    if len(cats) > 1:       # the concat parts line up on the axis
+        x = cats[0]
+        when = (f"(= n{x} (ndim {x}))", f"(>= n{x} k)")
+        for z in cats[1:]:
+            when += (f"(= n{z} (ndim {z}))", f"(>= n{z} k)", f"(= (dim {z} (- n{z} k)) (dim {x} (- n{x} k)))")
+    return Lemma(f"zip-where-cons-{p}", f'(zip_where "{p}" (Cons hc rc) (Cons ha ra) (Cons hb rb) k)',
+                 f'(Cons (where hc ha hb) (zip_where "{p}" rc ra rb k))', when=when,
+                 instances=zip_where_cons(p), rejects=zip_where_misaligned(p) if when else None)
+
+
+LEMMAS += [_where_lemma(p) for p in WHERE_PATTERNS] + [
+    Lemma("zip-where-nil", "(zip_where p (Nil) (Nil) (Nil) k)", "(Nil)", instances=zip_where_nil),
+] + [_zip_where_cons(p) for p in WHERE_PATTERNS] + [
+    Lemma("bc-like-nil", "(bc_like y (Nil) k)", "(Nil)", instances=bc_like_nil),
+    # a copy per part of a tensor absent along the axis, or of size 1 there
+    Lemma("bc-like-absent", "(bc_like y (Cons x r) k)", "(Cons y (bc_like y r k))",
+          when=("(= m (ndim y))", "(< m k)"), instances=bc_like_cons("absent"), rejects=bc_like_varying),
+    Lemma("bc-like-one", "(bc_like y (Cons x r) k)", "(Cons y (bc_like y r k))",
+          when=("(= m (ndim y))", "(>= m k)", "(= (dim y (- m k)) (DLit 1))"), instances=bc_like_cons("one"),
+          rejects=bc_like_varying),
 ]

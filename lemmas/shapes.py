@@ -8,7 +8,7 @@ from entangle_py.engine.lemma import Rule
 from lemmas._instances.shapes import (
     binary_0d_terms, binary_bcast_terms, binary_terms, concat_terms, dlen_terms, dtype_terms, elementwise_terms, ilist_query_terms, layernorm_terms, mm_terms,
     reduce_terms, rmax_terms, rsum_terms, scalar_terms, slice_terms, softmax_terms, transpose_terms,
-    view_and_dat_terms)
+    view_and_dat_terms, where_terms)
 
 
 def _same_shape(pattern: str, src: str, name: str, check=None) -> Rule:
@@ -42,6 +42,12 @@ RULES = [
         "(rule ((= y (binary op a b)) (= 0 (ndim b)) (= n (ndim a))) ((set (ndim y) n)) :ruleset shapes)\n"
         "(rule ((= y (binary op a b)) (= 0 (ndim b)) (= v (dim a i))) ((set (dim y i) v)) :ruleset shapes)"),
         check_terms=binary_0d_terms),
+    # where: the ndim of the widest operand (broadcasting); dims all three operands agree on
+    Rule("shape-where-same", (
+        "(rule ((= y (where c a b)) (= x (ndim c)) (= u (ndim a)) (= v (ndim b))) ((set (ndim y) (max x (max u v)))) :ruleset shapes)\n"
+        "(rule ((= y (where c a b)) (= v (dim c i)) (= v (dim a i)) (= v (dim b i)) (= n (ndim c)) (= n (ndim a)) "
+        "(= n (ndim b))) ((set (dim y i) v)) :ruleset shapes)"),
+        check_terms=where_terms),
     Rule("shape-concat", (
         "(rule ((= y (concat (Cons x r) d)) (= n (ndim x))) ((set (ndim y) n)) :ruleset shapes)\n"
         "(rule ((= y (concat (Cons x r) d)) (= v (dim x i)) (!= i d)) ((set (dim y i) v)) :ruleset shapes)\n"

@@ -80,6 +80,16 @@ _NLL = '(unary "neg" (tpick {L} {t} -100))'
 
 # (family, start, goal, leaf shapes, assumptions)
 POSITIVE = [
+    # elementwise: where over concats -- attention scores with heads split over ranks under a
+    # causal mask and a 0-D fill; a loss masked on row shards; a size-1 mask; the fill first
+    ("elementwise", f'(where {{m}} {cat(1, "{a}", "{b}")} {{f}})', cat(1, "(where {m} {a} {f})", "(where {m} {b} {f})"),
+     {"m": [3, 3], "a": [1, 2, 3, 3], "b": [1, 1, 3, 3], "f": []}, ()),
+    ("elementwise", f'(where {cat(0, "{v0}", "{v1}")} {cat(0, "{l0}", "{l1}")} {{z}})',
+     cat(0, "(where {v0} {l0} {z})", "(where {v1} {l1} {z})"), {"v0": [2], "v1": [3], "l0": [2], "l1": [3], "z": []}, ()),
+    ("elementwise", f'(where {{m}} {cat(0, "{a}", "{b}")} {cat(0, "{c}", "{e}")})',
+     cat(0, "(where {m} {a} {c})", "(where {m} {b} {e})"), {"m": [1, 3], "a": [2, 3], "b": [1, 3], "c": [2, 3], "e": [1, 3]}, ()),
+    ("elementwise", f'(where {cat(0, "{v0}", "{v1}")} {{f}} {cat(0, "{l0}", "{l1}")})',
+     cat(0, "(where {v0} {f} {l0})", "(where {v1} {f} {l1})"), {"v0": [2], "v1": [3], "l0": [2], "l1": [3], "f": [1]}, ()),
     # arith: the mean of two ranks' means of n/2 rows each, (s / (n/2)) / 2, is s / n
     ("arith", '(scalar "div" (scalar "div" {a} "4.0") "2.0")', '(scalar "div" {a} "8.0")', {"a": [3]}, ()),
     # movement: a slice of a concat inside the first part is a slice of the first part; past it, of the second
@@ -182,6 +192,14 @@ POSITIVE = [
 ]
 
 NEGATIVE = [
+    # elementwise: where over concats whose parts do not line up, or a mask that varies along the
+    # concat axis, is not the concat of the parts' wheres; a where of a sum over ranks is not a sum
+    ("elementwise", f'(where {cat(0, "{v0}", "{v1}")} {cat(0, "{l0}", "{l1}")} {{z}})',
+     cat(0, "(where {v0} {l0} {z})", "(where {v1} {l1} {z})"), {"v0": [2], "v1": [3], "l0": [3], "l1": [2], "z": []}, ()),
+    ("elementwise", f'(where {{m}} {cat(0, "{l0}", "{l1}")} {{z}})',
+     cat(0, "(where {m} {l0} {z})", "(where {m} {l1} {z})"), {"m": [5], "l0": [2], "l1": [3], "z": []}, ()),
+    ("elementwise", f'(where {{m}} (rsum {cons("{a}", "{b}")}) {{f}})',
+     "(rsum " + cons("(where {m} {a} {f})", "(where {m} {b} {f})") + ")", {"m": [2, 3], "a": [2, 3], "b": [2, 3], "f": []}, ()),
     # arith: 0.1 * 0.1 is not a float exactly, so x / 0.1 / 0.1 is not folded
     ("arith", '(scalar "div" (scalar "div" {a} "0.1") "0.1")', '(scalar "div" {a} "0.010000000000000002")',
      {"a": [3]}, ()),

@@ -35,7 +35,9 @@ WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1,
               "matmul-concat-batch": 1, "layernorm-concat": 0, "mtake-intro": 1, "mpick-intro": 1,
               "tcount-div-valid": 1,
               # gradient rows of the ids' shape plus one dim, integer ids
-              "scatter-valid-masked": 1, "mscatter-intro": 0, "mscatter-split": 0}
+              "scatter-valid-masked": 1, "mscatter-intro": 0, "mscatter-split": 0,
+              # three lists concat-compatible along one axis, the first a bool condition
+              "where-concat-cab": 10}
 
 
 def _cases():

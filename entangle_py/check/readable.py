@@ -126,6 +126,8 @@ _HELPERS = {
     "map_mtake": ((0,), lambda a, e, k: _app("mtake", e[0], a[1], _offset(a[2], k))),
     "map_mpick": ((0,), lambda a, e, k: _app("mpick", e[0], a[1], _offset(a[2], k))),
     "zip_ranks": ((1, 2), lambda a, e, k: _app("binary", a[0], e[0], e[1])),
+    "zip_where": ((1, 2, 3), lambda a, e, k: _app("where", e[0], e[1], e[2])),
+    "bc_like": ((1,), lambda a, e, k: a[0]),
     "map_expand_at": ((0,), lambda a, e, k: _app("expand", e[0], _dims_with(a[1], a[3], _INFERRED) or a[1])),
     "zip_concat": ((0, 1), lambda a, e, k: _app("concat", make_list([e[0], e[1]]), a[2])),
     "map_zpad": ((0,), lambda a, e, k: _app("zpad", e[0], a[1], _offset(a[2], k), Sym(f"to_{a[3]}"))),
@@ -304,7 +306,7 @@ class Printer:
             return f"layer_norm({s(a[0])}, weight={s(a[1])}, bias={s(a[2])}, last {a[3]} dims, eps={a[4]})"
         if h in _HELPERS:      # a helper over a list nobody knows yet: what it would mean per part
             positions, build = _HELPERS[h]
-            names = ["x", "y"][:len(positions)]
+            names = ["x", "y", "z"][:len(positions)]
             elems = [_app("Gd", f"\0{n}") for n in names]
             body = build(a, elems, 0)
             src = s(a[positions[0]]) if len(positions) == 1 else \

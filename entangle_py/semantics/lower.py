@@ -633,6 +633,18 @@ class Lowerer:
             return Term(prod)
         return Term(f"(binary \"add\" {prod} {it})")
 
+    @lowers("aten.where.self")
+    def _h_where_self(self, n):
+        """where(condition, self, other): the term's meaning is torch.where itself (broadcasting of
+        all three, the result of torch's promotion of self and other), so every dtype is exact; a
+        condition that is not bool (torch refuses it) is declined (opaque)."""
+        if len(n.args) != 3 or n.kwargs:
+            return None
+        c, x, y = n.args
+        if not all(isinstance(v, Ref) for v in (c, x, y)) or self._dtype(c.name) != "bool":
+            return None
+        return Term(f"(where {self.t(c)} {self.t(x)} {self.t(y)})")
+
     @lowers("aten.masked_fill.Scalar")
     def _h_masked_fill_Scalar(self, n):
         x, mask, c = n.args[:3]

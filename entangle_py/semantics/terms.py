@@ -294,6 +294,48 @@ def _zip_aligned(l1, l2, d1, d2):
     return zip(l1, l2)
 
 
+def _where(c, a, b):
+    """torch.where(c, a, b): a where c holds, b elsewhere, all three broadcast together, the
+    result of torch's promotion of a and b.  The condition is a bool tensor (torch raises on others)."""
+    if not isinstance(c, torch.Tensor) or c.dtype != torch.bool:
+        raise ValueError("where needs a bool condition")
+    return torch.where(c, a, b)
+
+
+def _axis_size(x, k: int) -> int:
+    """x's size on the axis k from the right (k >= 1); undefined when x has no such axis."""
+    if not isinstance(k, int) or k < 1 or x.dim() < k:
+        raise ValueError(f"axis {k} from the right of a {x.dim()}-D tensor")
+    return int(x.shape[x.dim() - k])
+
+
+def _bc_like(y, l, k: int):
+    """One copy of y per part of l, for a y that does not vary along the axis k from the right
+    (absent there or of size 1): the operand of each part's op when y broadcasts over a concat."""
+    if not isinstance(k, int) or k < 1:
+        raise ValueError(f"axis {k} from the right")
+    if y.dim() >= k and y.shape[y.dim() - k] != 1:
+        raise ValueError("the copied tensor varies along the axis")
+    return [y] * len(l)
+
+
+WHERE_PATTERNS = ("LLL", "LLT", "LTL", "TLL", "LTT", "TLT", "TTL")
+
+
+def _zip_where(p: str, lc, la, lb, k: int):
+    """where part by part over three lists of one length; ``p`` says which are concat parts (L),
+    which copies of a broadcast operand (T): the concat parts line up on the axis k from the right."""
+    if p not in WHERE_PATTERNS or not len(lc) == len(la) == len(lb):
+        raise ValueError(f"zip_where {p!r} over lists of lengths {len(lc)}, {len(la)}, {len(lb)}")
+    out = []
+    for parts in zip(lc, la, lb):
+        sizes = {_axis_size(x, k) for x, kind in zip(parts, p) if kind == "L"}
+        if len(sizes) != 1:
+            raise ValueError("concat parts do not line up")
+        out.append(_where(*parts))
+    return out
+
+
 def _zip_exact(l1, l2):
     if len(l1) != len(l2):
         raise ValueError("lists of different lengths")
@@ -531,6 +573,7 @@ CONSTRUCTORS: list[Constructor] = [
     _c("unary", "String T", "T", BIG, False, _unary),
     _c("scalar", "String T String", "T", BIG, False, _scalar),
     _c("binary", "String T T", "T", BIG, False, _binary),
+    _c("where", "T T T", "T", BIG, False, _where),     # torch.where(c, a, b)
     _c("mm", "T T", "T", BIG, False, lambda a, b: torch.mm(*_no_bool(a, b))),
     _c("bmm", "T T", "T", BIG, False, lambda a, b: torch.bmm(*_no_bool(a, b))),
     _c("reduce", "String T IList i64", "T", BIG, False, _reduce),
@@ -568,6 +611,9 @@ CONSTRUCTORS: list[Constructor] = [
     _c("map_binary_r", "String T TList", "TList", BIG, False, lambda op, y, l: [_binary(op, y, x) for x in l]),
     _c("zip_binary", "String TList TList i64 i64", "TList", BIG, False,
        lambda op, l1, l2, d1, d2: [_binary(op, a, b) for a, b in _zip_aligned(l1, l2, d1, d2)]),
+    # where over concats along one axis k (from the right): parts zipped, broadcast operands copied
+    _c("zip_where", "String TList TList TList i64", "TList", BIG, False, _zip_where),
+    _c("bc_like", "T TList i64", "TList", BIG, False, _bc_like),
     _c("lsum", "TList i64", "Dim", BIG, False, lambda l, d: sum(int(x.shape[d]) for x in l)),
     _c("map_mm_l", "TList T", "TList", BIG, False, lambda l, w: [torch.mm(*_no_bool(x, w)) for x in l]),
     _c("map_mm_r", "T TList", "TList", BIG, False, lambda x, l: [torch.mm(*_no_bool(x, w)) for w in l]),

@@ -83,6 +83,11 @@ CORPUS = [
     _e("rope_cp_local_positions", "rope_cp", bug=("_rope.py", "restart at 0")),
     _e("cp_attention_correct", "cp_attention"),
     _e("cp_attention_local_mask", "cp_attention", bug=("_cp_attn.py", "local query positions")),
+    # attention masked with torch.where (heads split across ranks)
+    _e("where_attn_correct", "where"),
+    _e("where_attn_correct", "where", "joint"),
+    _e("where_attn_shifted", "where", bug=("_where.py", "also sees the next key")),
+    _e("where_attn_shifted", "where", "joint", bug=("_where.py", "also sees the next key")),
     # SwiGLU unfused (sliced replicated weights) and fused (interleaved layout)
     _e("swiglu_unfused_correct", "swiglu_unfused"),
     _e("swiglu_unfused_correct", "swiglu_unfused", "joint"),

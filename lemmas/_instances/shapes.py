@@ -187,3 +187,23 @@ def binary_0d_terms(rng):
             continue
         yield f'(binary "{op}" a b)', {"a": a, "b": b}
         yield f'(binary "{op}" b a)', {"a": a, "b": b}
+
+
+def where_terms(rng):
+    """Operands of one shape: every dim derived.  Broadcasting operands (a size-1 dim, a missing
+    dim): the widest operand's ndim, and nothing wrong derived -- no dim where they differ."""
+    for _ in range(3):
+        shape = [rng.randint(1, 4) for _ in range(rng.randint(0, 3))]
+        yield ("(where c a b)", {"c": tensor(rng, *shape) > 0, "a": tensor(rng, *shape), "b": tensor(rng, *shape)})
+    for sc, sa, sb in [((3, 1), (3, 4), (3, 4)), ((3, 4), (1, 4), (3, 4)), ((3, 4), (3, 4), (3, 1)),
+                       ((4,), (3, 4), (3, 4)), ((3, 4), (3, 4), ()), ((2, 3), (1,), (2, 3))]:
+        c, a, b = tensor(rng, *sc) > 0, tensor(rng, *sa), tensor(rng, *sb)
+        if len(sc) == len(sa) == len(sb):
+            facts = [f"(= (ndim t) {len(sc)})"]
+            facts += [f"(= (dim t {i}) (DLit {u}))" if u == v == w else f"(= (dim t {i}) (DLit 1))"
+                      for i, (u, v, w) in enumerate(zip(sc, sa, sb))]
+        else:     # the widest operand's ndim; not the shorter one's, nor its dims at its own indices
+            short = min((sc, sa, sb), key=len)
+            facts = [f"(= (ndim t) {max(len(sc), len(sa), len(sb))})", f"(= (ndim t) {len(short)})"]
+            facts += [f"(= (dim t {i}) (DLit {w}))" for i, w in enumerate(short)]
+        yield ("(where c a b)", {"c": c, "a": a, "b": b}, facts)

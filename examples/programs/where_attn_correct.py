@@ -1,0 +1,4 @@
+"""See _where.py."""
+from _where import make_build
+
+build = make_build("attn")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from entangle_py.check import spec as S
 from entangle_py.check.inputs import declared_constant
-from entangle_py.check.names import Names, gd_leaf, tlist, meta_text, unsupported_key
+from entangle_py.check.names import Names, gd_leaf, meta_text, unsupported_key
 from entangle_py.check.result import CheckInputError
 from entangle_py.check.sizes import Sizes
 from entangle_py.check.window import DistFacts, leaves_in
@@ -164,7 +164,7 @@ class DistProgram:
         kind, red = ops[members[0]][1].kind, ops[members[0]][1].reduce
         # a reduction over ranks, written in global rank order whatever the group's order
         # (addition and max are commutative; a sum over ranks is one value whatever the order)
-        parts = tlist([self.dvar[r][ops[r][1].input] for r in sorted(members)])
+        parts = L.term_list([self.dvar[r][ops[r][1].input] for r in sorted(members)])
         reduced = {"sum": f"(rsum {parts})", "max": f"(rmax {parts})",
                    "avg": f'(scalar "div" (rsum {parts}) {L.scalar_lit(len(members))})'}.get(red)
         for idx, r in enumerate(members):
@@ -179,7 +179,7 @@ class DistProgram:
                 if c.params[0] != len(members):
                     self.no_semantics.setdefault("all_gather_into_tensor (group size mismatch)", []).append((r, n))
                     continue
-                self._define(out, f"(concat {tlist(inputs)} 0)")
+                self._define(out, f"(concat {L.term_list(inputs)} 0)")
             elif kind == "reduce_scatter":   # rank idx gets rows [idx*size, (idx+1)*size) of the sum
                 if c.params[0] != len(members):
                     self.no_semantics.setdefault("reduce_scatter_tensor (group size mismatch)", []).append((r, n))
@@ -209,7 +209,7 @@ class DistProgram:
                     pieces.append(f"(slice {inputs[j]} 0 {L.dim_term(self.sizes.canonical(start, src))} "
                                   f"{L.dim_term(self.sizes.canonical(start + splits[idx], src))})")
                 else:
-                    self._define(out, f"(concat {tlist(pieces)} 0)")
+                    self._define(out, f"(concat {L.term_list(pieces)} 0)")
                     continue
                 self.no_semantics.setdefault("all_to_all_single with sizes it cannot split", []).append((r, n))
 

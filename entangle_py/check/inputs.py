@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from entangle_py.check import spec as S
-from entangle_py.check.names import Names, gd_leaf, tlist
+from entangle_py.check.names import Names, gd_leaf
 from entangle_py.check.result import CheckInputError
 from entangle_py.check.sizes import Sizes
 from entangle_py.frontend.capture import DTENSOR_PLACEMENTS
@@ -164,9 +164,9 @@ class SpecTerms:
             return self.dvar[t.rank].get(node) or gd_leaf(t.rank, node)
         args = [self.text(a, where) for a in t.args]
         if t.op in ("sum", "max"):
-            return f"({'rsum' if t.op == 'sum' else 'rmax'} {tlist(args)})"
+            return f"({'rsum' if t.op == 'sum' else 'rmax'} {L.term_list(args)})"
         if t.op == "concat":
-            return f"(concat {tlist(args)} {t.attr('dim')})"      # dims are non-negative in terms
+            return f"(concat {L.term_list(args)} {t.attr('dim')})"      # dims are non-negative in terms
         if t.op == "slice":
             return f"(slice {args[0]} {t.attr('dim')} {L.dim_term(t.attr('start'))} {L.dim_term(t.attr('end'))})"
         if t.op == "transpose":      # written as the lowering writes it: equal values, equal terms

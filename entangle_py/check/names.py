@@ -34,14 +34,6 @@ def gd_leaf(rank: int, node: str) -> str:
     return f"(Gd {str_lit(f'r{rank}.{node}')})"
 
 
-def tlist(items) -> str:
-    """The egglog list (a ``TList``) of the given term texts."""
-    out = "(Nil)"
-    for x in reversed(items):
-        out = f"(Cons {x} {out})"
-    return out
-
-
 def list_items(t) -> list:
     """The items of a parsed ``TList``."""
     out = []

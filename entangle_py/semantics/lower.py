@@ -321,9 +321,7 @@ class Lowerer:
         kwargs = tuple(sorted(n.kwargs.items()))
         tensors = list(_refs_in_order((n.args, kwargs)))
         key = n.target + "|" + _const_key(n.args) + "|" + _const_key(kwargs)
-        items = "(Nil)"
-        for r in reversed(tensors):
-            items = f"(Cons {self.var(r.name)} {items})"
+        items = term_list([self.var(r.name) for r in tensors])
         if isinstance(n.val, tuple):
             return TupleTerms(tuple(
                 Term(f"(opaque {str_lit(key + '#' + str(i))} {items})") if isinstance(v, TensorMeta) else None
@@ -564,9 +562,7 @@ class Lowerer:
                 return None
             if size < 2:
                 continue
-            lst = "(Nil)"
-            for i in range(size):        # built back to front: slice size - 1 ends up first
-                lst = f"(Cons (slice {t} {d} (DLit {i}) (DLit {i + 1})) {lst})"
+            lst = term_list([f"(slice {t} {d} (DLit {i}) (DLit {i + 1}))" for i in reversed(range(size))])
             t = f"(concat {lst} {d})"
         return Identity(x.name) if t == self.t(x) else Term(t)
 
@@ -579,10 +575,7 @@ class Lowerer:
             parts = [p for p in parts if tuple(self.shape(p.name)) != (0,)]
         if not parts or any(self._dtype(p.name) != n.val.dtype for p in parts):
             return Refused(n.target, "tensors", "a cat that promotes dtypes or has no part")
-        lst = "(Nil)"
-        for p in reversed(parts):
-            lst = f"(Cons {self.t(p)} {lst})"
-        return Term(f"(concat {lst} {d})")
+        return Term(f"(concat {term_list([self.t(p) for p in parts])} {d})")
 
     # -- linear algebra --------------------------------------------------------------------
     @lowers("aten.mm.default")
@@ -603,10 +596,8 @@ class Lowerer:
         d = self._dim(self._arg(n, 1, "dim", 0), len(n.val.shape))
         if not parts or any(self._dtype(p.name) != n.val.dtype for p in parts):
             return Refused(n.target, "tensors", "a stack that promotes dtypes or has no part")
-        lst = "(Nil)"
-        for p in reversed(parts):
-            shape = list(self.shape(p.name))
-            lst = f"(Cons (view {self.t(p)} {self._shape_list(shape[:d] + [1] + shape[d:])}) {lst})"
+        shapes = [list(self.shape(p.name)) for p in parts]
+        lst = term_list([f"(view {self.t(p)} {self._shape_list(s[:d] + [1] + s[d:])})" for p, s in zip(parts, shapes)])
         return Term(f"(concat {lst} {d})")
 
     @lowers("aten.bmm.default")
@@ -838,10 +829,7 @@ class Lowerer:
                 parts.append((at_end, block))
             if parts:
                 items = [b for e, b in parts if not e] + [t] + [b for e, b in parts if e]
-                lst = "(Nil)"
-                for p in reversed(items):
-                    lst = f"(Cons {p} {lst})"
-                t = f"(concat {lst} {d})"
+                t = f"(concat {term_list(items)} {d})"
             shape[d] += max(left, 0) + max(right, 0)
         if t == self.t(x):
             return Identity(x.name)
@@ -1034,10 +1022,7 @@ class Lowerer:
                 ([f"(slice {self.t(x)} {d} (DLit {e}) (DLit {xs[d]}))"] if e < xs[d] else [])
         if len(parts) == 1:
             return Term(parts[0])
-        items = "(Nil)"
-        for p in reversed(parts):
-            items = f"(Cons {p} {items})"
-        return Term(f"(concat {items} {d})")
+        return Term(f"(concat {term_list(parts)} {d})")
 
     # -- backward ops, reductions, layer norm ------------------------------------------------
     @lowers("aten.gelu_backward.default")
@@ -1528,6 +1513,14 @@ def permute_text(xt: str, dims) -> str:
     if len(moved) == 2 and dims[moved[0]] == moved[1]:
         return transpose_text(xt, moved[0], moved[1])
     return f"(permute {xt} {int_list(dims)})"
+
+
+def term_list(items) -> str:
+    """Term texts as a TList term (concat parts, ranks of a sum, an opaque op's tensors)."""
+    out = "(Nil)"
+    for x in reversed(list(items)):
+        out = f"(Cons {x} {out})"
+    return out
 
 
 def int_list(xs) -> str:

@@ -61,7 +61,10 @@ class Checker:
         self.sfacts: dict[str, list[str]] = {}   # G_s global -> commands that create it
         self.sleaves: dict[str, set[str]] = {}   # G_s global -> G_d tensors it is related to
         self.present: set[str] = set()           # G_s globals in the e-graph
-        self.related_inputs: set[str] = set()    # G_s inputs with a relation (kept when retiring)
+        # what input relations say between the ranks' tensors (r0.x = r1.x for a replicated x,
+        # equal parts of two concats of one value), by input; kept when retiring
+        self.rank_facts: dict[str, list[str]] = {}
+        self.kept_rank_facts: set[str] = set()
         self._n = 0
         self.retired = 0                       # times proven facts were retired (a fresh e-graph)
 
@@ -134,8 +137,8 @@ class Checker:
             node = self.seq_names.node(pname)
             v = self._new_svar(f"(Gs {str_lit(pname)})", self.seq.node(node).val)
             self.svar[node] = v
-            self.related_inputs.add(v)
             terms = self.spec_terms.relation_terms(rel, pname, f"input {pname!r}")
+            texts = []
             for t in terms:
                 text = self.spec_terms.text(t, f"input {pname!r}")
                 if rel.term is not None:     # an explicit term must have the tensor's shape
@@ -143,6 +146,8 @@ class Checker:
                     if mismatch:
                         raise CheckInputError(f"input {pname!r}: the relation {rel} {mismatch}")
                 self._add_sfact(v, text)
+                texts.append(text)
+            self.rank_facts[v] = [f"(union {texts[0]} {t})" for t in texts[1:]]
             # concats equal to one tensor (sharded over one mesh dim, replicated over another)
             # have equal parts where the parts line up: r0.w = r2.w for concat(r0.w, r1.w) =
             # concat(r2.w, r3.w).  A sum over ranks says nothing of its parts.
@@ -150,6 +155,7 @@ class Checker:
                 for a, b in self.spec_terms.equal_parts(terms[0], t):
                     ta, tb = self.spec_terms.text(a, f'input {pname!r}'), self.spec_terms.text(b, f'input {pname!r}')
                     self.sfacts[v].append(f"(union {ta} {tb})")
+                    self.rank_facts[v].append(f"(union {ta} {tb})")
                     self.sleaves[v] |= leaves_in(ta) | leaves_in(tb)
 
     # -- main loop -------------------------------------------------------------------------
@@ -439,11 +445,13 @@ class Checker:
         read = {p.node for p in self.checked_outputs}
         read.update(ref for n in remaining if n.name in needed and n.name not in self.svar for ref in n.refs())
         live = {v for k, v in self.svar.items() if k.split("#")[0] in read}
-        # an input's relation is kept whole, and brought back at once: its terms are equal to one
-        # another (r0.x = r1.x for a replicated x), which the ranks' copies of a value computed
-        # from x (a replicated KV head) are only equal through; no clean term records it
-        inputs = {v: self.sfacts[v] for v in self.related_inputs if v in self.present}
-        kept, stack = dict(inputs), list(live)
+        # what the relations of the inputs used so far say between the ranks' tensors (r0.x =
+        # r1.x for a replicated x) is kept: the ranks' copies of a value computed from x (a
+        # replicated KV head) are only equal through it, and no clean term records it.  Only
+        # that: an input's whole relation, brought back at every retiring, would keep every
+        # layer's weights in the e-graph and make the cost per operator grow with depth.
+        self.kept_rank_facts.update(f for v in self.rank_facts if v in self.present for f in self.rank_facts[v])
+        kept, stack = {}, list(live)
         while stack:
             v = stack.pop()
             if v in kept or v not in self.present:
@@ -461,8 +469,7 @@ class Checker:
         for v, facts in kept.items():
             self.sfacts[v] = facts
             self.sleaves[v] = leaves_in(" ".join(facts))
-        for v in inputs:
-            self._bring(v)
+        self.engine.add(*sorted(self.kept_rank_facts))
         self.retired += 1
 
     def _clean_terms(self, v: str) -> list[str]:

@@ -431,10 +431,10 @@ class Lowerer:
     @lowers("aten.slice.Tensor")
     def _h_slice_Tensor(self, n):
         x = n.args[0]
-        dim = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim", 0)
-        start = n.args[2] if len(n.args) > 2 else n.kwargs.get("start", None)
-        end = n.args[3] if len(n.args) > 3 else n.kwargs.get("end", None)
-        step = n.args[4] if len(n.args) > 4 else n.kwargs.get("step", 1)
+        dim = self._arg(n, 1, "dim", 0)
+        start = self._arg(n, 2, "start", None)
+        end = self._arg(n, 3, "end", None)
+        step = self._arg(n, 4, "step", 1)
         if not all(isinstance(v, (int, type(None))) and not isinstance(v, bool) for v in (start, end, step)):
             return None
         shape = self.shape(x.name)
@@ -517,7 +517,7 @@ class Lowerer:
         return Term(f"(unary {str_lit('to_' + dtype)} {term})")
 
     def _split_parts(self, n, sizes):
-        x, dim = n.args[0], (n.args[2] if len(n.args) > 2 else n.kwargs.get("dim", 0))
+        x, dim = n.args[0], self._arg(n, 2, "dim", 0)
         d = self._dim(dim, self.ndim(x.name))
         items, off = [], 0
         for s in sizes:
@@ -535,7 +535,7 @@ class Lowerer:
     @lowers("aten.split.Tensor")
     def _h_split_Tensor(self, n):
         x, size = n.args[0], n.args[1]
-        dim = n.args[2] if len(n.args) > 2 else n.kwargs.get("dim", 0)
+        dim = self._arg(n, 2, "dim", 0)
         total = self.shape(x.name)[self._dim(dim, self.ndim(x.name))]
         if not isinstance(total, int) or not isinstance(size, int):
             return None
@@ -569,7 +569,7 @@ class Lowerer:
     @lowers("aten.cat.default")
     def _h_cat_default(self, n):
         parts = n.args[0]
-        dim = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim", 0)
+        dim = self._arg(n, 1, "dim", 0)
         d = self._dim(dim, len(n.val.shape))
         if len(n.val.shape) != 1:      # torch skips 1-D empty parts of a cat of other ranks
             parts = [p for p in parts if tuple(self.shape(p.name)) != (0,)]
@@ -958,7 +958,7 @@ class Lowerer:
         # x[mask] = c with a boolean mask on x's leading dims and a declared constant c:
         # masked_fill(x, mask reshaped to broadcast from the right, c)
         x, indices, values = n.args[:3]
-        accumulate = n.args[3] if len(n.args) > 3 else n.kwargs.get("accumulate", False)
+        accumulate = self._arg(n, 3, "accumulate", False)
         if accumulate or not isinstance(x, Ref) or not isinstance(indices, (list, tuple)) or len(indices) != 1:
             return None
         mask = indices[0]
@@ -994,11 +994,8 @@ class Lowerer:
         replaced by src cast to x's dtype -- the concat of x's part before it, src and x's part
         after it (step 1 and a static size along dim; otherwise declined)."""
         x, src = n.args[:2]
-        rest = list(n.args[2:]) + [None] * 4
-        dim = rest[0] if rest[0] is not None else n.kwargs.get("dim", 0)
-        start = rest[1] if len(n.args) > 3 else n.kwargs.get("start", None)
-        end = rest[2] if len(n.args) > 4 else n.kwargs.get("end", None)
-        step = rest[3] if len(n.args) > 5 else n.kwargs.get("step", 1)
+        dim, start = self._arg(n, 2, "dim", 0), self._arg(n, 3, "start")
+        end, step = self._arg(n, 4, "end"), self._arg(n, 5, "step", 1)
         if step != 1 or not isinstance(src, Ref) or not isinstance(x, Ref):
             return None
         xs, ss = tuple(self.shape(x.name)), tuple(self.shape(src.name))
@@ -1028,7 +1025,7 @@ class Lowerer:
     @lowers("aten.gelu_backward.default")
     def _h_gelu_backward_default(self, n):
         grad, x = n.args[:2]
-        approx = n.args[2] if len(n.args) > 2 else n.kwargs.get("approximate", "none")
+        approx = self._arg(n, 2, "approximate", "none")
         if approx not in ("none", "tanh"):
             return None
         op = "gelu_tanh_backward" if approx == "tanh" else "gelu_backward"

@@ -10,7 +10,7 @@ from lemmas._instances.movement import (
     binary_expand, binary_expand_bcast, binary_expand_terms, scalar_expand, scalar_slice, scalar_transpose,
     binary_view_bcast, binary_view_bcast_merged, concat_interchange, concat_interchange_same, concat_nest, concat_nest_bad,
     cover, cover_empty, dset, dset_last_lists, expand_concat,
-    expand_concat_axis, expand_split, expand_split_bad, expand_terms, flatten, full_slice, ipos_terms, iscalar_view, lappend, lappend_nil, map_expand_at,
+    expand_concat_axis, expand_split, expand_split_bad, expand_terms, flatten, flatten_last, full_slice, group_head2, group_head3, ipos_terms, iscalar_view, lappend, lappend_nil, map_expand_at,
     map_expand_at_bad, map_permute, zip_concat, zip_concat_misaligned,
     map_slice, map_transpose, map_view, map_view_at, map_view_at_bad, map_view_last, map_view_last_bad,
     map_view_merge, map_view_merge_bad, map_view_split, map_view_split_bad, partial_slice, permute_concat,
@@ -36,6 +36,9 @@ _SPLIT = ("(= n (ndim (concat (Cons x r) d)))", "(= (dlen s) (+ n 1))", "(vpfx (
 _MERGE = ("(= n (ndim (concat (Cons x r) d)))", "(= (+ (dlen s) 1) n)", "(vpfx (concat (Cons x r) d) s d)",
           "(vsfx (concat (Cons x r) d) s (- n (+ d 2)))", "(= (dim (concat (Cons x r) d) d) (DLit t))",
           "(= (dim (concat (Cons x r) d) (+ d 1)) (DLit q))", "(= (dat s d) (DLit p))", "(= p (* t q))")
+
+_GROUP2 = "(concat (Cons x (Cons y (Cons z r))) d)"
+_GROUP3 = "(concat (Cons x (Cons y (Cons z (Cons w r)))) d)"
 
 LEMMAS = [
     # ------------------------------------------------------------------ slice / concat / transpose
@@ -101,6 +104,16 @@ LEMMAS = [
     # end over a list no walk resolves
     Lemma("concat-flatten-head", "(concat (Cons (concat l1 d) (Cons z r)) d)", "(concat (lappend l1 (Cons z r)) d)",
           instances=flatten),
+    # ... and a concat as the last of two parts (a block split in blocks after a part of its own):
+    # its parts spliced in; a one-part concat gives the same term back
+    Lemma("concat-flatten-last", "(concat (Cons x (Cons (concat l2 d) (Nil))) d)", "(concat (Cons x l2) d)",
+          instances=flatten_last),
+    # the inverse of concat-flatten-head for a head of two or three parts that the e-graph holds as a
+    # concat of its own (a rank's block with a zero row beside its rows): grouped
+    Lemma("concat-group-head2", _GROUP2, "(concat (Cons (concat (Cons x (Cons y (Nil))) d) (Cons z r)) d)",
+          trigger=(_GROUP2, "(concat (Cons x (Cons y (Nil))) d)"), instances=group_head2),
+    Lemma("concat-group-head3", _GROUP3, "(concat (Cons (concat (Cons x (Cons y (Cons z (Nil)))) d) (Cons w r)) d)",
+          trigger=(_GROUP3, "(concat (Cons x (Cons y (Cons z (Nil)))) d)"), instances=group_head3),
     Lemma("lappend-nil", "(lappend (Nil) r)", "r", instances=lappend_nil),
     Lemma("lappend-cons", "(lappend (Cons x l) r)", "(Cons x (lappend l r))", instances=lappend),
     # a transpose is linear: grad^T of a partial-sum gradient (backward of a row-parallel layer)

@@ -179,6 +179,31 @@ def flatten(rng):
     return {"l1": l[:j], "z": l[j], "r": l[j + 1:], "d": d}
 
 
+@repeat(8)
+def flatten_last(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    l = concat_parts(rng, nd, d, parts=rng.randint(2, 8))
+    return {"x": l[0], "l2": l[1:], "d": d}
+
+
+def _group_head(rng, k):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    l = concat_parts(rng, nd, d, parts=rng.randint(k + 1, 8))
+    return {**dict(zip("xyzw", l[:k + 1])), "r": l[k + 1:], "d": d}
+
+
+@repeat(6)
+def group_head2(rng):
+    return _group_head(rng, 2)
+
+
+@repeat(6)
+def group_head3(rng):
+    return _group_head(rng, 3)
+
+
 @repeat(4)
 def lappend(rng):
     l = [tensor(rng, 2) for _ in range(rng.randint(1, 6))]

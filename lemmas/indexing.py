@@ -24,7 +24,7 @@ from lemmas._instances.indexing import (
     take_negative, take_terms, take_valid, tcount_div, tcount_div_bad, tcount_terms, tpick_ignored, tpick_terms,
     tpick_valid)
 from lemmas._instances.indexing import (
-    mscatter_intro, mscatter_intro_bad, mscatter_split, mscatter_split_bad, scatter_invalid, scatter_terms,
+    mscatter_intro, mscatter_intro_bad, mscatter_split, mscatter_split_bad, slice_mscatter, slice_mscatter_bad, scatter_invalid, scatter_terms,
     scatter_valid)
 
 
@@ -103,6 +103,10 @@ LEMMAS = [
           trigger=("(mscatter g ids lo n)", "(mscatter g ids lo2 m)"),
           when=("(= (+ lo2 m) (+ lo n))", "(< lo lo2)", "(> m 0)"),
           instances=mscatter_split, rejects=mscatter_split_bad),
+    # rows [a, b) of the table's rows [lo, lo + n) are its rows [lo + a, lo + b) (a padding_idx
+    # gradient keeps the table around its zero row)
+    Lemma("slice-mscatter", "(slice (mscatter g ids lo n) 0 (DLit a) (DLit b))", "(mscatter g ids (+ lo a) (- b a))",
+          when=("(>= a 0)", "(<= a b)", "(<= b n)"), instances=slice_mscatter, rejects=slice_mscatter_bad),
 ]
 
 

@@ -354,26 +354,36 @@ def test_embedding_backward_conforms_to_torch():
     torch.manual_seed(5)
     n = 0
     for ids_shape, rows in [((5,), 4), ((2, 3), 7), ((2, 2, 2), 3), ((), 3), ((0, 2), 4), ((4,), 1)]:
-        ids = torch.randint(0, rows, ids_shape)
-        g = torch.randn(*ids_shape, 3, dtype=torch.float64)
-        v = C.check_sample(torch.ops.aten.embedding_dense_backward.default,
-                           SimpleNamespace(input=g, args=(ids, rows, -1, False), kwargs={}))
-        assert v.kind == "agree", (ids_shape, rows, [str(d) for d in v.nodes], v.why)
-        n += 1
-    assert n == 6
+        # padding_idx: none, the first row, the last, one inside (a row that is looked up)
+        for pad in sorted({-1, 0, rows - 1, rows // 2}):
+            ids = torch.randint(0, rows, ids_shape)
+            for dtype in (torch.float64, torch.float32):
+                g = torch.randn(*ids_shape, 3, dtype=dtype)
+                v = C.check_sample(torch.ops.aten.embedding_dense_backward.default,
+                                   SimpleNamespace(input=g, args=(ids, rows, pad, False), kwargs={}))
+                assert v.kind == "agree", (ids_shape, rows, pad, dtype, [str(d) for d in v.nodes], v.why)
+                n += 1
+    assert n == 44
 
 
-def test_embedding_backward_refuses_padding_and_frequency_scaling(tmp_path):
+def test_embedding_backward_pads_and_refuses_frequency_scaling(tmp_path):
     low = _lowered(tmp_path, '''
         def forward(self, g: "f32[2, 3, 5]", ids: "i64[2, 3]"):
             a: "f32[7, 5]" = torch.ops.aten.embedding_dense_backward.default(g, ids, 7, -1, False)
             b: "f32[7, 5]" = torch.ops.aten.embedding_dense_backward.default(g, ids, 7, 0, False)
             c: "f32[7, 5]" = torch.ops.aten.embedding_dense_backward.default(g, ids, 7, -1, True)
-            return (a, b, c)
+            d: "f32[7, 5]" = torch.ops.aten.embedding_dense_backward.default(g, ids, 7, 7, False)
+            e: "f32[7, 5]" = torch.ops.aten.embedding_dense_backward.default(g, ids, 7, -2, False)
+            return (a, b, c, d, e)
         ''')
     assert low["a"].text == "(scatter $g $ids 7)"
-    assert isinstance(low["b"], L.Refused) and low["b"].arg == "padding_idx"
+    # padding_idx 0: the table with its row 0 zeroed
+    assert low["b"].text.startswith("(concat (Cons (unary \"to_float32\" (cst \"0.0\"") and \
+        "(slice (scatter $g $ids 7) 0 (DLit 1) (DLit 7))" in low["b"].text
     assert isinstance(low["c"], L.Refused) and low["c"].arg == "scale_grad_by_freq"
+    # a padding row that is not a row of the table (F.embedding makes a negative one a row)
+    assert isinstance(low["d"], L.Refused) and low["d"].arg == "padding_idx"
+    assert isinstance(low["e"], L.Refused) and low["e"].arg == "padding_idx"
 
 
 def test_slice_backward_conforms_to_torch():

@@ -149,6 +149,11 @@ POSITIVE = [
     ("indexing", "(scatter {g} {ids} 5)", "(mscatter {g} {ids} 0 5)", {"g": [2, 3, 4], "ids": [2, 3]},
      ("valid_indices",)),
     ("indexing", _MSCATTER.format(lo=3, hi=5, n=2), "(mscatter {g} {ids} 3 2)", {"g": [2, 3, 4], "ids": [2, 3]}, ()),
+    # movement: a concat as the last part is flattened into its parent
+    ("movement", cat(0, "{a}", cat(0, "{b}", "{c}")), cat(0, "{a}", "{b}", "{c}"), {"a": [1, 2], "b": [2, 2], "c": [3, 2]}, ()),
+    # ... and rows of that block (the table around a padding_idx's zero row) are a block of their own
+    ("indexing", "(slice (mscatter {g} {ids} 3 4) 0 (DLit 1) (DLit 3))", "(mscatter {g} {ids} 4 2)",
+     {"g": [2, 3, 4], "ids": [2, 3]}, ()),
     # positions: a rank's local positions moved by its offset, next to the first rank's, are the whole run
     ("positions", cat(0, "(arange 0 1 (DLit 3))", '(iscalar "add" (arange 0 1 (DLit 3)) 3)'), "(arange 0 1 (DLit 6))",
      {}, ()),
@@ -338,6 +343,21 @@ def test_masked_scatter_splits_where_a_rank_block_ends():
     reached, _ = proves("(mscatter {g} {ids} 0 7)", cat(0, *blocks), shapes, present=blocks)
     assert reached
     reached, saturated = proves("(mscatter {g} {ids} 0 7)", cat(0, *blocks), shapes)
+    assert saturated and not reached
+
+
+def test_padded_table_gradient_splits_into_rank_blocks():
+    """A table gradient with padding_idx 0 (a zero row, then rows [1, 7)) is the concat of the
+    ranks' blocks when rank 0 has the padding row beside its rows [1, 3) and rank 1 has rows
+    [3, 7): the split, the last part flattened and the head grouped as rank 0's block.  Without
+    rank 0's block in the e-graph, no grouping."""
+    shapes = {"g": [2, 3, 4], "ids": [2, 3]}
+    row = '(unary "to_float32" (cst "0.0" (DCons (DLit 1) (DCons (DLit 4) (DNil)))))'
+    r0, r1 = cat(0, row, "(mscatter {g} {ids} 1 2)"), "(mscatter {g} {ids} 3 4)"
+    start = cat(0, row, "(mscatter {g} {ids} 1 6)")
+    reached, _ = proves(start, cat(0, r0, r1), shapes, present=(r0, r1))
+    assert reached
+    reached, saturated = proves(start, cat(0, r0, r1), shapes, present=(r1,))
     assert saturated and not reached
 
 

@@ -46,9 +46,6 @@ XFAIL = {
                                        "hidden dim is not taken into (x - mean) * rstd",
     "adv2_all_correct[forward]": "lemma gap: not(max over ranks of not(local all)) is not related to all over the "
                                  "concat (all as a min over ranks)",
-    "adv2_emb_correct[joint]": "no semantics (exit 2): embedding_dense_backward with padding_idx set",
-    "adv2_emb_pad_all[joint]": "no semantics (exit 2): embedding_dense_backward with padding_idx set (buggy: stopped "
-                               "before a refutation)",
 }
 XFAIL = {k: v for k, v in XFAIL.items() if v}
 

@@ -1382,18 +1382,19 @@ class Lowerer:
     @lowers("aten.embedding_dense_backward.default")
     def _h_embedding_dense_backward_default(self, n):
         """The gradient of embedding(weight, ids): ``(scatter grad ids num_weights)``, each row of
-        grad added into row ids[p] of a zero table.  padding_idx (-1: none) and scale_grad_by_freq
-        (False) are read; other values are refused."""
+        grad added into row ids[p] of a zero table; with padding_idx p, that table with row p zeroed
+        (a concat around a zero row).  scale_grad_by_freq other than False is refused."""
         grad, ids = n.args[:2]
         num = self._arg(n, 2, "num_weights")
         pad = self._arg(n, 3, "padding_idx", -1)
         freq = self._arg(n, 4, "scale_grad_by_freq", False)
-        if pad != -1 or isinstance(pad, bool):
-            return Refused(n.target, "padding_idx", f"padding_idx={pad!r}")
         if freq is not False:
             return Refused(n.target, "scale_grad_by_freq", f"scale_grad_by_freq={freq!r}")
         if not isinstance(num, int) or isinstance(num, bool) or num < 0:
             return Refused(n.target, "num_weights", f"num_weights={num!r} (not a constant)")
+        # F.embedding makes a negative padding_idx a row; -1 here means none
+        if not isinstance(pad, int) or isinstance(pad, bool) or not -1 <= pad < num:
+            return Refused(n.target, "padding_idx", f"padding_idx={pad!r} of {num} rows")
         if not isinstance(grad, Ref) or not isinstance(ids, Ref) or self._dtype(ids.name) not in ("int64", "int32"):
             return Refused(n.target, "indices", "not a tensor of integer ids")
         gs, is_ = tuple(self.shape(grad.name)), tuple(self.shape(ids.name))
@@ -1401,7 +1402,16 @@ class Lowerer:
             return Refused(n.target, "grad_output", f"gradient of shape {list(gs)} for ids of shape {list(is_)}")
         if self._dtype(grad.name) != n.val.dtype:
             return Refused(n.target, "grad_output", "a gradient of another dtype than the result")
-        return Term(f"(scatter {self.t(grad)} {self.t(ids)} {num})")
+        table = f"(scatter {self.t(grad)} {self.t(ids)} {num})"
+        if pad == -1:
+            return Term(table)
+        # padding_idx p: row p gets no gradient, the table's other rows are kept
+        row = f"(cst \"0.0\" {self._shape_list([1, gs[-1]])})"
+        if n.val.dtype != "float64":
+            row = f"(unary {str_lit('to_' + n.val.dtype)} {row})"
+        before = [f"(slice {table} 0 (DLit 0) (DLit {pad}))"] if pad > 0 else []
+        after = [f"(slice {table} 0 (DLit {pad + 1}) (DLit {num}))"] if pad + 1 < num else []
+        return Term(f"(concat {term_list(before + [row] + after)} 0)")
 
     @lowers("aten.slice_backward.default")
     def _h_slice_backward_default(self, n):

@@ -263,6 +263,28 @@ def mscatter_split_bad(rng):
         yield inst
 
 
+def _slice_instance(rng):
+    inst = _split_instance(rng)
+    a = rng.randint(0, inst["n"])
+    return {**inst, "a": a, "b": rng.randint(a, inst["n"])}
+
+
+@repeat(8)
+def slice_mscatter(rng):
+    return _slice_instance(rng)
+
+
+def slice_mscatter_bad(rng):
+    """Counterexamples: a window that starts before the rows or ends after them."""
+    for k in range(4):
+        inst = _slice_instance(rng)
+        if k % 2 == 0:
+            inst["a"] = -1                                  # a row before the block
+        else:
+            inst["b"] = inst["n"] + 1                       # a row past the block
+        yield inst
+
+
 def scatter_terms(rng):
     for _ in range(3):
         n = rng.randint(1, 5)

@@ -225,6 +225,35 @@ def test_batched_receives_keep_their_value(tmp_path):
     assert src.target == "getitem" and g1.node(src.args[0].name).target.endswith("batch_p2p_ops.default")
 
 
+def _rank1_batch_receive(tmp_path, before, after):
+    return _script(tmp_path, f'''
+        if self.rank == 0:
+            for req in dist.batch_isend_irecv([dist.P2POp(dist.isend, h, 1)]):
+                req.wait()
+            return h
+        buf = torch.zeros(2, 4)
+        {before}
+        for req in dist.batch_isend_irecv([dist.P2POp(dist.irecv, buf, 0)]):
+            req.wait()
+        return {after}
+    ''')
+
+
+def test_a_batched_receive_the_program_never_reads_is_kept_out_of_its_graph(tmp_path):
+    # a copy of the buffer taken before the receive is what the program computes with (a bug of
+    # its own, which the check reports): the graph reads the copy of the zeros
+    b = capture(_rank1_batch_receive(tmp_path, "old = buf.clone()", "old + h"), 2)
+    g1 = b.ranks[1]
+    add = next(n for n in g1.nodes if n.target == "aten.add.Tensor")
+    assert g1.node(add.args[0].name).target == "aten.clone.default"
+
+
+def test_a_view_taken_before_a_batched_receive_is_refused(tmp_path):
+    # the program's view sees what the buffer received; torch's graph gives it the zeros
+    with pytest.raises(CaptureError, match="a view of it taken before the receive"):
+        capture(_rank1_batch_receive(tmp_path, "v = buf.view(8)", "v.view(2, 4) + h"), 2)
+
+
 @pytest.mark.parametrize("src, status", [(0, "refines"), (1, "fails")])
 def test_functional_sends_and_receives_pair_by_peer(tmp_path, src, status):
     # funcol.isend_inplace / irecv_inplace: rank 2 takes the activation of rank `src`; only

@@ -21,8 +21,6 @@ for p in (ROOT / "examples" / "programs", ROOT / "benchmarks"):
 from corpus import CORPUS  # noqa: E402
 
 XFAIL = {
-    "adv_pp_read_before_clone_before[forward]": "capture refuses (exit 2): the received value is never read while "
-                                                "the program reads the buffer (torch's irecv tracing drops it)",
     # helper-adv2: correct twins the checker cannot prove yet (their buggy twins are refuted)
     "adv2_pos_correct[forward]": "no clean term (exit 1; the iteration limit before the dtype lemmas) for the mask "
                                  "gt(positions, 2) over the ranks' aranges moved by their offsets",

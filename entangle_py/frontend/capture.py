@@ -342,9 +342,13 @@ def _check_received_values_read(g: graph.RankGraph) -> None:
     ``dist.irecv(buf, src).wait()`` traces (torch 2.13) to an ``irecv`` whose result only
     ``wait_tensor`` reads, while the program's later reads of ``buf`` read the buffer as it was
     before: the received value is silently dropped.  ``dist.batch_isend_irecv`` and the return
-    value of ``funcol.irecv_inplace`` keep it."""
+    value of ``funcol.irecv_inplace`` keep it: functionalization gives later reads of the buffer
+    (and of its views) the received tensor, so a batch receive is refused only when the graph
+    still reads the buffer, or a view of it, after the receive.  Reads before it (a copy taken
+    first, a program that never reads what it received) are the program's own."""
     users = g.users()
     returned = {p.node for p in g.outputs}
+    order = {n.name: i for i, n in enumerate(g.nodes)}
 
     def read(name):      # returned, or read by something other than a chain of wait_tensor
         return name in returned or any(
@@ -354,24 +358,61 @@ def _check_received_values_read(g: graph.RankGraph) -> None:
     def buffer_read_elsewhere(buf, n):     # the program reads the buffer it received into
         return isinstance(buf, graph.Ref) and any(u != n.name for u in users.get(buf.name, ()))
 
+    def buffer_read_after(buf, n):         # ... or a view of it, after the receive
+        if not isinstance(buf, graph.Ref):
+            return False
+        seen, todo = set(), [buf.name]
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            for u in users.get(name, ()):
+                if u != n.name and (order[u] > order[n.name] or u in returned):
+                    return True
+                if _returns_a_view(g.node(u).target):
+                    todo.append(u)
+        return buf.name in returned
+
     for n in g.nodes:
         if n.target == ops.IRECV and n.args:
             lost = not read(n.name) and buffer_read_elsewhere(n.args[0], n)
         elif n.target == ops.BATCH_P2P and len(n.args) > 3 \
                 and isinstance(n.args[0], (list, tuple)) and isinstance(n.args[3], (list, tuple)):
             got = {g.node(u).args[1]: u for u in users.get(n.name, ()) if g.node(u).target == "getitem"}
-            lost = any(k == "irecv" and not (i in got and read(got[i])) and buffer_read_elsewhere(buf, n)
+            lost = any(k == "irecv" and not (i in got and read(got[i])) and buffer_read_after(buf, n)
                        for i, (k, buf) in enumerate(zip(n.args[0], n.args[3])))
         else:
             continue
-        if lost:
-            where = f" at {n.source}" if n.source else ""
+        if not lost:
+            continue
+        where = f" at {n.source}" if n.source else ""
+        if n.target == ops.IRECV:
             raise CaptureError(
                 f"rank {g.rank}: the tensor received by {n.name} ({n.target}){where} is never read: torch's "
                 f"tracing of dist.irecv drops the received value (later reads of the buffer see what it "
                 f"held before), so the graph would not be the program; receive with "
                 f"dist.batch_isend_irecv([dist.P2POp(dist.irecv, buf, src)]) or use the tensor "
                 f"funcol.irecv_inplace returns")
+        raise CaptureError(
+            f"rank {g.rank}: the tensor received by {n.name} ({n.target}){where} is never read, while the "
+            f"graph reads the buffer, or a view of it taken before the receive, after it: torch's tracing "
+            f"gives such a view what the buffer held before, so the graph would not be the program; take "
+            f"views of the buffer after the receive")
+
+
+def _returns_a_view(target) -> bool:
+    """Whether the op's result aliases an input (its schema says ``Tensor(a)``); unknown ops do
+    (a receive's buffer read through them is refused rather than missed)."""
+    if not isinstance(target, str) or target.count(".") != 2:
+        return target == ops.GETITEM
+    import torch
+    ns, name, overload = target.split(".")
+    try:
+        schema = getattr(getattr(getattr(torch.ops, ns), name), overload)._schema
+    except (AttributeError, RuntimeError):
+        return True
+    return any(r.alias_info is not None for r in schema.returns)
 
 
 _NO_AUTOGRAD_KERNEL = re.compile(r"(\S+): an autograd kernel was not registered")

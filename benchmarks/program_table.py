@@ -62,6 +62,7 @@ def _failure_lines(f: dict) -> list[str]:
     locs = [f.get("location") or {}]
     for c in f.get("culprits") or ():
         locs += [c.get("location") or {}, c.get("reader") or {}]
+    locs += f.get("plans") or []
     out = []
     for loc in locs:
         if loc.get("file") and loc.get("line"):

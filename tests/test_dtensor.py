@@ -11,7 +11,7 @@ import pytest
 from entangle_py.check import spec as S
 from entangle_py.check.checker import Checker
 from entangle_py.errors import InputError
-from entangle_py.frontend.capture import DTENSOR_PLACEMENTS, capture
+from entangle_py.frontend.capture import DTENSOR_PLACEMENTS, PARALLEL_STYLES, capture
 from entangle_py.ir import graph as G
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,6 +86,30 @@ def test_a_missing_all_reduce_behind_a_partial_output_placement_fails():
     res = Checker(capture(script, 1), capture(script, 2), S.parse_spec({"inputs": {"input:x": "replicate"}})).run()
     assert res.status == "fails"
     assert res.failure.target == "aten.add.Tensor" and "_dtensor.py" in res.failure.source
+
+
+def test_the_plan_entries_are_recorded_with_their_lines(mlp):
+    _, dist = mlp
+    styles = json.loads(dist.meta[PARALLEL_STYLES])
+    assert set(styles) == {"fc1", "fc2"}
+    assert styles["fc1"]["style"].startswith("ColwiseParallel(") and styles["fc2"]["style"].startswith("RowwiseParallel(")
+    plan_line = next(i for i, ln in enumerate((PROGRAMS / "_dtensor.py").read_text().splitlines(), 1)
+                     if '"fc2": RowwiseParallel(output_layouts=out)' in ln)
+    assert styles["fc2"]["file"].endswith("_dtensor.py") and styles["fc2"]["line"] == plan_line
+
+
+def test_a_failure_inside_a_parallelized_module_names_its_plan_entry():
+    """The partial-output bug is a plan entry (RowwiseParallel(output_layouts=Partial())): the
+    failure, reported at the forward line, names fc2's entry, its Partial layout and its line."""
+    from entangle_py.check.culprit import annotate
+    from entangle_py.report.common import culprit_lines
+    script = str(PROGRAMS / "dtensor_mlp_partial_output.py")
+    checker = Checker(capture(script, 1), capture(script, 2), S.parse_spec({"inputs": {"input:x": "replicate"}}))
+    res = checker.run()
+    annotate(checker, res)
+    (plan,) = res.failure.detail["plans"]
+    assert plan["module"] == "fc2" and "Partial(sum)" in plan["style"] and plan["line"] > 0
+    assert any("module fc2 is parallelized by RowwiseParallel(" in ln for ln in culprit_lines(res.failure.detail))
 
 
 def test_dtensor_gradients_are_their_local_tensors():

@@ -104,10 +104,6 @@ FAR = {
     "fsdp_no_reduce_scatter[joint]": "the first operator without a clean term is the mean's backward (g / n "
                                      "expanded: no rank holds g / 24), deferred and reported first; the unreduced "
                                      "gradient is the output that fails",
-    "dtensor_mlp_partial_output[forward]": "the bug is in the parallelize_module plan (a config line); the "
-                                           "operators it changes run in forward, where the failure is reported",
-    "dtensor_mlp_partial_output[joint]": "the bug is in the parallelize_module plan (a config line); the "
-                                         "operators it changes run in forward, where the failure is reported",
 }
 NEAR = 5     # lines
 

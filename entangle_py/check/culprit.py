@@ -15,12 +15,18 @@ queries only, which add nothing) and the graphs, and never changes a verdict.
   *divergence*: the G_d operator reading it and the one producing it, with their source lines.
   A backward all-reduce that should not be there shows up as ``all_reduce_1 = sum over ranks of
   tangent:out`` read where ``r0.tangent:out`` is needed.
+* **Plan entries.**  A DTensor program's layouts come from its ``parallelize_module`` plan, not
+  from the forward code the graph's sources point at: when a producer or culprit runs inside a
+  module the plan parallelized, the plan entry (its style and line) is named with it.
 * **Neighbourhood.**  Small subgraphs around the failure in G_s and G_d (drawn by ``--html``,
   listed by ``entangle explain``).
 """
 from __future__ import annotations
 
+import json
+
 from entangle_py.check import readable as R
+from entangle_py.frontend.capture import PARALLEL_STYLES
 from entangle_py.ir import graph as G
 from entangle_py.semantics import terms as T
 
@@ -419,6 +425,11 @@ def annotate(checker, res) -> None:
             for k in R.leaves(R.parse(cu["found_sexpr"])):
                 names.setdefault(k, None)
         detail["neighbourhood"] = neighbourhood(prov, f, detail["culprits"], producers)
+        places = [p for p in producers if not p.get("input")]
+        places += [loc for cu in detail["culprits"] for loc in (cu["location"], cu["reader"])]
+        plans = plan_entries(checker.dist, places)
+        if plans:
+            detail["plans"] = plans
         f.detail = detail
     elif f is not None and checker.seq.has(f.node):
         f.detail = {"location": prov.location(None, f.node)}
@@ -440,6 +451,27 @@ def annotate(checker, res) -> None:
         if p.name in res.outputs and checker.seq.has(p.node):
             res.outputs[p.name]["location"] = prov.location(None, p.node)
     res.gd_nodes = {k: prov.leaf(k) for k in sorted(names)}
+
+
+def plan_entries(dist: G.Bundle, places: list[dict]) -> list[dict]:
+    """The plan entries (``parallelize_module`` styles, recorded at capture) of the modules the
+    given G_d locations run in: the entry of the longest module path that holds each."""
+    try:
+        styles = json.loads(dist.meta.get(PARALLEL_STYLES) or "{}")
+    except ValueError:
+        return []
+    out = {}
+    for loc in places:
+        rank, node = loc.get("rank"), loc.get("node")
+        if not isinstance(rank, int) or not 0 <= rank < len(dist.ranks) or not dist.ranks[rank].has(node):
+            continue
+        module = dist.ranks[rank].node(node).module or ""
+        held = [k for k in styles if module == k or module.startswith(k + ".")]
+        if held:
+            k = max(held, key=len)
+            if isinstance(styles[k], dict):
+                out.setdefault(k, {"module": k, **styles[k]})
+    return list(out.values())
 
 
 def _call_text(n: G.Node, prov: Provenance) -> str:

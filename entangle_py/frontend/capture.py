@@ -71,7 +71,8 @@ from pathlib import Path
 from typing import Any
 
 from entangle_py.errors import InputError
-from entangle_py.frontend.capture_errors import CaptureError, capture_error, display_path, first_line, user_frame_suffix
+from entangle_py.frontend.capture_errors import (CaptureError, capture_error, display_path, first_line, pick_frame,
+                                                 user_frame_suffix)
 from entangle_py.ir import graph, ops
 from entangle_py.frontend.convert import DynamoInfo, convert, custom_op_schemas, source_name_of
 
@@ -132,11 +133,14 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
     if dist.is_available() and dist.is_initialized():
         raise CaptureError("a default process group is already initialized in this process; "
                            "capture simulates ranks with its own fake process group")
-    ranks, placements = [], []
+    ranks, placements, styles = [], [], {}
     for r in range(world_size):
         t0 = time.perf_counter()
         placements.append({})
-        ranks.append(_capture_rank(module, r, world_size, joint, dynamic, placements[-1]))
+        rank_styles = {}
+        ranks.append(_capture_rank(module, r, world_size, joint, dynamic, placements[-1], rank_styles))
+        for k, v in rank_styles.items():
+            styles.setdefault(k, v)
         if progress is not None:
             progress(r, world_size, time.perf_counter() - t0)
     # Ranks may take different inputs and return different outputs (pipeline stages hold their
@@ -156,6 +160,8 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
     dtensor = _merge_placements(placements)
     if dtensor:
         meta[DTENSOR_PLACEMENTS] = json.dumps(dtensor, sort_keys=True)
+    if styles:
+        meta[PARALLEL_STYLES] = json.dumps(styles, sort_keys=True)
     schemas = custom_op_schemas(ranks)
     if schemas:
         meta[graph.CUSTOM_OP_SCHEMAS] = json.dumps(schemas, sort_keys=True)
@@ -183,7 +189,7 @@ def cli_capture(args) -> int:
 # ----------------------------------------------------------------------------- one rank
 
 def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool,
-                  placements: dict | None = None) -> graph.RankGraph:
+                  placements: dict | None = None, styles: dict | None = None) -> graph.RankGraph:
     import torch
     import torch.distributed as dist
 
@@ -195,9 +201,13 @@ def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool
             from torch.testing._internal.distributed.fake_pg import FakeStore
             dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=world_size)
             pg = True
-        model, inputs = _build(module, rank, world_size, script_file)
+        found = {}
+        with _recording_parallel_styles(found):
+            model, inputs = _build(module, rank, world_size, script_file)
         if placements is not None:
             placements.update(_dtensor_placements(model, inputs, world_size))
+        if styles is not None:
+            styles.update(_parallel_styles(model, found))
         gm, info = _trace(model, inputs, module, joint, dynamic, script_file, rank)
         return convert(gm, info, model, inputs, rank, script_file, joint, world_size)
     finally:
@@ -491,6 +501,68 @@ def _placement_text(t, world_size) -> str:
     if type(p) is Partial and p.reduce_op in ("sum", "max"):
         return "partial" if p.reduce_op == "sum" else "partial(max)"
     return f"unmapped: placement {p} has no spec form"
+
+
+# Bundle meta key: {module path: {"style", "file", "line", "code"}}, the ParallelStyle that
+# parallelize_module applied to each module of the model and where the program made it (the plan
+# entry).  A failure inside such a module is reported with its plan line: a wrong layout is a bug
+# in the plan, not in the forward code the graph's sources point at.
+PARALLEL_STYLES = "parallel_styles"
+
+
+@contextlib.contextmanager
+def _recording_parallel_styles(found: dict):
+    """While build() runs: where each ParallelStyle is made, and the module each is applied to.
+    ``found`` gets {id(module): (module, style, frame)}; the classes are restored after."""
+    try:
+        from torch.distributed.tensor.parallel.style import ParallelStyle
+    except ImportError:       # a torch without tensor parallelism: nothing to record
+        yield
+        return
+    import traceback
+    made, saved = {}, []
+
+    def classes(c):
+        yield c
+        for sub in c.__subclasses__():
+            yield from classes(sub)
+
+    def wrap_init(orig):
+        def __init__(self, *args, **kwargs):
+            if id(self) not in made:
+                frames = [(f.filename, f.lineno, f.name, f.line or "") for f in traceback.extract_stack()[:-1]]
+                made[id(self)] = (self, pick_frame(frames, None))
+            orig(self, *args, **kwargs)
+        return __init__
+
+    def wrap_apply(orig):
+        def _apply(self, module, device_mesh):
+            found[id(module)] = (module, self, (made.get(id(self)) or (None, None))[1])
+            return orig(self, module, device_mesh)
+        return _apply
+
+    for c in set(classes(ParallelStyle)):
+        for attr, wrap in (("__init__", wrap_init), ("_apply", wrap_apply)):
+            if attr in c.__dict__:
+                saved.append((c, attr, c.__dict__[attr]))
+                setattr(c, attr, wrap(c.__dict__[attr]))
+    try:
+        yield
+    finally:
+        for c, attr, orig in saved:
+            setattr(c, attr, orig)
+
+
+def _parallel_styles(model, found: dict) -> dict[str, dict]:
+    out = {}
+    for name, m in model.named_modules():
+        if id(m) in found and found[id(m)][0] is m:
+            _, style, frame = found[id(m)]
+            entry = {"style": repr(style)}
+            if frame is not None:
+                entry.update(file=display_path(frame[0]), line=frame[1], code=frame[3].strip())
+            out[name or "<model>"] = entry
+    return out
 
 
 def _merge_placements(per_rank: list[dict]) -> dict[str, str]:

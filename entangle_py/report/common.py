@@ -75,6 +75,11 @@ def culprit_lines(detail: dict) -> list[str]:
             out.append(f"      where the sequential {op} needs {cu['needed']}")
         else:
             out.append(f"      has {cu['found']} where the sequential {op} needs {cu['needed']}")
+    for pl in detail.get("plans", []):
+        at = f" at {pl['file']}:{pl['line']}" if pl.get("file") else ""
+        out.append(f"  module {pl['module']} is parallelized by {pl['style']}{at}")
+        if pl.get("code"):
+            out.append(f"      {pl['code']}")
     if detail.get("culprit_error"):
         out.append(f"  (locating the culprit in the distributed program failed: {detail['culprit_error']})")
     return out

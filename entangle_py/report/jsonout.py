@@ -69,6 +69,7 @@ def _failure(f) -> dict:
         "iterations": d["iterations"],
         "producers": detail.get("producers", []),
         "culprits": detail.get("culprits", []),
+        "plans": detail.get("plans", []),
         "neighbourhood": detail.get("neighbourhood"),
     }
     if "culprit_error" in detail:

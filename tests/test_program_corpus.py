@@ -101,9 +101,6 @@ def test_checker_verdict(entry, tmp_path):
 
 # Buggy programs whose failure is reported far from the bug's line, and why.
 FAR = {
-    "fsdp_no_reduce_scatter[joint]": "the first operator without a clean term is the mean's backward (g / n "
-                                     "expanded: no rank holds g / 24), deferred and reported first; the unreduced "
-                                     "gradient is the output that fails",
 }
 NEAR = 5     # lines
 

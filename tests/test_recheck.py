@@ -76,6 +76,26 @@ def test_missing_allreduce_prints_a_confirmed_witness(tmp_path, capsys):
     assert num["best_term_equal"] is True
 
 
+def test_a_wrong_output_names_where_the_program_computes_it(tmp_path, capsys):
+    """FSDP whose backward keeps the rank's own gradient rows (never reduce-scattered): the first
+    operator without a clean term (the mean's backward) holds its value, the gradient output is
+    what differs, so the witness names where each rank computes it -- the slice, with its code
+    printed as it is (``grad[a:b]`` is not rich markup)."""
+    from entangle_py.frontend.capture import capture
+    programs = ROOT / "examples" / "programs"
+    script = str(programs / "fsdp_no_reduce_scatter.py")
+    seq, dist, out = tmp_path / "s.pt", tmp_path / "d.pt", tmp_path / "r.json"
+    G.save(capture(script, 1, joint=True), seq)
+    G.save(capture(script, 2, joint=True), dist)
+    assert main(["check", str(seq), str(dist), "--spec", str(programs / "fsdp_joint.toml"), "--json", str(out)]) == 1
+    text = capsys.readouterr().out
+    num = json.loads(out.read_text())["numeric"]
+    assert num["status"] == "confirmed" and num["at"] == "at output grad:weight" and num["best_term_equal"]
+    bug = next(i for i, ln in enumerate((programs / "_fsdp.py").read_text().splitlines(), 1) if "# BUG" in ln)
+    assert any(loc["file"].endswith("_fsdp.py") and loc["line"] == bug for loc in num["output_sources"])
+    assert "g = grad[ctx.rank * ctx.n:(ctx.rank + 1) * ctx.n]" in text
+
+
 def _bias_twice_minus_once(src, dst):
     """A correct MLP the checker cannot prove: each rank computes y + b as (y + 2 b) - b."""
     b = G.load(src)

@@ -33,6 +33,7 @@ from dataclasses import replace
 import sympy
 import torch
 
+from entangle_py.check.culprit import Provenance
 from entangle_py.ir import graph as G
 from entangle_py.ir import ops
 from entangle_py.oracle import interp
@@ -555,6 +556,10 @@ def witness(checker, result, draws: int = DEFAULT_DRAWS, budget_bytes: int = DEF
             out.update(status="confirmed", at=where, candidate=label, diff=diff,
                        verdict=f"confirmed: the distributed program computes something else here "
                                f"({where}: {label} differs, {_diff_text(diff)})")
+            if where.startswith("at output ") and best_equal:
+                # the failing operator's value is right: what goes wrong is how the program
+                # computes the output, so name where it does
+                out["output_sources"] = output_sources(checker, where[len("at output "):])
         out["candidates"] = len(local)
         if unsound is not None:
             bad, culprit = unsound
@@ -563,6 +568,29 @@ def witness(checker, result, draws: int = DEFAULT_DRAWS, budget_bytes: int = DEF
     except Skip as e:
         out["reason"] = str(e)
     out["seconds"] = round(time.perf_counter() - t0, 3)
+    return out
+
+
+def output_sources(checker, port: str, depth: int = 2) -> list[dict]:
+    """Where each rank computes its output ``port``: the output's operator and those it reads,
+    ``depth`` operators up, one location per source line."""
+    prov = Provenance(checker)
+    out, seen = [], set()
+    for r, g in enumerate(checker.dist.ranks):
+        p = next((p for p in g.outputs if p.name == port), None)
+        level = [p.node] if p is not None else []
+        for _ in range(depth):
+            nxt = []
+            for name in level:
+                n = g.node(name)
+                if n.is_placeholder:
+                    continue
+                loc = prov.location(r, name)
+                if loc.get("file") and (loc["file"], loc["line"]) not in seen:
+                    seen.add((loc["file"], loc["line"]))
+                    out.append(loc)
+                nxt += list(n.refs())
+            level = nxt
     return out
 
 
@@ -681,46 +709,56 @@ def _output_candidates(checker, run: Draw) -> dict:
 
 # ----------------------------------------------------------------------------- printing
 
+def plain(console, text, **kw):
+    """Print text as it is: a program's code (``g = grad[a:b]``) is not rich markup."""
+    kw.setdefault("highlight", False)
+    console.print(text, markup=False, **kw)
+
+
 def print_numeric(num: dict, console, verbose: bool = False):
     if not num:
         return
     if num["kind"] == "recheck":
         if num["status"] == "agrees":
-            console.print(f"  re-check: the interpreter agrees on {num['draws']} draws "
+            plain(console, f"  re-check: the interpreter agrees on {num['draws']} draws "
                           f"({', '.join(num['checked']) or 'no certificate'})", highlight=False, soft_wrap=True)
         elif num["status"] == "disagrees":
             op = num.get("operator")
             if num.get("output"):
-                console.print(f"  re-check: the interpreter DISAGREES at output {num['output']} = {num['relation']} "
+                plain(console, f"  re-check: the interpreter DISAGREES at output {num['output']} = {num['relation']} "
                               f"({_diff_text(num['diff'])})", highlight=False, soft_wrap=True)
             else:
-                console.print("  re-check: the interpreter DISAGREES with a per-operator relation (the outputs' "
+                plain(console, "  re-check: the interpreter DISAGREES with a per-operator relation (the outputs' "
                               "certificates agree)", highlight=False, soft_wrap=True)
             if op:
-                console.print(f"  first operator whose relation fails numerically: {op['node']} = {op['target']}"
+                plain(console, f"  first operator whose relation fails numerically: {op['node']} = {op['target']}"
                               f"  [{op['relation']}]", highlight=False, soft_wrap=True)
             _examples(console, (op or num)["diff"])
         else:
-            console.print(f"  re-check skipped: {num.get('reason')}", highlight=False, soft_wrap=True)
+            plain(console, f"  re-check skipped: {num.get('reason')}", highlight=False, soft_wrap=True)
     else:
         if num["status"] == "skipped":
-            console.print(f"  numeric witness skipped: {num.get('reason')}", highlight=False, soft_wrap=True)
+            plain(console, f"  numeric witness skipped: {num.get('reason')}", highlight=False, soft_wrap=True)
         else:
-            console.print(f"  numeric witness: {num['verdict']}", highlight=False, soft_wrap=True)
+            plain(console, f"  numeric witness: {num['verdict']}", highlight=False, soft_wrap=True)
             if num["status"] == "confirmed":
                 _examples(console, num["diff"])
+            for loc in num.get("output_sources", ()):
+                plain(console, f"    the distributed program computes it at {loc['file']}:{loc['line']} "
+                              f"(rank {loc['rank']} {loc['node']}): {loc.get('code') or ''}",
+                              highlight=False, soft_wrap=True)
             if num.get("unsound"):
                 op = num["unsound"].get("operator")
-                console.print("  and a relation the proof found is numerically false: "
+                plain(console, "  and a relation the proof found is numerically false: "
                               + (f"{op['node']} = {op['relation']}" if op else
                                  f"output {num['unsound'].get('output')} = {num['unsound'].get('relation')}"),
                               highlight=False, soft_wrap=True)
     if verbose:
-        console.print(f"  numeric check: {num.get('seconds', 0):.3f} s, {num.get('draws', 0)} draws"
+        plain(console, f"  numeric check: {num.get('seconds', 0):.3f} s, {num.get('draws', 0)} draws"
                       + (f", estimated {_fmt_bytes(num['estimated_bytes'])}" if "estimated_bytes" in num else ""),
                       highlight=False, soft_wrap=True)
 
 
 def _examples(console, diff: dict):
     for e in diff.get("examples", [])[:3]:
-        console.print(f"    at {e['index']}: expected {e['expected']}, got {e['got']}", highlight=False, soft_wrap=True)
+        plain(console, f"    at {e['index']}: expected {e['expected']}, got {e['got']}", highlight=False, soft_wrap=True)

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from entangle_py.check.checker import Result
-from entangle_py.oracle.recheck import print_numeric
+from entangle_py.oracle.recheck import plain, print_numeric
 from entangle_py.report.common import MAX_LISTED, culprit_lines, hints, paren_phase
 
 
@@ -21,7 +21,7 @@ def print_result(res: Result, console: Console, verbose: bool = False):
     if res.inferred_inputs:
         console.print("[bold]inferred input relation[/] (review it; --write-spec F saves it):")
         for name, rel in res.inferred_inputs.items():
-            console.print(f"  {name} = {rel}")
+            plain(console, f"  {name} = {rel}")
     for name, meaning in res.assumptions:
         console.print(f"[bold]assuming[/] {name}: {escape(meaning)} (spec {escape('[assume]')}; not proven)",
                       highlight=False)
@@ -35,14 +35,15 @@ def print_result(res: Result, console: Console, verbose: bool = False):
     else:
         console.print("[bold yellow]unknown[/]: a limit was hit")
     for name, term in res.relations.items():
-        console.print(f"  {name} = {term}", highlight=False)
+        plain(console, f"  {name} = {term}", highlight=False)
     for out, req, found, ok in res.expectations:
         mark = "[green]holds[/]" if ok else "[yellow]unknown[/]" if ok is None else "[red]violated[/]"
         detail = found if found.startswith(("no clean term", "unknown")) else f"found {out} = {found}"
-        console.print(f"  expect {out} = {req}: {mark}" + ("" if ok else f" ({detail})"), highlight=False)
+        console.print(escape(f"  expect {out} = {req}: ") + mark + ("" if ok else escape(f" ({detail})")),
+                      highlight=False)
     for out, v in res.outputs.items():
         if v["verdict"] != "holds":
-            console.print(f"  output {out}: {v['verdict']}" + (f" (the check stopped at {v['at']})"
+            plain(console, f"  output {out}: {v['verdict']}" + (f" (the check stopped at {v['at']})"
                           if v["verdict"] == "not reached" else f" (at {v['at']})"), highlight=False)
     f = res.failure
     if f:
@@ -53,25 +54,25 @@ def print_result(res: Result, console: Console, verbose: bool = False):
         console.print(f"[bold]{head}[/]: {f.node} = {f.target}{paren_phase(detail.get('location'))}",
                       highlight=False)
         if f.source:
-            console.print(f"  at {f.source}", highlight=False)
+            plain(console, f"  at {f.source}", highlight=False)
         if f.reason != "no clean term":
-            console.print(f"  {f.reason}", highlight=False)
+            plain(console, f"  {f.reason}", highlight=False)
         for name, rel in detail.get("inputs", f.inputs).items():
-            console.print(f"  input {name} = {rel}", highlight=False)
-        console.print(f"  best term found: {detail.get('best', f.best)}", highlight=False)
+            plain(console, f"  input {name} = {rel}", highlight=False)
+        plain(console, f"  best term found: {detail.get('best', f.best)}", highlight=False)
         if f.considered:
-            console.print(f"  G_d tensors in it: {', '.join(f.considered[:MAX_LISTED])}", highlight=False)
+            plain(console, f"  G_d tensors in it: {', '.join(f.considered[:MAX_LISTED])}", highlight=False)
         for line in culprit_lines(detail):
-            console.print(line, highlight=False)
+            plain(console, line, highlight=False)
         if f.later:
-            console.print(f"  later operators without a clean mapping either: {', '.join(f.later[:12])}"
+            plain(console, f"  later operators without a clean mapping either: {', '.join(f.later[:12])}"
                           + (" ..." if len(f.later) > 12 else ""), highlight=False)
         for h in hints(res):
             console.print(f"  [bold]hint[/]: {escape(h)}", highlight=False)
     if res.numeric:
         print_numeric(res.numeric, console, verbose)
     if verbose:
-        console.print("phases: " + ", ".join(f"{k} {v:.3f} s" for k, v in res.timings.items()))
+        plain(console, "phases: " + ", ".join(f"{k} {v:.3f} s" for k, v in res.timings.items()))
         if res.retired:
-            console.print(f"e-graph restarted {res.retired} times keeping only live facts"
+            plain(console, f"e-graph restarted {res.retired} times keeping only live facts"
                           + ("; the failure was decided again keeping every fact" if res.rechecked else ""))

@@ -192,6 +192,9 @@ POSITIVE = [
     # linalg: a batched product of query heads and KV heads both sharded along the heads is the ranks' products
     ("linalg", f"(bmm {cat(0, '{a}', '{b}')} {cat(0, '{c}', '{e}')})", cat(0, "(bmm {a} {c})", "(bmm {b} {e})"),
      {"a": [2, 3, 2], "b": [2, 3, 2], "c": [2, 2, 3], "e": [2, 2, 3]}, ()),
+    # movement: an all-gather along dim 2 (moved to dim 0, gathered, moved back) is the concat along dim 2
+    ("movement", f"(permute {cat(0, f'(permute {{a}} {ilist([2, 0, 1])})', f'(permute {{b}} {ilist([2, 0, 1])})')} "
+                 f"{ilist([1, 2, 0])})", cat(2, "{a}", "{b}"), {"a": [4, 2, 3], "b": [4, 2, 3]}, ()),
 ]
 
 NEGATIVE = [
@@ -298,6 +301,8 @@ NEGATIVE = [
     # linalg: batch parts that do not line up (1 + 3 heads against 2 + 2) are not paired
     ("linalg", f"(bmm {cat(0, '{a}', '{b}')} {cat(0, '{c}', '{e}')})", cat(0, "(bmm {a} {c})", "(bmm {b} {e})"),
      {"a": [1, 3, 2], "b": [3, 3, 2], "c": [2, 2, 3], "e": [2, 2, 3]}, ()),
+    # movement: a 3-cycle applied twice is not undone
+    ("movement", f"(permute (permute {{x}} {ilist([2, 0, 1])}) {ilist([2, 0, 1])})", "{x}", {"x": [4, 2, 3]}, ()),
 ]
 
 

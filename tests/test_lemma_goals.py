@@ -195,6 +195,10 @@ POSITIVE = [
     # movement: an all-gather along dim 2 (moved to dim 0, gathered, moved back) is the concat along dim 2
     ("movement", f"(permute {cat(0, f'(permute {{a}} {ilist([2, 0, 1])})', f'(permute {{b}} {ilist([2, 0, 1])})')} "
                  f"{ilist([1, 2, 0])})", cat(2, "{a}", "{b}"), {"a": [4, 2, 3], "b": [4, 2, 3]}, ()),
+    # positions: the ranks' masks of their blocks of positions (gt(positions, 2)) are the whole mask
+    ("positions", cat(0, '(iscalar "gt" (slice (arange 0 1 (DLit 6)) 0 (DLit 0) (DLit 3)) 2)',
+                      '(iscalar "gt" (slice (arange 0 1 (DLit 6)) 0 (DLit 3) (DLit 6)) 2)'),
+     '(iscalar "gt" (arange 0 1 (DLit 6)) 2)', {}, ()),
 ]
 
 NEGATIVE = [
@@ -303,6 +307,10 @@ NEGATIVE = [
      {"a": [1, 3, 2], "b": [3, 3, 2], "c": [2, 2, 3], "e": [2, 2, 3]}, ()),
     # movement: a 3-cycle applied twice is not undone
     ("movement", f"(permute (permute {{x}} {ilist([2, 0, 1])}) {ilist([2, 0, 1])})", "{x}", {"x": [4, 2, 3]}, ()),
+    # positions: masks of the ranks' positions with a gap between them are not the whole mask
+    ("positions", cat(0, '(iscalar "gt" (slice (arange 0 1 (DLit 6)) 0 (DLit 0) (DLit 3)) 2)',
+                      '(iscalar "gt" (slice (arange 0 1 (DLit 7)) 0 (DLit 4) (DLit 7)) 2)'),
+     '(iscalar "gt" (arange 0 1 (DLit 6)) 2)', {}, ()),
 ]
 
 

@@ -24,10 +24,6 @@ XFAIL = {
     "adv_pp_read_before_clone_before[forward]": "capture refuses (exit 2): the received value is never read while "
                                                 "the program reads the buffer (torch's irecv tracing drops it)",
     # helper-adv2: correct twins the checker cannot prove yet (their buggy twins are refuted)
-    "adv2_pos_correct[forward]": "no clean term (exit 1; the iteration limit before the dtype lemmas) for the mask "
-                                 "gt(positions, 2) over the ranks' aranges moved by their offsets",
-    "adv2_pos_start[forward]": "no clean term (exit 1; the iteration limit before the dtype lemmas) for the mask "
-                               "gt(positions, 2) over the ranks' arange(lo, hi)",
     "adv2_kernel_correct[forward]": "lemma gap: a sum over ranks of zero buffers each with its own slice replaced "
                                     "(the custom kernel's write into out[lo:hi]) is the concat of the slices",
     "adv2_sscat_correct[forward]": "lemma gap: a sum over ranks of slice_scatter into zero buffers (disjoint slices "

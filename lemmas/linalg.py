@@ -6,7 +6,7 @@ from lemmas._instances import fixed
 from lemmas._instances.linalg import (
     bmm_concat_batch, bmm_rows, bmm_terms, bmm_view, bmm_view_batch_terms, map_bmm_l, map_bmm_l_nil, bmm_view_swapped, col, div_mm,
     div_mm_bad, inner, map_mm_l, map_mm_l_nil, map_mm_r,
-    map_mm_r_nil, matmul_bmm, matmul_bmm_bad, matmul_concat, matmul_concat_rows, matmul_terms, row, rsum_left, rsum_right, zip_matmul,
+    map_mm_r_nil, bmm_matmul, matmul_concat, matmul_concat_rows, matmul_terms, row, rsum_left, rsum_right, zip_matmul,
     zip_matmul_mismatch, zip_mm, zip_mm_mismatch)
 
 LEMMAS = [
@@ -50,10 +50,10 @@ LEMMAS = [
     # (query heads with their KV heads sharded together)
     Lemma("bmm-concat-batch", "(bmm (concat l1 0) (concat l2 0))", "(matmul (concat l1 0) (concat l2 0))",
           instances=bmm_concat_batch),
-    # ... and back: a matmul of 3-D operands with the same batch is a bmm (the ranks' own bmm)
-    Lemma("matmul-bmm", "(matmul a b)", "(bmm a b)",
-          when=("(= 3 (ndim a))", "(= 3 (ndim b))", "(= (dim a 0) (dim b 0))"),
-          instances=matmul_bmm, rejects=matmul_bmm_bad),
+    # ... and a bmm is the matmul of the same operands where both are in the e-graph (the ranks'
+    # own bmm against the parts' matmuls)
+    Lemma("bmm-matmul", "(bmm a b)", "(matmul a b)", trigger=("(bmm a b)", "(matmul a b)"),
+          instances=bmm_matmul),
     Lemma("zip-matmul-nil", "(zip_matmul (Nil) (Nil) d)", "(Nil)", instances=fixed({"d": 0})),
     Lemma("zip-matmul-cons", "(zip_matmul (Cons a r1) (Cons b r2) d)", "(Cons (matmul a b) (zip_matmul r1 r2 d))",
           when=("(= (dim a d) (dim b d))",), instances=zip_matmul, rejects=zip_matmul_mismatch),

@@ -158,11 +158,12 @@ LEMMAS = [
     Lemma("map-permute-cons", "(map_permute (Cons x r) p)", "(Cons (permute x p) (map_permute r p))",
           instances=map_permute),
     # a permute undone by its inverse (q[i] = where p puts dim i): an all-gather along a dim other
-    # than 0 (movedim to 0, gather, movedim back) of a 3-D or wider tensor.  One lemma per length
-    # (a 2-D permute is lowered as a transpose: transpose-transpose).
+    # than 0 (movedim to 0, gather, movedim back) of a 3-D to 5-D tensor.  One lemma per length, q's
+    # entries indexed from the front (0, 1, 2) or from the back (n - 1, n - 2); a 2-D permute is
+    # lowered as a transpose (transpose-transpose)
     *(Lemma(f"permute-inverse-{n}", f"(permute (permute x p) {ilist([f'q{i}' for i in range(n)])})", "x",
-            when=(f"(= {n} (ndim x))",) + tuple(f"(= q{i} (ipos p {i}))" for i in range(n)),
-            instances=permute_inverse(n), rejects=permute_not_inverse(n)) for n in range(3, 7)),
+            when=("(= n (ndim x))",) + tuple(f"(= q{i} (ipos p {i if i <= 2 else f'(- n {n - i})'}))" for i in range(n)),
+            instances=permute_inverse(n), rejects=permute_not_inverse(n)) for n in range(3, 6)),
     # transpose after a view, when both swapped dims are dims the view kept (front or back)
     Lemma("transpose-view-front", "(transpose (view x s) a b)", "(view (transpose x a b) (dset (dset s a vb) b va))",
           when=("(vpfx x s (+ a 1))", "(vpfx x s (+ b 1))", "(= va (dat s a))", "(= vb (dat s b))"),

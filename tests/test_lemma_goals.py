@@ -189,8 +189,9 @@ POSITIVE = [
     # a rank's block of an averaged reduce-scatter is the block of the average
     ("movement", '(scalar "div" (transpose (slice {x} 0 (DLit 0) (DLit 2)) 0 1) "2.0")',
      '(transpose (slice (scalar "div" {x} "2.0") 0 (DLit 0) (DLit 2)) 0 1)', {"x": [4, 3]}, ()),
-    # linalg: a batched product of query heads and KV heads both sharded along the heads is the ranks' products
-    ("linalg", f"(bmm {cat(0, '{a}', '{b}')} {cat(0, '{c}', '{e}')})", cat(0, "(bmm {a} {c})", "(bmm {b} {e})"),
+    # linalg: a batched product of query heads and KV heads both sharded along the heads is the
+    # parts' products (bmm-matmul then meets a rank's own bmm of them)
+    ("linalg", f"(bmm {cat(0, '{a}', '{b}')} {cat(0, '{c}', '{e}')})", cat(0, "(matmul {a} {c})", "(matmul {b} {e})"),
      {"a": [2, 3, 2], "b": [2, 3, 2], "c": [2, 2, 3], "e": [2, 2, 3]}, ()),
     # movement: an all-gather along dim 2 (moved to dim 0, gathered, moved back) is the concat along dim 2
     ("movement", f"(permute {cat(0, f'(permute {{a}} {ilist([2, 0, 1])})', f'(permute {{b}} {ilist([2, 0, 1])})')} "
@@ -303,7 +304,7 @@ NEGATIVE = [
     ("indexing", f'(pick (binary "sub" {{a}} (view {{y}} {dlist([4, 1])})) {{t}})', '(binary "sub" (pick {a} {t}) {y})',
      {"a": [1, 5], "y": [4], "t": [4]}, ()),
     # linalg: batch parts that do not line up (1 + 3 heads against 2 + 2) are not paired
-    ("linalg", f"(bmm {cat(0, '{a}', '{b}')} {cat(0, '{c}', '{e}')})", cat(0, "(bmm {a} {c})", "(bmm {b} {e})"),
+    ("linalg", f"(bmm {cat(0, '{a}', '{b}')} {cat(0, '{c}', '{e}')})", cat(0, "(matmul {a} {c})", "(matmul {b} {e})"),
      {"a": [1, 3, 2], "b": [3, 3, 2], "c": [2, 2, 3], "e": [2, 2, 3]}, ()),
     # movement: a 3-cycle applied twice is not undone
     ("movement", f"(permute (permute {{x}} {ilist([2, 0, 1])}) {ilist([2, 0, 1])})", "{x}", {"x": [4, 2, 3]}, ()),

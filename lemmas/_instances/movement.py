@@ -841,7 +841,7 @@ def permute_inverse(n):
     def gen(rng):
         p = list(range(n))
         rng.shuffle(p)
-        return {"x": tensor(rng, *[rng.randint(1, 3) for _ in range(n)]), "p": p,
+        return {"x": tensor(rng, *[rng.randint(1, 3) for _ in range(n)]), "p": p, "n": n,
                 **{f"q{i}": v for i, v in enumerate(_inverse(p))}}
     return gen
 
@@ -853,6 +853,6 @@ def permute_not_inverse(n):
             p = list(range(n))
             rng.shuffle(p)
             q = list(p) if len(set(map(tuple, (p, _inverse(p))))) == 2 else p[1:] + p[:1]
-            yield {"x": tensor(rng, *[rng.randint(1, 3) for _ in range(n)]), "p": p,
+            yield {"x": tensor(rng, *[rng.randint(1, 3) for _ in range(n)]), "p": p, "n": n,
                    **{f"q{i}": v for i, v in enumerate(q)}}
     return gen

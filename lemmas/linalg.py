@@ -4,9 +4,9 @@ over the 4-D (or any n-D) forms; heads split across ranks are a concat along a b
 from entangle_py.engine.lemma import Lemma, Rule
 from lemmas._instances import fixed
 from lemmas._instances.linalg import (
-    bmm_rows, bmm_terms, bmm_view, bmm_view_batch_terms, map_bmm_l, map_bmm_l_nil, bmm_view_swapped, col, div_mm,
+    bmm_concat_batch, bmm_rows, bmm_terms, bmm_view, bmm_view_batch_terms, map_bmm_l, map_bmm_l_nil, bmm_view_swapped, col, div_mm,
     div_mm_bad, inner, map_mm_l, map_mm_l_nil, map_mm_r,
-    map_mm_r_nil, matmul_concat, matmul_concat_rows, matmul_terms, row, rsum_left, rsum_right, zip_matmul,
+    map_mm_r_nil, bmm_matmul, matmul_concat, matmul_concat_rows, matmul_terms, row, rsum_left, rsum_right, zip_matmul,
     zip_matmul_mismatch, zip_mm, zip_mm_mismatch)
 
 LEMMAS = [
@@ -45,6 +45,15 @@ LEMMAS = [
     Lemma("matmul-concat-batch", "(matmul (concat l1 d) (concat l2 d))", "(concat (zip_matmul l1 l2 d) d)",
           when=("(= n (ndim (concat l1 d)))", "(= n (ndim (concat l2 d)))", "(< d (- n 2))"),
           instances=matmul_concat, rejects=matmul_concat_rows),
+    # a bmm of operands both concatenated along the batch dim is their batched matmul (bmm is
+    # matmul on 3-D operands with one batch): matmul-concat-batch then splits it by the parts
+    # (query heads with their KV heads sharded together)
+    Lemma("bmm-concat-batch", "(bmm (concat l1 0) (concat l2 0))", "(matmul (concat l1 0) (concat l2 0))",
+          instances=bmm_concat_batch),
+    # ... and a bmm is the matmul of the same operands where both are in the e-graph (the ranks'
+    # own bmm against the parts' matmuls)
+    Lemma("bmm-matmul", "(bmm a b)", "(matmul a b)", trigger=("(bmm a b)", "(matmul a b)"),
+          instances=bmm_matmul),
     Lemma("zip-matmul-nil", "(zip_matmul (Nil) (Nil) d)", "(Nil)", instances=fixed({"d": 0})),
     Lemma("zip-matmul-cons", "(zip_matmul (Cons a r1) (Cons b r2) d)", "(Cons (matmul a b) (zip_matmul r1 r2 d))",
           when=("(= (dim a d) (dim b d))",), instances=zip_matmul, rejects=zip_matmul_mismatch),

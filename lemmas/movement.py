@@ -5,7 +5,7 @@ of x are the first i entries of s, (vsfx x s j) the same for the last j (both de
 (view x s) by the RULES below); (ipos p d) is where the permutation p puts dim d.
 """
 from entangle_py.engine.lemma import Lemma, Rule
-from lemmas._instances import cons, fixed
+from lemmas._instances import cons, fixed, ilist
 from lemmas._instances.movement import (
     binary_expand, binary_expand_bcast, binary_expand_terms, scalar_expand, scalar_slice, scalar_transpose,
     binary_view_bcast, binary_view_bcast_merged, concat_interchange, concat_interchange_same, concat_nest, concat_nest_bad,
@@ -21,6 +21,7 @@ from lemmas._instances.movement import (
     transpose_view_prefix, transpose_view_suffix, unary_view, view_keep_prefix, view_keep_suffix,
     view_kept_dims_terms, view_last, view_last_bad, view_merge, view_merge_into_axis, view_not_self, view_rsum,
     view_self, view_split, view_view)
+from lemmas._instances.movement import permute_inverse, permute_not_inverse
 from lemmas._instances.movement import concat_zpad, concat_zpad_bad, map_zpad, map_zpad_bad, zpad_terms
 
 # Conditions for a view of a concat along d (parts bound as (Cons x r): lemmas match only concrete part
@@ -169,6 +170,13 @@ LEMMAS = [
     Lemma("map-permute-nil", "(map_permute (Nil) p)", "(Nil)", instances=fixed({"p": [1, 0]})),
     Lemma("map-permute-cons", "(map_permute (Cons x r) p)", "(Cons (permute x p) (map_permute r p))",
           instances=map_permute),
+    # a permute undone by its inverse (q[i] = where p puts dim i): an all-gather along a dim other
+    # than 0 (movedim to 0, gather, movedim back) of a 3-D to 5-D tensor.  One lemma per length, q's
+    # entries indexed from the front (0, 1, 2) or from the back (n - 1, n - 2); a 2-D permute is
+    # lowered as a transpose (transpose-transpose)
+    *(Lemma(f"permute-inverse-{n}", f"(permute (permute x p) {ilist([f'q{i}' for i in range(n)])})", "x",
+            when=("(= n (ndim x))",) + tuple(f"(= q{i} (ipos p {i if i <= 2 else f'(- n {n - i})'}))" for i in range(n)),
+            instances=permute_inverse(n), rejects=permute_not_inverse(n)) for n in range(3, 6)),
     # transpose after a view, when both swapped dims are dims the view kept (front or back)
     Lemma("transpose-view-front", "(transpose (view x s) a b)", "(view (transpose x a b) (dset (dset s a vb) b va))",
           when=("(vpfx x s (+ a 1))", "(vpfx x s (+ b 1))", "(= va (dat s a))", "(= vb (dat s b))"),

@@ -3,11 +3,12 @@
 Position ids a rank builds for its own rows (context parallelism: ``arange(s) + rank * s``) meet the
 sequential program's ``arange(S)``: an integer offset moves an arange, a slice of one is one, and
 one inside another (same step, on its grid) is the slice of it there -- with ``slice-cover`` and
-``slice-full`` (movement), the ranks' adjacent aranges tile the whole one.
+``slice-full`` (movement), the ranks' adjacent aranges tile the whole one; an integer op of positions
+(a mask) follows the slice.
 """
 from entangle_py.engine.lemma import Lemma, Rule
 from lemmas._instances.positions import (
-    adjacent, apart, arange_terms, inside, inside_bad, offset, slice_inside, slice_outside)
+    adjacent, apart, arange_terms, inside, inside_bad, iscalar_slice, offset, slice_inside, slice_outside)
 
 LEMMAS = [
     # an integer offset moves the positions (the rank's global offset added to local positions)
@@ -16,6 +17,11 @@ LEMMAS = [
     # a slice of positions is positions
     Lemma("arange-slice", "(slice (arange a k (DLit m)) 0 (DLit s) (DLit e))", "(arange (+ a (* k s)) k (DLit (- e s)))",
           when=("(<= 0 s)", "(<= s e)", "(<= e m)"), instances=slice_inside, rejects=slice_outside),
+    # an integer op of a slice is the slice of the op (elementwise, any op): a rank's mask of its
+    # positions (gt(positions, c)), its positions being a slice of the whole (arange-inside), is the
+    # slice of the whole mask; slice-cover then tiles the ranks' masks into it
+    Lemma("iscalar-slice", "(iscalar op (slice x d a b) c)", "(slice (iscalar op x c) d a b)",
+          instances=iscalar_slice),
     # adjacent positions (same step, the second starting where the first ends) are one run
     Lemma("arange-concat", "(concat (Cons (arange a k (DLit m)) (Cons (arange b k (DLit p)) r)) 0)",
           "(concat (Cons (arange a k (DLit (+ m p))) r) 0)", when=("(= b (+ a (* k m)))",),

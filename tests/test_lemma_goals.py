@@ -194,6 +194,17 @@ POSITIVE = [
     # a rank's block of an averaged reduce-scatter is the block of the average
     ("movement", '(scalar "div" (transpose (slice {x} 0 (DLit 0) (DLit 2)) 0 1) "2.0")',
      '(transpose (slice (scalar "div" {x} "2.0") 0 (DLit 0) (DLit 2)) 0 1)', {"x": [4, 3]}, ()),
+    # linalg: a batched product of query heads and KV heads both sharded along the heads is the
+    # parts' products (bmm-matmul then meets a rank's own bmm of them)
+    ("linalg", f"(bmm {cat(0, '{a}', '{b}')} {cat(0, '{c}', '{e}')})", cat(0, "(matmul {a} {c})", "(matmul {b} {e})"),
+     {"a": [2, 3, 2], "b": [2, 3, 2], "c": [2, 2, 3], "e": [2, 2, 3]}, ()),
+    # movement: an all-gather along dim 2 (moved to dim 0, gathered, moved back) is the concat along dim 2
+    ("movement", f"(permute {cat(0, f'(permute {{a}} {ilist([2, 0, 1])})', f'(permute {{b}} {ilist([2, 0, 1])})')} "
+                 f"{ilist([1, 2, 0])})", cat(2, "{a}", "{b}"), {"a": [4, 2, 3], "b": [4, 2, 3]}, ()),
+    # positions: the ranks' masks of their blocks of positions (gt(positions, 2)) are the whole mask
+    ("positions", cat(0, '(iscalar "gt" (slice (arange 0 1 (DLit 6)) 0 (DLit 0) (DLit 3)) 2)',
+                      '(iscalar "gt" (slice (arange 0 1 (DLit 6)) 0 (DLit 3) (DLit 6)) 2)'),
+     '(iscalar "gt" (arange 0 1 (DLit 6)) 2)', {}, ()),
 ]
 
 NEGATIVE = [
@@ -297,6 +308,15 @@ NEGATIVE = [
     # the log-sum-exp broadcast along a leading dim of the picked tensor does not come out
     ("indexing", f'(pick (binary "sub" {{a}} (view {{y}} {dlist([4, 1])})) {{t}})', '(binary "sub" (pick {a} {t}) {y})',
      {"a": [1, 5], "y": [4], "t": [4]}, ()),
+    # linalg: batch parts that do not line up (1 + 3 heads against 2 + 2) are not paired
+    ("linalg", f"(bmm {cat(0, '{a}', '{b}')} {cat(0, '{c}', '{e}')})", cat(0, "(matmul {a} {c})", "(matmul {b} {e})"),
+     {"a": [1, 3, 2], "b": [3, 3, 2], "c": [2, 2, 3], "e": [2, 2, 3]}, ()),
+    # movement: a 3-cycle applied twice is not undone
+    ("movement", f"(permute (permute {{x}} {ilist([2, 0, 1])}) {ilist([2, 0, 1])})", "{x}", {"x": [4, 2, 3]}, ()),
+    # positions: masks of the ranks' positions with a gap between them are not the whole mask
+    ("positions", cat(0, '(iscalar "gt" (slice (arange 0 1 (DLit 6)) 0 (DLit 0) (DLit 3)) 2)',
+                      '(iscalar "gt" (slice (arange 0 1 (DLit 7)) 0 (DLit 4) (DLit 7)) 2)'),
+     '(iscalar "gt" (arange 0 1 (DLit 6)) 2)', {}, ()),
 ]
 
 

@@ -37,7 +37,9 @@ WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1,
               # gradient rows of the ids' shape plus one dim, integer ids
               "scatter-valid-masked": 1, "mscatter-intro": 0, "mscatter-split": 0,
               # three lists concat-compatible along one axis, the first a bool condition
-              "where-concat-cab": 10}
+              "where-concat-cab": 10,
+              # the entries of p's inverse permutation, each drawn alone
+              **{f"permute-inverse-{n}": 0 for n in range(3, 6)}}
 
 
 def _cases():

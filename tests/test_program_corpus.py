@@ -22,10 +22,6 @@ from corpus import CORPUS  # noqa: E402
 
 XFAIL = {
     # helper-adv2: correct twins the checker cannot prove yet (their buggy twins are refuted)
-    "adv2_pos_correct[forward]": "no clean term (exit 1; the iteration limit before the dtype lemmas) for the mask "
-                                 "gt(positions, 2) over the ranks' aranges moved by their offsets",
-    "adv2_pos_start[forward]": "no clean term (exit 1; the iteration limit before the dtype lemmas) for the mask "
-                               "gt(positions, 2) over the ranks' arange(lo, hi)",
     "adv2_kernel_correct[forward]": "lemma gap: a sum over ranks of zero buffers each with its own slice replaced "
                                     "(the custom kernel's write into out[lo:hi]) is the concat of the slices",
     "adv2_sscat_correct[forward]": "lemma gap: a sum over ranks of slice_scatter into zero buffers (disjoint slices "
@@ -38,10 +34,6 @@ XFAIL = {
                                     "rank's rows) is not related to the mean over the concat of the rows",
     "adv2_vpick_correct[forward]": "lemma gap: log_softmax's lowering subtracts amax, the program's vocab-parallel "
                                    "log-sum-exp does not (shift invariance of log-sum-exp is not a lemma)",
-    "adv2_repeat_correct[forward]": "lemma gap: repeat_interleave of KV heads sharded with the query heads (each "
-                                    "rank's one KV head expanded) is not split over the concat of KV heads",
-    "adv2_ln_hidden_correct[forward]": "lemma gap: a slice along the normalised dim of layer_norm of the all-gathered "
-                                       "hidden dim is not taken into (x - mean) * rstd",
     "adv2_all_correct[forward]": "lemma gap: not(max over ranks of not(local all)) is not related to all over the "
                                  "concat (all as a min over ranks)",
 }

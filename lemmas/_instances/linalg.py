@@ -137,6 +137,19 @@ def zip_matmul(rng):
     return {"a": inst["l1"][0], "r1": inst["l1"][1:], "b": inst["l2"][0], "r2": inst["l2"][1:], "d": inst["d"]}
 
 
+@repeat(6)
+def bmm_concat_batch(rng):
+    m, k, p = rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 4)
+    bs = sizes(rng, rng.randint(1, 8), hi=3)
+    return {"l1": [tensor(rng, b, m, k) for b in bs], "l2": [tensor(rng, b, k, p) for b in bs]}
+
+
+@repeat(6)
+def bmm_matmul(rng):
+    b, m, k, p = rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 4)
+    return {"a": tensor(rng, b, m, k), "b": tensor(rng, b, k, p)}
+
+
 @repeat(3)
 def matmul_terms(rng):
     n = rng.randint(2, 4)

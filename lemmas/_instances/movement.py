@@ -854,3 +854,30 @@ def binary_expand_terms(rng):
         env = {"x": tensor(rng, 1, 3), "y": tensor(rng, *ys)}
         for term in (f'(binary "add" {e} y)', f'(binary "mul" y {e})'):
             yield term, env, [f"(vpfx y {dlist([2, 3])} 2)"]
+
+
+def _inverse(p):
+    return [p.index(i) for i in range(len(p))]
+
+
+def permute_inverse(n):
+    """x permuted by a random p, then by p's inverse (q_i: where p puts dim i)."""
+    @repeat(4)
+    def gen(rng):
+        p = list(range(n))
+        rng.shuffle(p)
+        return {"x": tensor(rng, *[rng.randint(1, 3) for _ in range(n)]), "p": p, "n": n,
+                **{f"q{i}": v for i, v in enumerate(_inverse(p))}}
+    return gen
+
+
+def permute_not_inverse(n):
+    """p permuted by p again, or by a q that is not its inverse (a 3-cycle is not its own inverse)."""
+    def gen(rng):
+        for _ in range(3):
+            p = list(range(n))
+            rng.shuffle(p)
+            q = list(p) if len(set(map(tuple, (p, _inverse(p))))) == 2 else p[1:] + p[:1]
+            yield {"x": tensor(rng, *[rng.randint(1, 3) for _ in range(n)]), "p": p, "n": n,
+                   **{f"q{i}": v for i, v in enumerate(q)}}
+    return gen

@@ -89,3 +89,14 @@ def arange_terms(rng):
     for _ in range(4):
         env = _arange(rng)
         yield f"(arange {env['a']} {env['k']} (DLit {env['n']}))", {}
+
+
+@repeat(8)
+def iscalar_slice(rng):
+    """An integer op of a slice along any dim (empty slices too) of an int tensor."""
+    shape = [rng.randint(1, 4) for _ in range(rng.randint(1, 3))]
+    x = torch.randint(-6, 7, shape, generator=torch.Generator().manual_seed(rng.randrange(2**31)))
+    d = rng.randrange(len(shape))
+    a = rng.randint(0, shape[d])
+    return {"op": rng.choice(["add", "sub", "mul", "eq", "ne", "lt", "le", "gt", "ge"]), "x": x, "d": d, "a": a,
+            "b": rng.randint(a, shape[d]), "c": rng.randint(-4, 4)}

@@ -613,6 +613,9 @@ CONSTRUCTORS: list[Constructor] = [
        lambda op, l1, l2, d1, d2: [_binary(op, a, b) for a, b in _zip_aligned(l1, l2, d1, d2)]),
     # where over concats along one axis k (from the right): parts zipped, broadcast operands copied
     _c("zip_where", "String TList TList TList i64", "TList", BIG, False, _zip_where),
+    # picks of row parts: the pairs of a concat of log-probabilities and one of their targets along d
+    _c("zip_pick", "TList TList i64", "TList", BIG, False,
+       lambda l1, l2, d: [_pick(a, b) for a, b in _zip_aligned(l1, l2, d, d)]),
     _c("bc_like", "T TList i64", "TList", BIG, False, _bc_like),
     _c("lsum", "TList i64", "Dim", BIG, False, lambda l, d: sum(int(x.shape[d]) for x in l)),
     _c("map_mm_l", "TList T", "TList", BIG, False, lambda l, w: [torch.mm(*_no_bool(x, w)) for x in l]),

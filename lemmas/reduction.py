@@ -10,7 +10,7 @@ from lemmas._instances import fixed
 from lemmas._instances.reduction import (
     map_rowwise, rowwise_concat, rowwise_concat_last,
     amax_concat_other, amax_concat_with_d, layernorm_concat, layernorm_concat_bad, map_layernorm, map_layernorm_nil,
-    map_reduce, map_softmax, reduce_concat_other_drop, reduce_concat_other_keep, reduce_concat_with_d_drop,
+    map_reduce, map_softmax, pick_concat_rows, zip_pick, zip_pick_misaligned, reduce_concat_other_drop, reduce_concat_other_keep, reduce_concat_with_d_drop,
     reduce_concat_with_d_keep, reduce_rsum, reduce_view_merged, reduce_view_not_merged, softmax_other, softmax_same, sum_concat_other, sum_concat_with_d)
 
 # s is x with its dims a and a+1 merged: the other dims of x, before and after, are kept
@@ -64,6 +64,14 @@ LEMMAS = [
     Lemma("map-rowwise-nil", "(map_rowwise op (Nil))", "(Nil)", instances=fixed({"op": "topk:1:1:1:1"})),
     Lemma("map-rowwise-cons", "(map_rowwise op (Cons x r))", "(Cons (rowwise op x) (map_rowwise op r))",
           instances=map_rowwise),
+    # a pick along the last dim reads each row alone: the picks of row parts (a loss's log-probabilities
+    # and targets sharded along a leading dim d) are the parts of the pick, if the parts pair up along d
+    # (a pick's targets have the picked tensor's leading shape, so d is never the picked dim)
+    Lemma("pick-concat-rows", "(pick (concat l d) (concat m d))", "(concat (zip_pick l m d) d)",
+          instances=pick_concat_rows),
+    Lemma("zip-pick-nil", "(zip_pick (Nil) (Nil) d)", "(Nil)", instances=fixed({"d": 0})),
+    Lemma("zip-pick-cons", "(zip_pick (Cons a r1) (Cons b r2) d)", "(Cons (pick a b) (zip_pick r1 r2 d))",
+          when=("(= (dim a d) (dim b d))",), instances=zip_pick, rejects=zip_pick_misaligned),
     Lemma("map-layernorm-nil", "(map_layernorm (Nil) w b k e)", "(Nil)", instances=map_layernorm_nil),
     Lemma("map-layernorm-cons", "(map_layernorm (Cons x r) w b k e)",
           "(Cons (layernorm x w b k e) (map_layernorm r w b k e))", instances=map_layernorm),

@@ -76,6 +76,11 @@ _MASK = '(binary "bitwise_or" (iscalar "lt" {{ids}} {lo}) (iscalar "ge" {{ids}} 
 _MSCATTER = (f'(scatter (binary "masked_fill:0.0" {{{{g}}}} (view {_MASK} {dlist([2, 3, 1])})) '
              f'(binary "masked_fill:0" (iscalar "sub" {{{{ids}}}} {{lo}}) {_MASK}) {{n}})')
 _NLL = '(unary "neg" (tpick {L} {t} -100))'
+# a mean loss: the sum of the targets' terms over their count (nll_loss_forward, reduction mean)
+_XENT_MEAN = ('(binary "div" (reduce "sum" (unary "neg" (tpick {L} {t} -100)) (ICons 0 (INil)) 0) '
+              '(tcount {L} {t} -100 "{n}"))')
+# its normal form over rank parts of 4 rows in all: a part's loss sum over 4
+_XENT_PART = '(scalar "div" (reduce "sum" (unary "neg" (pick {L} {t})) (ICons 0 (INil)) 0) "4.0")'
 
 
 # (family, start, goal, leaf shapes, assumptions)
@@ -189,6 +194,18 @@ POSITIVE = [
     # a rank's block of an averaged reduce-scatter is the block of the average
     ("movement", '(scalar "div" (transpose (slice {x} 0 (DLit 0) (DLit 2)) 0 1) "2.0")',
      '(transpose (slice (scalar "div" {x} "2.0") 0 (DLit 0) (DLit 2)) 0 1)', {"x": [4, 3]}, ()),
+    # a pick of row parts (a loss's log-probabilities and targets sharded along the batch)
+    ("reduction", f"(pick {cat(0, '{a}', '{b}')} {cat(0, '{s}', '{u}')})", cat(0, "(pick {a} {s})", "(pick {b} {u})"),
+     {"a": [2, 5], "b": [1, 5], "s": ([2], "int64"), "u": ([1], "int64")}, ()),
+    # data-parallel cross-entropy: the mean over two ranks of their mean losses over 2 rows each, and
+    # the mean loss over the 4 rows, are both the sum over ranks of their loss sums over 4 (equal
+    # counts, no target ignored: classes, ignore index -100)
+    ("reduction", f'(scalar "div" (rsum {cons(_XENT_MEAN.format(L="{a}", t="{s}", n="2.0"), _XENT_MEAN.format(L="{b}", t="{u}", n="2.0"))}) "2.0")',
+     f"(rsum {cons(_XENT_PART.format(L='{a}', t='{s}'), _XENT_PART.format(L='{b}', t='{u}'))})",
+     {"a": [2, 5], "b": [2, 5], "s": ([2], "int64"), "u": ([2], "int64")}, ("valid_indices",)),
+    ("reduction", _XENT_MEAN.format(L=cat(0, "{a}", "{b}"), t=cat(0, "{s}", "{u}"), n="4.0"),
+     f"(rsum {cons(_XENT_PART.format(L='{a}', t='{s}'), _XENT_PART.format(L='{b}', t='{u}'))})",
+     {"a": [2, 5], "b": [2, 5], "s": ([2], "int64"), "u": ([2], "int64")}, ("valid_indices",)),
 ]
 
 NEGATIVE = [
@@ -292,6 +309,14 @@ NEGATIVE = [
     # the log-sum-exp broadcast along a leading dim of the picked tensor does not come out
     ("indexing", f'(pick (binary "sub" {{a}} (view {{y}} {dlist([4, 1])})) {{t}})', '(binary "sub" (pick {a} {t}) {y})',
      {"a": [1, 5], "y": [4], "t": [4]}, ()),
+    # the mean of two ranks' mean losses over 1 and 3 rows is not the mean loss over the 4 rows
+    ("reduction", f'(scalar "div" (rsum {cons(_XENT_MEAN.format(L="{a}", t="{s}", n="1.0"), _XENT_MEAN.format(L="{b}", t="{u}", n="3.0"))}) "2.0")',
+     f"(rsum {cons(_XENT_PART.format(L='{a}', t='{s}'), _XENT_PART.format(L='{b}', t='{u}'))})",
+     {"a": [1, 5], "b": [3, 5], "s": ([1], "int64"), "u": ([3], "int64")}, ("valid_indices",)),
+    # ... nor, with equal counts, when the ranks' ignore index (0) may be a target
+    ("reduction", f'(scalar "div" (rsum {cons(_XENT_MEAN.format(L="{a}", t="{s}", n="2.0").replace("-100", "0"), _XENT_MEAN.format(L="{b}", t="{u}", n="2.0").replace("-100", "0"))}) "2.0")',
+     f"(rsum {cons(_XENT_PART.format(L='{a}', t='{s}'), _XENT_PART.format(L='{b}', t='{u}'))})",
+     {"a": [2, 5], "b": [2, 5], "s": ([2], "int64"), "u": ([2], "int64")}, ("valid_indices",)),
 ]
 
 

@@ -37,7 +37,9 @@ WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1,
               # gradient rows of the ids' shape plus one dim, integer ids
               "scatter-valid-masked": 1, "mscatter-intro": 0, "mscatter-split": 0,
               # three lists concat-compatible along one axis, the first a bool condition
-              "where-concat-cab": 10}
+              "where-concat-cab": 10,
+              # lists of index tensors, each of its partner part's leading shape
+              "pick-concat-rows": 0, "zip-pick-cons": 0}
 
 
 def _cases():

@@ -2,6 +2,8 @@
 norm versus concat and sums over ranks."""
 from __future__ import annotations
 
+import torch
+
 from lemmas._instances import concat_parts, repeat, tensor
 
 @repeat(6)
@@ -182,3 +184,41 @@ def rowwise_concat_last(rng):
 def map_rowwise(rng):
     l = _ties(rng, concat_parts(rng, rng.randint(2, 3), 0))
     return {"op": _topk_op(rng, l[0].shape[-1]), "x": l[0], "r": l[1:]}
+
+
+def _targets(rng, x, wrap=False):
+    """Class ids of x's leading shape in [0, C) (or [-C, C): a pick wraps negative ids)."""
+    g = torch.Generator().manual_seed(rng.randrange(2**31))
+    c = x.shape[-1]
+    return torch.randint(-c if wrap else 0, c, tuple(x.shape[:-1]), generator=g)
+
+
+@repeat(8)
+def pick_concat_rows(rng):
+    nd = rng.randint(2, 4)
+    d = rng.randrange(nd - 1)
+    l = concat_parts(rng, nd, d)
+    wrap = rng.random() < 0.3
+    return {"l": l, "m": [_targets(rng, p, wrap) for p in l], "d": d}
+
+
+@repeat(6)
+def zip_pick(rng):
+    nd = rng.randint(2, 3)
+    d = rng.randrange(nd - 1)
+    l = concat_parts(rng, nd, d)
+    m = [_targets(rng, p) for p in l]
+    return {"a": l[0], "r1": l[1:], "b": m[0], "r2": m[1:], "d": d}
+
+
+@repeat(3)
+def zip_pick_misaligned(rng):
+    """The first pair does not line up along d (rows 2 and 3): pick(a, b) is undefined."""
+    nd = rng.randint(2, 3)
+    d = rng.randrange(nd - 1)
+    shape = [rng.randint(1, 3) for _ in range(nd)]
+    shape[d] = 2
+    a = tensor(rng, *shape)
+    shape[d] = 3
+    b = _targets(rng, tensor(rng, *shape))
+    return {"a": a, "r1": [], "b": b, "r2": [], "d": d}

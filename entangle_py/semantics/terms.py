@@ -697,6 +697,7 @@ PRIMITIVES: dict[str, Callable] = {
     "dtype": lambda x: dtype_name(x),
     "fdtype": lambda t: t in FLOAT_DTYPES,
     "glinear": lambda op: op in GRAD_LINEAR,
+    "fcast": lambda op: op in FLOAT_CASTS,
 }
 
 # Element types.  (dtype x) is the name of tensor x's dtype ("float32", "int64", "bool"): every
@@ -705,6 +706,8 @@ PRIMITIVES: dict[str, Callable] = {
 # where every operand has one floating dtype: with an int, bool or lower-precision operand the
 # result's dtype or value differs (int overflow, float16 overflow of an intermediate quotient).
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+# (fcast op): op is the unary cast to a floating dtype
+FLOAT_CASTS = tuple(f"to_{t}" for t in FLOAT_DTYPES)
 
 
 def dtype_name(x) -> str:
@@ -747,6 +750,7 @@ FUNCTIONS_TEXT = """
 (function dtype (T) String :merge old)
 (relation fdtype (String))
 (relation glinear (String))
+(relation fcast (String))
 """
 
 
@@ -762,6 +766,7 @@ def declarations() -> str:
         lines.append(f"(constructor {c.name} ({c.signature}) {c.sort} :cost {c.cost})")
     lines.append(FUNCTIONS_TEXT)
     lines += [f"(fdtype {str_lit(t)})" for t in FLOAT_DTYPES] + [f"(glinear {str_lit(op)})" for op in GRAD_LINEAR]
+    lines += [f"(fcast {str_lit(op)})" for op in FLOAT_CASTS]
     # size arithmetic: literals fold here; symbolic terms are canonicalized and compared by dims.py
     lines += [
         "(rewrite (dadd (DLit a) (DLit b)) (DLit (+ a b)) :ruleset shapes)",

@@ -5,12 +5,12 @@ along d: a reduction over dims without d acts part by part (d renumbered when ke
 (max) over dims with d is the sum (max) over ranks of the parts' sums (maxima).  A mean over d is
 NOT the sum of the parts' means (different counts): no lemma for it.
 """
-from entangle_py.engine.lemma import Lemma
+from entangle_py.engine.lemma import Lemma, Rule
 from lemmas._instances import fixed
 from lemmas._instances.reduction import (
     map_rowwise, rowwise_concat, rowwise_concat_last,
     amax_concat_other, amax_concat_with_d, layernorm_concat, layernorm_concat_bad, map_layernorm, map_layernorm_nil,
-    map_reduce, map_softmax, pick_concat_rows, zip_pick, zip_pick_misaligned, reduce_concat_other_drop, reduce_concat_other_keep, reduce_concat_with_d_drop,
+    map_reduce, map_softmax, pick_concat_rows, cast_rmax_bool, cast_rmax_float, amax_dtype_terms, zip_pick, zip_pick_misaligned, reduce_concat_other_drop, reduce_concat_other_keep, reduce_concat_with_d_drop,
     reduce_concat_with_d_keep, reduce_rsum, reduce_view_merged, reduce_view_not_merged, softmax_other, softmax_same, sum_concat_other, sum_concat_with_d)
 
 # s is x with its dims a and a+1 merged: the other dims of x, before and after, are kept
@@ -40,6 +40,12 @@ LEMMAS = [
           instances=reduce_rsum),
     Lemma("reduce-amax-rmax", "(reduce \"amax\" (rmax l) dims k)", "(rmax (map_reduce \"amax\" l dims k))",
           instances=reduce_rsum),
+    # a cast of a bool to a float is monotone (False -> 0 < 1 <- True): it commutes with a max over
+    # ranks (torch.all of a sharded dim, an all-reduce max of the ranks' verdicts).  Not for other
+    # operands (a cast of a float to an int truncates) nor other ops (neg reverses the order)
+    Lemma("cast-rmax-bool", "(unary op (rmax l))", "(rmax (map_unary op l))",
+          when=('(= "bool" (dtype (rmax l)))', "(fcast op)"),
+          instances=cast_rmax_bool, rejects=cast_rmax_float),
     Lemma("map-reduce-nil", "(map_reduce op (Nil) dims k)", "(Nil)", instances=fixed({"op": "sum", "dims": [0], "k": 1})),
     Lemma("map-reduce-cons", "(map_reduce op (Cons x r) dims k)", "(Cons (reduce op x dims k) (map_reduce op r dims k))",
           instances=map_reduce),
@@ -75,4 +81,10 @@ LEMMAS = [
     Lemma("map-layernorm-nil", "(map_layernorm (Nil) w b k e)", "(Nil)", instances=map_layernorm_nil),
     Lemma("map-layernorm-cons", "(map_layernorm (Cons x r) w b k e)",
           "(Cons (layernorm x w b k e) (map_layernorm r w b k e))", instances=map_layernorm),
+]
+
+# a max keeps its operand's dtype (bool: torch.all lowered as not amax(not x))
+RULES = [
+    Rule("dtype-amax", "(rule ((= y (reduce \"amax\" x dims k)) (= t (dtype x))) ((set (dtype y) t)) :ruleset shapes)",
+         check_terms=amax_dtype_terms),
 ]

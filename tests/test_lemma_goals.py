@@ -79,6 +79,12 @@ _NLL = '(unary "neg" (tpick {L} {t} -100))'
 # a mean loss: the sum of the targets' terms over their count (nll_loss_forward, reduction mean)
 _XENT_MEAN = ('(binary "div" (reduce "sum" (unary "neg" (tpick {L} {t} -100)) (ICons 0 (INil)) 0) '
               '(tcount {L} {t} -100 "{n}"))')
+# torch.all over dim 1 (keepdim), and a rank's 1 - float(all of its columns)
+_ALL = '(unary "logical_not" (reduce "amax" (unary "logical_not" {x}) (ICons 1 (INil)) 1))'
+_ONE_MINUS = '(scalar "rsub" (unary "to_float32" ' + _ALL + ') "1.0")'
+_ANY_FALSE = '(unary "to_float32" (reduce "amax" (unary "logical_not" {x}) (ICons 1 (INil)) 1))'
+_ALL_RANKS = ('(scalar "rsub" (rmax (Cons ' + _ANY_FALSE.format(x="{a}") + " (Cons " + _ANY_FALSE.format(x="{b}")
+              + ' (Nil)))) "1.0")')
 # its normal form over rank parts of 4 rows in all: a part's loss sum over 4
 _XENT_PART = '(scalar "div" (reduce "sum" (unary "neg" (pick {L} {t})) (ICons 0 (INil)) 0) "4.0")'
 
@@ -206,6 +212,14 @@ POSITIVE = [
     ("reduction", _XENT_MEAN.format(L=cat(0, "{a}", "{b}"), t=cat(0, "{s}", "{u}"), n="4.0"),
      f"(rsum {cons(_XENT_PART.format(L='{a}', t='{s}'), _XENT_PART.format(L='{b}', t='{u}'))})",
      {"a": [2, 5], "b": [2, 5], "s": ([2], "int64"), "u": ([2], "int64")}, ("valid_indices",)),
+    # torch.all over a sharded dim: all of the concat, and the ranks' 1 - max(1 - float(all_r)), are
+    # both 1 - the max over ranks of float(any element false)
+    ("reduction", f'(unary "to_float32" {_ALL.format(x=cat(1, "{a}", "{b}"))})', _ALL_RANKS,
+     {"a": ([4, 2], "bool"), "b": ([4, 3], "bool")}, ()),
+    ("reduction", f'(scalar "rsub" (rmax {cons(_ONE_MINUS.format(x="{a}"), _ONE_MINUS.format(x="{b}"))}) "1.0")',
+     _ALL_RANKS, {"a": ([4, 2], "bool"), "b": ([4, 3], "bool")}, ()),
+    ("elementwise", '(scalar "rsub" (unary "to_float16" (unary "logical_not" {a})) "1.0")', '(unary "to_float16" {a})',
+     {"a": ([3], "bool")}, ()),
 ]
 
 NEGATIVE = [
@@ -317,6 +331,11 @@ NEGATIVE = [
     ("reduction", f'(scalar "div" (rsum {cons(_XENT_MEAN.format(L="{a}", t="{s}", n="2.0").replace("-100", "0"), _XENT_MEAN.format(L="{b}", t="{u}", n="2.0").replace("-100", "0"))}) "2.0")',
      f"(rsum {cons(_XENT_PART.format(L='{a}', t='{s}'), _XENT_PART.format(L='{b}', t='{u}'))})",
      {"a": [2, 5], "b": [2, 5], "s": ([2], "int64"), "u": ([2], "int64")}, ("valid_indices",)),
+    # 1 - float(not x) is float(x) only for a bool x, and a cast commutes with a max over ranks only of bools
+    ("elementwise", '(scalar "rsub" (unary "to_float32" (unary "logical_not" {a})) "1.0")', '(unary "to_float32" {a})',
+     {"a": [3]}, ()),
+    ("reduction", f'(unary "to_float16" (rmax {cons("{a}", "{b}")}))',
+     "(rmax " + cons('(unary "to_float16" {a})', '(unary "to_float16" {b})') + ")", {"a": [3], "b": [3]}, ()),
 ]
 
 

@@ -40,8 +40,6 @@ XFAIL = {
                                     "rank's one KV head expanded) is not split over the concat of KV heads",
     "adv2_ln_hidden_correct[forward]": "lemma gap: a slice along the normalised dim of layer_norm of the all-gathered "
                                        "hidden dim is not taken into (x - mean) * rstd",
-    "adv2_all_correct[forward]": "lemma gap: not(max over ranks of not(local all)) is not related to all over the "
-                                 "concat (all as a min over ranks)",
     "adv2_emb_correct[joint]": "no semantics (exit 2): embedding_dense_backward with padding_idx set",
     "adv2_emb_pad_all[joint]": "no semantics (exit 2): embedding_dense_backward with padding_idx set (buggy: stopped "
                                "before a refutation)",

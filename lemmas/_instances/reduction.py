@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from lemmas._instances import concat_parts, repeat, tensor
+from lemmas._instances import concat_parts, ilist, repeat, tensor
 
 @repeat(6)
 def softmax_other(rng):
@@ -222,3 +222,27 @@ def zip_pick_misaligned(rng):
     shape[d] = 3
     b = _targets(rng, tensor(rng, *shape))
     return {"a": a, "r1": [], "b": b, "r2": [], "d": d}
+
+
+@repeat(8)
+def cast_rmax_bool(rng):
+    shape = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
+    t = rng.choice(["float16", "bfloat16", "float32", "float64"])
+    return {"op": f"to_{t}", "l": [tensor(rng, *shape) > 0 for _ in range(rng.randint(1, 8))]}
+
+
+def cast_rmax_float(rng):
+    """What the condition refuses: float parts (only bool parts are asked for), a cast to an int, and
+    an op that is not a cast (neg reverses the order: -max is not max of -)."""
+    yield {"op": "to_float16", "l": [torch.tensor([0.5, -1.5]), torch.tensor([-0.5, 2.5])]}
+    yield {"op": "to_int64", "l": [torch.tensor([True, False]), torch.tensor([False, False])]}
+    yield {"op": "neg", "l": [torch.tensor([True, False]), torch.tensor([False, False])]}
+
+
+def amax_dtype_terms(rng):
+    """A max over dims keeps its operand's dtype (float, int or bool)."""
+    x = tensor(rng, 2, 3)
+    facts = [f'(= (dtype t) "{n}")' for n in ("float64", "int64", "bool")]
+    for v in (x, x.to(torch.int64), x > 0):
+        for dims, k in (([1], 1), ([0, 1], 0)):
+            yield f'(reduce "amax" x {ilist(dims)} {k})', {"x": v}, facts

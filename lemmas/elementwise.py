@@ -3,12 +3,13 @@ from entangle_py.engine.lemma import Lemma, Rule
 from entangle_py.semantics.terms import WHERE_PATTERNS
 from lemmas._instances import fixed
 from lemmas._instances.elementwise import (
-    add_rsum, add_zero, add_zero_int, cast_not, cast_not_bad, logical_not_dtype_terms, bc_like_cons, bc_like_nil, bc_like_varying, bcast_absent,
+    add_rsum, add_zero, add_zero_int, bc_like_cons, bc_like_nil, bc_like_varying, bcast_absent,
     bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat, binary_concat_misaligned,
     div_binary, div_binary_bad, div_rsum, div_rsum_zero, map_binary, map_binary_l_nil, map_scalar, map_unary,
     neg_sub, rsum_pair, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat, unary_concat, where_concat,
     where_concat_misaligned, zip_binary, zip_binary_mismatch, zip_ranks, zip_where_cons, zip_where_misaligned,
     zip_where_nil)
+from lemmas._instances.elementwise import cast_not, cast_not_bad, logical_not_dtype_terms
 
 # (unary op (not b)) with b a bool tensor and op a cast to a float dtype
 _CAST_NOT = '(unary op (unary "logical_not" b))'
@@ -104,7 +105,7 @@ LEMMAS = [
           '(binary "add" (binary "add" x a) (rsum (Cons b r)))', instances=add_rsum),
     # a bool mask cast to a float dtype is 0 or 1: 1 - float(not b) = float(b) exactly, in every float
     # dtype (torch.all combined over ranks as 1 - max(1 - float(all_r))).  Only for a bool b (1 -
-    # float(not 0.5) = 1) and a cast to a float op (1 - exp(not b) is not exp(b)).
+    # float(not 0.5) = 1) and a cast to a float dtype (1 - exp(not b) is not exp(b)).
     Lemma("rsub-one-cast-not", f'(scalar "rsub" {_CAST_NOT} "1.0")', "(unary op b)", when=_BOOL_TO_FLOAT,
           instances=cast_not, rejects=cast_not_bad),
     Lemma("cast-not-rsub-one", _CAST_NOT, '(scalar "rsub" (unary op b) "1.0")', when=_BOOL_TO_FLOAT,

@@ -3,15 +3,19 @@
 (reduce op x dims keepdim) with op in sum / mean / amax and dims a sorted IList.  Versus a concat
 along d: a reduction over dims without d acts part by part (d renumbered when keepdim = 0); a sum
 (max) over dims with d is the sum (max) over ranks of the parts' sums (maxima).  A mean over d is
-NOT the sum of the parts' means (different counts): no lemma for it.
+NOT the sum of the parts' means (different counts): no lemma for it.  (A data-parallel mean loss
+over ranks of equal, static row counts meets the global one without it: the picks of row parts,
+pick-concat-rows, and constant folding of the two divisions, lemmas/arith.py.)
 """
 from entangle_py.engine.lemma import Lemma, Rule
 from lemmas._instances import fixed
 from lemmas._instances.reduction import (
     map_rowwise, rowwise_concat, rowwise_concat_last,
     amax_concat_other, amax_concat_with_d, layernorm_concat, layernorm_concat_bad, map_layernorm, map_layernorm_nil,
-    map_reduce, map_softmax, pick_concat_rows, cast_rmax_bool, cast_rmax_float, amax_dtype_terms, zip_pick, zip_pick_misaligned, reduce_concat_other_drop, reduce_concat_other_keep, reduce_concat_with_d_drop,
+    map_reduce, map_softmax, reduce_concat_other_drop, reduce_concat_other_keep, reduce_concat_with_d_drop,
     reduce_concat_with_d_keep, reduce_rsum, reduce_view_merged, reduce_view_not_merged, softmax_other, softmax_same, sum_concat_other, sum_concat_with_d)
+from lemmas._instances.reduction import (
+    amax_dtype_terms, cast_rmax_bool, cast_rmax_float, pick_concat_rows, zip_pick, zip_pick_misaligned)
 
 # s is x with its dims a and a+1 merged: the other dims of x, before and after, are kept
 _MERGED = ("(= n (ndim x))", "(= m (dlen s))", "(= n (+ m 1))", "(vpfx x s a)", "(vsfx x s (- m (+ a 1)))")
@@ -41,8 +45,8 @@ LEMMAS = [
     Lemma("reduce-amax-rmax", "(reduce \"amax\" (rmax l) dims k)", "(rmax (map_reduce \"amax\" l dims k))",
           instances=reduce_rsum),
     # a cast of a bool to a float is monotone (False -> 0 < 1 <- True): it commutes with a max over
-    # ranks (torch.all of a sharded dim, an all-reduce max of the ranks' verdicts).  Not for other
-    # operands (a cast of a float to an int truncates) nor other ops (neg reverses the order)
+    # ranks (torch.all of a sharded dim, an all-reduce max of the ranks' verdicts).  Asked only of
+    # bool parts and float casts, which is what that needs; not of other ops (neg reverses the order)
     Lemma("cast-rmax-bool", "(unary op (rmax l))", "(rmax (map_unary op l))",
           when=('(= "bool" (dtype (rmax l)))', "(fcast op)"),
           instances=cast_rmax_bool, rejects=cast_rmax_float),

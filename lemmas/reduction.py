@@ -15,10 +15,17 @@ from lemmas._instances.reduction import (
     map_reduce, map_softmax, reduce_concat_other_drop, reduce_concat_other_keep, reduce_concat_with_d_drop,
     reduce_concat_with_d_keep, reduce_rsum, reduce_view_merged, reduce_view_not_merged, softmax_other, softmax_same, sum_concat_other, sum_concat_with_d)
 from lemmas._instances.reduction import (
-    amax_dtype_terms, cast_rmax_bool, cast_rmax_float, pick_concat_rows, zip_pick, zip_pick_misaligned)
+    amax_dtype_terms, cast_rmax_bool, cast_rmax_float, pick_concat_rows, pick_log_softmax, pick_log_softmax_overflow,
+    zip_pick, zip_pick_misaligned)
 
 # s is x with its dims a and a+1 merged: the other dims of x, before and after, are kept
 _MERGED = ("(= n (ndim x))", "(= m (dlen s))", "(= n (+ m 1))", "(vpfx x s a)", "(vsfx x s (- m (+ a 1)))")
+
+# the pick along the last dim k of log_softmax(x) as lowered (x - m) - log(sum(exp(x - m))), m = amax
+# keepdim, once the log-sum-exp is taken out of the pick (pick-binary-bcast)
+_SHIFTED = '(binary "sub" x (reduce "amax" x (ICons k (INil)) 1))'
+_PICK_LOG_SOFTMAX = (f'(binary "sub" (pick {_SHIFTED} t) '
+                     f'(unary "log" (reduce "sum" (unary "exp" {_SHIFTED}) (ICons k (INil)) 0)))')
 
 LEMMAS = [
     # softmax normalises along s: parts along another dim are independent
@@ -82,6 +89,15 @@ LEMMAS = [
     Lemma("zip-pick-nil", "(zip_pick (Nil) (Nil) d)", "(Nil)", instances=fixed({"d": 0})),
     Lemma("zip-pick-cons", "(zip_pick (Cons a r1) (Cons b r2) d)", "(Cons (pick a b) (zip_pick r1 r2 d))",
           when=("(= (dim a d) (dim b d))",), instances=zip_pick, rejects=zip_pick_misaligned),
+    # log-sum-exp is shift invariant in real arithmetic: the target's log-probability (x_t - m) -
+    # log(sum(exp(x - m))), m the row max (torch's log_softmax, picked), is x_t - log(sum(exp(x))) (a
+    # vocab-parallel loss's, whose ranks all-reduce their sums of exponentials of the raw logits).
+    # In floats they differ where exp(x) overflows or x holds inf: an assumption.  Float logits only
+    # (log_softmax's; an int x would compute exp in float32 after an exact integer shift)
+    Lemma("pick-log-softmax-unshifted", _PICK_LOG_SOFTMAX,
+          '(binary "sub" (pick x t) (unary "log" (reduce "sum" (unary "exp" x) (ICons k (INil)) 0)))',
+          when=("(= k (- (ndim x) 1))", "(= f (dtype x))", "(fdtype f)"), assumes=("no_exp_overflow",),
+          instances=pick_log_softmax, rejects=pick_log_softmax_overflow),
     Lemma("map-layernorm-nil", "(map_layernorm (Nil) w b k e)", "(Nil)", instances=map_layernorm_nil),
     Lemma("map-layernorm-cons", "(map_layernorm (Cons x r) w b k e)",
           "(Cons (layernorm x w b k e) (map_layernorm r w b k e))", instances=map_layernorm),

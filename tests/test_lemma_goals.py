@@ -79,6 +79,10 @@ _NLL = '(unary "neg" (tpick {L} {t} -100))'
 # a mean loss: the sum of the targets' terms over their count (nll_loss_forward, reduction mean)
 _XENT_MEAN = ('(binary "div" (reduce "sum" (unary "neg" (tpick {L} {t} -100)) (ICons 0 (INil)) 0) '
               '(tcount {L} {t} -100 "{n}"))')
+# log_softmax of x along k as lowered, its log-sum-exp taken out of the pick
+_SHIFT = '(binary "sub" {{x}} (reduce "amax" {{x}} (ICons {k} (INil)) 1))'
+_PICK_LSM = ('(binary "sub" (pick ' + _SHIFT + ' {{t}}) (unary "log" (reduce "sum" (unary "exp" ' + _SHIFT
+             + ') (ICons {k} (INil)) 0)))')
 # torch.all over dim 1 (keepdim), and a rank's 1 - float(all of its columns)
 _ALL = '(unary "logical_not" (reduce "amax" (unary "logical_not" {x}) (ICons 1 (INil)) 1))'
 _ONE_MINUS = '(scalar "rsub" (unary "to_float32" ' + _ALL + ') "1.0")'
@@ -220,6 +224,10 @@ POSITIVE = [
      _ALL_RANKS, {"a": ([4, 2], "bool"), "b": ([4, 3], "bool")}, ()),
     ("elementwise", '(scalar "rsub" (unary "to_float16" (unary "logical_not" {a})) "1.0")', '(unary "to_float16" {a})',
      {"a": ([3], "bool")}, ()),
+    # the target's log-probability without the row max subtracted (a vocab-parallel loss), assuming
+    # exp does not overflow
+    ("reduction", _PICK_LSM.format(k=1), '(binary "sub" (pick {x} {t}) (unary "log" (reduce "sum" (unary "exp" {x}) (ICons 1 (INil)) 0)))',
+     {"x": [4, 5], "t": ([4], "int64")}, ("no_exp_overflow",)),
 ]
 
 NEGATIVE = [
@@ -336,6 +344,11 @@ NEGATIVE = [
      {"a": [3]}, ()),
     ("reduction", f'(unary "to_float16" (rmax {cons("{a}", "{b}")}))',
      "(rmax " + cons('(unary "to_float16" {a})', '(unary "to_float16" {b})') + ")", {"a": [3], "b": [3]}, ()),
+    # ... not without the assumption, nor with the shift along another dim than the picked one
+    ("reduction", _PICK_LSM.format(k=1), '(binary "sub" (pick {x} {t}) (unary "log" (reduce "sum" (unary "exp" {x}) (ICons 1 (INil)) 0)))',
+     {"x": [4, 5], "t": ([4], "int64")}, ()),
+    ("reduction", _PICK_LSM.format(k=0), '(binary "sub" (pick {x} {t}) (unary "log" (reduce "sum" (unary "exp" {x}) (ICons 0 (INil)) 0)))',
+     {"x": [4, 4], "t": ([4], "int64")}, ("no_exp_overflow",)),
 ]
 
 

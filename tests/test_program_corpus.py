@@ -34,8 +34,6 @@ XFAIL = {
                                    "that tile the buffer) is the concat of the sources",
     "adv2_flip_correct[forward]": "lemma gap: the all-gather's blocks taken in reverse rank order, each a rank's "
                                   "flipped rows, are not matched to the flip of the concat",
-    "adv2_vpick_correct[forward]": "lemma gap: log_softmax's lowering subtracts amax, the program's vocab-parallel "
-                                   "log-sum-exp does not (shift invariance of log-sum-exp is not a lemma)",
     "adv2_repeat_correct[forward]": "lemma gap: repeat_interleave of KV heads sharded with the query heads (each "
                                     "rank's one KV head expanded) is not split over the concat of KV heads",
     "adv2_ln_hidden_correct[forward]": "lemma gap: a slice along the normalised dim of layer_norm of the all-gathered "

@@ -246,3 +246,25 @@ def amax_dtype_terms(rng):
     for v in (x, x.to(torch.int64), x > 0):
         for dims, k in (([1], 1), ([0, 1], 0)):
             yield f'(reduce "amax" x {ilist(dims)} {k})', {"x": v}, facts
+
+
+def _log_softmax_case(rng):
+    nd = rng.randint(1, 3)
+    shape = [rng.randint(1, 4) for _ in range(nd)]
+    x = tensor(rng, *shape) * rng.choice([1.0, 5.0, 20.0])     # float64: the identity is a real one
+    return {"x": x, "t": _targets(rng, x), "k": nd - 1, "f": "float64"}
+
+
+@repeat(8)
+def pick_log_softmax(rng):
+    return _log_softmax_case(rng)
+
+
+def pick_log_softmax_overflow(rng):
+    """What the condition refuses, on a square x: the shift along dim 0 (each column's max) is not the
+    picked row's; and with logits past exp's range (float64: 709), what the assumption excludes: the
+    shifted form stays finite, exp(x) overflows."""
+    for big in (0.0, 0.0, 1000.0):
+        n = rng.randint(2, 4)
+        x = tensor(rng, n, n) * 5.0 + big
+        yield {"x": x, "t": (torch.arange(n) + 1) % n, "k": 0, "f": "float64"}

@@ -34,6 +34,9 @@ ASSUMPTIONS = {
                 "k-th draw that its input holds: both programs draw the same mask, moving with the data",
     "nonzero_divisors": "no element of a tensor divisor (x / y, y a tensor: a token count) is zero, so a sum "
                         "divided by y is the sum of its parts divided by y (where y = 0, inf + nan is not inf)",
+    "no_exp_overflow": "the logits of a loss are finite and their exponentials do not overflow (below about 88 in "
+                       "float32, 11 in float16), so a log-softmax's target term x_t - log(sum(exp(x))) computed "
+                       "without subtracting the row max (as a vocab-parallel loss may) is torch's shifted one",
 }
 # In force unless the spec turns them off ([assume] same_rng = false); printed whenever used.
 DEFAULT_ASSUMPTIONS = ("same_rng",)

@@ -39,6 +39,7 @@ _FUNCS = {
     "dle": (("Dim", "Dim"), "bool"),
     "cmul": (("String", "String"), "String"),
     "dtype": (("T",), "String"), "fdtype": (("String",), "bool"), "glinear": (("String",), "bool"),
+    "fcast": (("String",), "bool"),
 }
 for _op in ("+", "-", "*", "/", "%"):
     _FUNCS[_op] = (("i64", "i64"), "i64")

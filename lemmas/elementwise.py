@@ -1,5 +1,5 @@
 """Elementwise unary, scalar and binary ops versus concat and sums over ranks."""
-from entangle_py.engine.lemma import Lemma
+from entangle_py.engine.lemma import Lemma, Rule
 from entangle_py.semantics.terms import WHERE_PATTERNS
 from lemmas._instances import fixed
 from lemmas._instances.elementwise import (
@@ -9,6 +9,11 @@ from lemmas._instances.elementwise import (
     neg_sub, rsum_pair, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat, unary_concat, where_concat,
     where_concat_misaligned, zip_binary, zip_binary_mismatch, zip_ranks, zip_where_cons, zip_where_misaligned,
     zip_where_nil)
+from lemmas._instances.elementwise import cast_not, cast_not_bad, logical_not_dtype_terms
+
+# (unary op (not b)) with b a bool tensor and op a cast to a float dtype
+_CAST_NOT = '(unary op (unary "logical_not" b))'
+_BOOL_TO_FLOAT = ('(= "bool" (dtype b))', "(fcast op)")
 
 # constants are written by repr(float): inf * (a + b) is not inf * a + inf * b, nor (a + b) / 0
 _FINITE = ('(!= c "inf")', '(!= c "-inf")', '(!= c "nan")')
@@ -98,6 +103,19 @@ LEMMAS = [
     Lemma("neg-sub", '(unary "neg" (binary "sub" a b))', '(binary "sub" b a)', instances=neg_sub),
     Lemma("add-rsum-accumulate", '(binary "add" x (rsum (Cons a (Cons b r))))',
           '(binary "add" (binary "add" x a) (rsum (Cons b r)))', instances=add_rsum),
+    # a bool mask cast to a float dtype is 0 or 1: 1 - float(not b) = float(b) exactly, in every float
+    # dtype (torch.all combined over ranks as 1 - max(1 - float(all_r))).  Only for a bool b (1 -
+    # float(not 0.5) = 1) and a cast to a float dtype (1 - exp(not b) is not exp(b)).
+    Lemma("rsub-one-cast-not", f'(scalar "rsub" {_CAST_NOT} "1.0")', "(unary op b)", when=_BOOL_TO_FLOAT,
+          instances=cast_not, rejects=cast_not_bad),
+    Lemma("cast-not-rsub-one", _CAST_NOT, '(scalar "rsub" (unary op b) "1.0")', when=_BOOL_TO_FLOAT,
+          instances=cast_not, rejects=cast_not_bad),
+]
+
+# logical_not's dtype is bool whatever its operand's (torch.all lowered as not amax(not x))
+RULES = [
+    Rule("dtype-logical-not", '(rule ((= y (unary "logical_not" x))) ((set (dtype y) "bool")) :ruleset shapes)',
+         check_terms=logical_not_dtype_terms),
 ]
 
 

@@ -3,18 +3,29 @@
 (reduce op x dims keepdim) with op in sum / mean / amax and dims a sorted IList.  Versus a concat
 along d: a reduction over dims without d acts part by part (d renumbered when keepdim = 0); a sum
 (max) over dims with d is the sum (max) over ranks of the parts' sums (maxima).  A mean over d is
-NOT the sum of the parts' means (different counts): no lemma for it.
+NOT the sum of the parts' means (different counts): no lemma for it.  (A data-parallel mean loss
+over ranks of equal, static row counts meets the global one without it: the picks of row parts,
+pick-concat-rows, and constant folding of the two divisions, lemmas/arith.py.)
 """
-from entangle_py.engine.lemma import Lemma
+from entangle_py.engine.lemma import Lemma, Rule
 from lemmas._instances import fixed
 from lemmas._instances.reduction import (
     map_rowwise, rowwise_concat, rowwise_concat_last,
     amax_concat_other, amax_concat_with_d, layernorm_concat, layernorm_concat_bad, map_layernorm, map_layernorm_nil,
     map_reduce, map_softmax, reduce_concat_other_drop, reduce_concat_other_keep, reduce_concat_with_d_drop,
     reduce_concat_with_d_keep, reduce_rsum, reduce_view_merged, reduce_view_not_merged, softmax_other, softmax_same, sum_concat_other, sum_concat_with_d)
+from lemmas._instances.reduction import (
+    amax_dtype_terms, cast_rmax_bool, cast_rmax_float, pick_concat_rows, pick_log_softmax, pick_log_softmax_overflow,
+    zip_pick, zip_pick_misaligned)
 
 # s is x with its dims a and a+1 merged: the other dims of x, before and after, are kept
 _MERGED = ("(= n (ndim x))", "(= m (dlen s))", "(= n (+ m 1))", "(vpfx x s a)", "(vsfx x s (- m (+ a 1)))")
+
+# the pick along the last dim k of log_softmax(x) as lowered (x - m) - log(sum(exp(x - m))), m = amax
+# keepdim, once the log-sum-exp is taken out of the pick (pick-binary-bcast)
+_SHIFTED = '(binary "sub" x (reduce "amax" x (ICons k (INil)) 1))'
+_PICK_LOG_SOFTMAX = (f'(binary "sub" (pick {_SHIFTED} t) '
+                     f'(unary "log" (reduce "sum" (unary "exp" {_SHIFTED}) (ICons k (INil)) 0)))')
 
 LEMMAS = [
     # softmax normalises along s: parts along another dim are independent
@@ -40,6 +51,12 @@ LEMMAS = [
           instances=reduce_rsum),
     Lemma("reduce-amax-rmax", "(reduce \"amax\" (rmax l) dims k)", "(rmax (map_reduce \"amax\" l dims k))",
           instances=reduce_rsum),
+    # a cast of a bool to a float is monotone (False -> 0 < 1 <- True): it commutes with a max over
+    # ranks (torch.all of a sharded dim, an all-reduce max of the ranks' verdicts).  Asked only of
+    # bool parts and float casts, which is what that needs; not of other ops (neg reverses the order)
+    Lemma("cast-rmax-bool", "(unary op (rmax l))", "(rmax (map_unary op l))",
+          when=('(= "bool" (dtype (rmax l)))', "(fcast op)"),
+          instances=cast_rmax_bool, rejects=cast_rmax_float),
     Lemma("map-reduce-nil", "(map_reduce op (Nil) dims k)", "(Nil)", instances=fixed({"op": "sum", "dims": [0], "k": 1})),
     Lemma("map-reduce-cons", "(map_reduce op (Cons x r) dims k)", "(Cons (reduce op x dims k) (map_reduce op r dims k))",
           instances=map_reduce),
@@ -64,7 +81,30 @@ LEMMAS = [
     Lemma("map-rowwise-nil", "(map_rowwise op (Nil))", "(Nil)", instances=fixed({"op": "topk:1:1:1:1"})),
     Lemma("map-rowwise-cons", "(map_rowwise op (Cons x r))", "(Cons (rowwise op x) (map_rowwise op r))",
           instances=map_rowwise),
+    # a pick along the last dim reads each row alone: the picks of row parts (a loss's log-probabilities
+    # and targets sharded along a leading dim d) are the parts of the pick, if the parts pair up along d
+    # (a pick's targets have the picked tensor's leading shape, so d is never the picked dim)
+    Lemma("pick-concat-rows", "(pick (concat l d) (concat m d))", "(concat (zip_pick l m d) d)",
+          instances=pick_concat_rows),
+    Lemma("zip-pick-nil", "(zip_pick (Nil) (Nil) d)", "(Nil)", instances=fixed({"d": 0})),
+    Lemma("zip-pick-cons", "(zip_pick (Cons a r1) (Cons b r2) d)", "(Cons (pick a b) (zip_pick r1 r2 d))",
+          when=("(= (dim a d) (dim b d))",), instances=zip_pick, rejects=zip_pick_misaligned),
+    # log-sum-exp is shift invariant in real arithmetic: the target's log-probability (x_t - m) -
+    # log(sum(exp(x - m))), m the row max (torch's log_softmax, picked), is x_t - log(sum(exp(x))) (a
+    # vocab-parallel loss's, whose ranks all-reduce their sums of exponentials of the raw logits).
+    # In floats they differ where exp(x) overflows or x holds inf: an assumption.  Float logits only
+    # (log_softmax's; an int x would compute exp in float32 after an exact integer shift)
+    Lemma("pick-log-softmax-unshifted", _PICK_LOG_SOFTMAX,
+          '(binary "sub" (pick x t) (unary "log" (reduce "sum" (unary "exp" x) (ICons k (INil)) 0)))',
+          when=("(= k (- (ndim x) 1))", "(= f (dtype x))", "(fdtype f)"), assumes=("no_exp_overflow",),
+          instances=pick_log_softmax, rejects=pick_log_softmax_overflow),
     Lemma("map-layernorm-nil", "(map_layernorm (Nil) w b k e)", "(Nil)", instances=map_layernorm_nil),
     Lemma("map-layernorm-cons", "(map_layernorm (Cons x r) w b k e)",
           "(Cons (layernorm x w b k e) (map_layernorm r w b k e))", instances=map_layernorm),
+]
+
+# a max keeps its operand's dtype (bool: torch.all lowered as not amax(not x))
+RULES = [
+    Rule("dtype-amax", "(rule ((= y (reduce \"amax\" x dims k)) (= t (dtype x))) ((set (dtype y) t)) :ruleset shapes)",
+         check_terms=amax_dtype_terms),
 ]

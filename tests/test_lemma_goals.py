@@ -76,6 +76,21 @@ _MASK = '(binary "bitwise_or" (iscalar "lt" {{ids}} {lo}) (iscalar "ge" {{ids}} 
 _MSCATTER = (f'(scatter (binary "masked_fill:0.0" {{{{g}}}} (view {_MASK} {dlist([2, 3, 1])})) '
              f'(binary "masked_fill:0" (iscalar "sub" {{{{ids}}}} {{lo}}) {_MASK}) {{n}})')
 _NLL = '(unary "neg" (tpick {L} {t} -100))'
+# a mean loss: the sum of the targets' terms over their count (nll_loss_forward, reduction mean)
+_XENT_MEAN = ('(binary "div" (reduce "sum" (unary "neg" (tpick {L} {t} -100)) (ICons 0 (INil)) 0) '
+              '(tcount {L} {t} -100 "{n}"))')
+# log_softmax of x along k as lowered, its log-sum-exp taken out of the pick
+_SHIFT = '(binary "sub" {{x}} (reduce "amax" {{x}} (ICons {k} (INil)) 1))'
+_PICK_LSM = ('(binary "sub" (pick ' + _SHIFT + ' {{t}}) (unary "log" (reduce "sum" (unary "exp" ' + _SHIFT
+             + ') (ICons {k} (INil)) 0)))')
+# torch.all over dim 1 (keepdim), and a rank's 1 - float(all of its columns)
+_ALL = '(unary "logical_not" (reduce "amax" (unary "logical_not" {x}) (ICons 1 (INil)) 1))'
+_ONE_MINUS = '(scalar "rsub" (unary "to_float32" ' + _ALL + ') "1.0")'
+_ANY_FALSE = '(unary "to_float32" (reduce "amax" (unary "logical_not" {x}) (ICons 1 (INil)) 1))'
+_ALL_RANKS = ('(scalar "rsub" (rmax (Cons ' + _ANY_FALSE.format(x="{a}") + " (Cons " + _ANY_FALSE.format(x="{b}")
+              + ' (Nil)))) "1.0")')
+# its normal form over rank parts of 4 rows in all: a part's loss sum over 4
+_XENT_PART = '(scalar "div" (reduce "sum" (unary "neg" (pick {L} {t})) (ICons 0 (INil)) 0) "4.0")'
 
 
 # (family, start, goal, leaf shapes, assumptions)
@@ -205,6 +220,30 @@ POSITIVE = [
     ("positions", cat(0, '(iscalar "gt" (slice (arange 0 1 (DLit 6)) 0 (DLit 0) (DLit 3)) 2)',
                       '(iscalar "gt" (slice (arange 0 1 (DLit 6)) 0 (DLit 3) (DLit 6)) 2)'),
      '(iscalar "gt" (arange 0 1 (DLit 6)) 2)', {}, ()),
+    # a pick of row parts (a loss's log-probabilities and targets sharded along the batch)
+    ("reduction", f"(pick {cat(0, '{a}', '{b}')} {cat(0, '{s}', '{u}')})", cat(0, "(pick {a} {s})", "(pick {b} {u})"),
+     {"a": [2, 5], "b": [1, 5], "s": ([2], "int64"), "u": ([1], "int64")}, ()),
+    # data-parallel cross-entropy: the mean over two ranks of their mean losses over 2 rows each, and
+    # the mean loss over the 4 rows, are both the sum over ranks of their loss sums over 4 (equal
+    # counts, no target ignored: classes, ignore index -100)
+    ("reduction", f'(scalar "div" (rsum {cons(_XENT_MEAN.format(L="{a}", t="{s}", n="2.0"), _XENT_MEAN.format(L="{b}", t="{u}", n="2.0"))}) "2.0")',
+     f"(rsum {cons(_XENT_PART.format(L='{a}', t='{s}'), _XENT_PART.format(L='{b}', t='{u}'))})",
+     {"a": [2, 5], "b": [2, 5], "s": ([2], "int64"), "u": ([2], "int64")}, ("valid_indices",)),
+    ("reduction", _XENT_MEAN.format(L=cat(0, "{a}", "{b}"), t=cat(0, "{s}", "{u}"), n="4.0"),
+     f"(rsum {cons(_XENT_PART.format(L='{a}', t='{s}'), _XENT_PART.format(L='{b}', t='{u}'))})",
+     {"a": [2, 5], "b": [2, 5], "s": ([2], "int64"), "u": ([2], "int64")}, ("valid_indices",)),
+    # torch.all over a sharded dim: all of the concat, and the ranks' 1 - max(1 - float(all_r)), are
+    # both 1 - the max over ranks of float(any element false)
+    ("reduction", f'(unary "to_float32" {_ALL.format(x=cat(1, "{a}", "{b}"))})', _ALL_RANKS,
+     {"a": ([4, 2], "bool"), "b": ([4, 3], "bool")}, ()),
+    ("reduction", f'(scalar "rsub" (rmax {cons(_ONE_MINUS.format(x="{a}"), _ONE_MINUS.format(x="{b}"))}) "1.0")',
+     _ALL_RANKS, {"a": ([4, 2], "bool"), "b": ([4, 3], "bool")}, ()),
+    ("elementwise", '(scalar "rsub" (unary "to_float16" (unary "logical_not" {a})) "1.0")', '(unary "to_float16" {a})',
+     {"a": ([3], "bool")}, ()),
+    # the target's log-probability without the row max subtracted (a vocab-parallel loss), assuming
+    # exp does not overflow
+    ("reduction", _PICK_LSM.format(k=1), '(binary "sub" (pick {x} {t}) (unary "log" (reduce "sum" (unary "exp" {x}) (ICons 1 (INil)) 0)))',
+     {"x": [4, 5], "t": ([4], "int64")}, ("no_exp_overflow",)),
 ]
 
 NEGATIVE = [
@@ -317,6 +356,24 @@ NEGATIVE = [
     ("positions", cat(0, '(iscalar "gt" (slice (arange 0 1 (DLit 6)) 0 (DLit 0) (DLit 3)) 2)',
                       '(iscalar "gt" (slice (arange 0 1 (DLit 7)) 0 (DLit 4) (DLit 7)) 2)'),
      '(iscalar "gt" (arange 0 1 (DLit 6)) 2)', {}, ()),
+    # the mean of two ranks' mean losses over 1 and 3 rows is not the mean loss over the 4 rows
+    ("reduction", f'(scalar "div" (rsum {cons(_XENT_MEAN.format(L="{a}", t="{s}", n="1.0"), _XENT_MEAN.format(L="{b}", t="{u}", n="3.0"))}) "2.0")',
+     f"(rsum {cons(_XENT_PART.format(L='{a}', t='{s}'), _XENT_PART.format(L='{b}', t='{u}'))})",
+     {"a": [1, 5], "b": [3, 5], "s": ([1], "int64"), "u": ([3], "int64")}, ("valid_indices",)),
+    # ... nor, with equal counts, when the ranks' ignore index (0) may be a target
+    ("reduction", f'(scalar "div" (rsum {cons(_XENT_MEAN.format(L="{a}", t="{s}", n="2.0").replace("-100", "0"), _XENT_MEAN.format(L="{b}", t="{u}", n="2.0").replace("-100", "0"))}) "2.0")',
+     f"(rsum {cons(_XENT_PART.format(L='{a}', t='{s}'), _XENT_PART.format(L='{b}', t='{u}'))})",
+     {"a": [2, 5], "b": [2, 5], "s": ([2], "int64"), "u": ([2], "int64")}, ("valid_indices",)),
+    # 1 - float(not x) is float(x) only for a bool x, and a cast commutes with a max over ranks only of bools
+    ("elementwise", '(scalar "rsub" (unary "to_float32" (unary "logical_not" {a})) "1.0")', '(unary "to_float32" {a})',
+     {"a": [3]}, ()),
+    ("reduction", f'(unary "to_float16" (rmax {cons("{a}", "{b}")}))',
+     "(rmax " + cons('(unary "to_float16" {a})', '(unary "to_float16" {b})') + ")", {"a": [3], "b": [3]}, ()),
+    # ... not without the assumption, nor with the shift along another dim than the picked one
+    ("reduction", _PICK_LSM.format(k=1), '(binary "sub" (pick {x} {t}) (unary "log" (reduce "sum" (unary "exp" {x}) (ICons 1 (INil)) 0)))',
+     {"x": [4, 5], "t": ([4], "int64")}, ()),
+    ("reduction", _PICK_LSM.format(k=0), '(binary "sub" (pick {x} {t}) (unary "log" (reduce "sum" (unary "exp" {x}) (ICons 0 (INil)) 0)))',
+     {"x": [4, 4], "t": ([4], "int64")}, ("no_exp_overflow",)),
 ]
 
 

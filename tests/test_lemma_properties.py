@@ -38,8 +38,10 @@ WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1,
               "scatter-valid-masked": 1, "mscatter-intro": 0, "mscatter-split": 0,
               # three lists concat-compatible along one axis, the first a bool condition
               "where-concat-cab": 10,
-              # the entries of p's inverse permutation, each drawn alone
-              **{f"permute-inverse-{n}": 0 for n in range(3, 6)}}
+               # the entries of p's inverse permutation, each drawn alone
+               **{f"permute-inverse-{n}": 0 for n in range(3, 6)},
+               # lists of index tensors, each of its partner part's leading shape
+               "pick-concat-rows": 0, "zip-pick-cons": 0}
 
 
 def _cases():

@@ -26,16 +26,6 @@ XFAIL = {
                                     "(the custom kernel's write into out[lo:hi]) is the concat of the slices",
     "adv2_sscat_correct[forward]": "lemma gap: a sum over ranks of slice_scatter into zero buffers (disjoint slices "
                                    "that tile the buffer) is the concat of the sources",
-    "adv2_flip_correct[forward]": "lemma gap: the all-gather's blocks taken in reverse rank order, each a rank's "
-                                  "flipped rows, are not matched to the flip of the concat",
-    "adv2_xent_correct[forward]": "lemma gap: the mean over ranks of per-rank mean losses (tpick / tcount of each "
-                                  "rank's rows) is not related to the mean over the concat of the rows",
-    "adv2_xent_ignore_m1[forward]": "lemma gap: the mean over ranks of per-rank mean losses (tpick / tcount of each "
-                                    "rank's rows) is not related to the mean over the concat of the rows",
-    "adv2_vpick_correct[forward]": "lemma gap: log_softmax's lowering subtracts amax, the program's vocab-parallel "
-                                   "log-sum-exp does not (shift invariance of log-sum-exp is not a lemma)",
-    "adv2_all_correct[forward]": "lemma gap: not(max over ranks of not(local all)) is not related to all over the "
-                                 "concat (all as a min over ranks)",
 }
 XFAIL = {k: v for k, v in XFAIL.items() if v}
 

@@ -613,6 +613,9 @@ CONSTRUCTORS: list[Constructor] = [
        lambda op, l1, l2, d1, d2: [_binary(op, a, b) for a, b in _zip_aligned(l1, l2, d1, d2)]),
     # where over concats along one axis k (from the right): parts zipped, broadcast operands copied
     _c("zip_where", "String TList TList TList i64", "TList", BIG, False, _zip_where),
+    # picks of row parts: the pairs of a concat of log-probabilities and one of their targets along d
+    _c("zip_pick", "TList TList i64", "TList", BIG, False,
+       lambda l1, l2, d: [_pick(a, b) for a, b in _zip_aligned(l1, l2, d, d)]),
     _c("bc_like", "T TList i64", "TList", BIG, False, _bc_like),
     _c("lsum", "TList i64", "Dim", BIG, False, lambda l, d: sum(int(x.shape[d]) for x in l)),
     _c("map_mm_l", "TList T", "TList", BIG, False, lambda l, w: [torch.mm(*_no_bool(x, w)) for x in l]),
@@ -694,6 +697,7 @@ PRIMITIVES: dict[str, Callable] = {
     "dtype": lambda x: dtype_name(x),
     "fdtype": lambda t: t in FLOAT_DTYPES,
     "glinear": lambda op: op in GRAD_LINEAR,
+    "fcast": lambda op: op in FLOAT_CASTS,
 }
 
 # Element types.  (dtype x) is the name of tensor x's dtype ("float32", "int64", "bool"): every
@@ -702,6 +706,8 @@ PRIMITIVES: dict[str, Callable] = {
 # where every operand has one floating dtype: with an int, bool or lower-precision operand the
 # result's dtype or value differs (int overflow, float16 overflow of an intermediate quotient).
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+# (fcast op): op is the unary cast to a floating dtype
+FLOAT_CASTS = tuple(f"to_{t}" for t in FLOAT_DTYPES)
 
 
 def dtype_name(x) -> str:
@@ -744,6 +750,7 @@ FUNCTIONS_TEXT = """
 (function dtype (T) String :merge old)
 (relation fdtype (String))
 (relation glinear (String))
+(relation fcast (String))
 """
 
 
@@ -759,6 +766,7 @@ def declarations() -> str:
         lines.append(f"(constructor {c.name} ({c.signature}) {c.sort} :cost {c.cost})")
     lines.append(FUNCTIONS_TEXT)
     lines += [f"(fdtype {str_lit(t)})" for t in FLOAT_DTYPES] + [f"(glinear {str_lit(op)})" for op in GRAD_LINEAR]
+    lines += [f"(fcast {str_lit(op)})" for op in FLOAT_CASTS]
     # size arithmetic: literals fold here; symbolic terms are canonicalized and compared by dims.py
     lines += [
         "(rewrite (dadd (DLit a) (DLit b)) (DLit (+ a b)) :ruleset shapes)",

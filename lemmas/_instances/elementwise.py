@@ -430,3 +430,31 @@ def bc_like_varying(rng):
     shape = [rng.randint(1, 3) for _ in range(m)]
     shape[m - k] = rng.randint(2, 4)
     return {"y": tensor(rng, *shape), "x": tensor(rng, 2, 2), "r": [], "k": k, "m": m}
+
+
+_FLOATS = ("float16", "bfloat16", "float32", "float64")
+
+
+def _mask(rng, shape):
+    return tensor(rng, *shape) > 0
+
+
+@repeat(8)
+def cast_not(rng):
+    t = rng.choice(_FLOATS)
+    return {"op": f"to_{t}", "b": _mask(rng, [rng.randint(0, 3) for _ in range(rng.randint(0, 3))])}
+
+
+def cast_not_bad(rng):
+    """A float b (1 - float(not 0.5) = 1), a cast to an int (not a float dtype), and exp (not a cast)."""
+    yield {"op": "to_float32", "b": torch.tensor([0.5, 0.0])}
+    yield {"op": "to_int64", "b": torch.tensor([True, False])}
+    yield {"op": "exp", "b": torch.tensor([True, False])}
+
+
+def logical_not_dtype_terms(rng):
+    """logical_not's dtype is bool, whatever its operand's dtype."""
+    x = tensor(rng, 2, 3)
+    facts = [f'(= (dtype t) "{n}")' for n in ("float64", "int64", "bool")]
+    for v in (x, x > 0, x.to(torch.int64)):
+        yield '(unary "logical_not" x)', {"x": v}, facts

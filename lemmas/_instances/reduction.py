@@ -2,7 +2,9 @@
 norm versus concat and sums over ranks."""
 from __future__ import annotations
 
-from lemmas._instances import concat_parts, repeat, tensor
+import torch
+
+from lemmas._instances import concat_parts, ilist, repeat, tensor
 
 @repeat(6)
 def softmax_other(rng):
@@ -182,3 +184,87 @@ def rowwise_concat_last(rng):
 def map_rowwise(rng):
     l = _ties(rng, concat_parts(rng, rng.randint(2, 3), 0))
     return {"op": _topk_op(rng, l[0].shape[-1]), "x": l[0], "r": l[1:]}
+
+
+def _targets(rng, x, wrap=False):
+    """Class ids of x's leading shape in [0, C) (or [-C, C): a pick wraps negative ids)."""
+    g = torch.Generator().manual_seed(rng.randrange(2**31))
+    c = x.shape[-1]
+    return torch.randint(-c if wrap else 0, c, tuple(x.shape[:-1]), generator=g)
+
+
+@repeat(8)
+def pick_concat_rows(rng):
+    nd = rng.randint(2, 4)
+    d = rng.randrange(nd - 1)
+    l = concat_parts(rng, nd, d)
+    wrap = rng.random() < 0.3
+    return {"l": l, "m": [_targets(rng, p, wrap) for p in l], "d": d}
+
+
+@repeat(6)
+def zip_pick(rng):
+    nd = rng.randint(2, 3)
+    d = rng.randrange(nd - 1)
+    l = concat_parts(rng, nd, d)
+    m = [_targets(rng, p) for p in l]
+    return {"a": l[0], "r1": l[1:], "b": m[0], "r2": m[1:], "d": d}
+
+
+@repeat(3)
+def zip_pick_misaligned(rng):
+    """The first pair does not line up along d (rows 2 and 3): pick(a, b) is undefined."""
+    nd = rng.randint(2, 3)
+    d = rng.randrange(nd - 1)
+    shape = [rng.randint(1, 3) for _ in range(nd)]
+    shape[d] = 2
+    a = tensor(rng, *shape)
+    shape[d] = 3
+    b = _targets(rng, tensor(rng, *shape))
+    return {"a": a, "r1": [], "b": b, "r2": [], "d": d}
+
+
+@repeat(8)
+def cast_rmax_bool(rng):
+    shape = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
+    t = rng.choice(["float16", "bfloat16", "float32", "float64"])
+    return {"op": f"to_{t}", "l": [tensor(rng, *shape) > 0 for _ in range(rng.randint(1, 8))]}
+
+
+def cast_rmax_float(rng):
+    """What the condition refuses: float parts (only bool parts are asked for), a cast to an int, and
+    an op that is not a cast (neg reverses the order: -max is not max of -)."""
+    yield {"op": "to_float16", "l": [torch.tensor([0.5, -1.5]), torch.tensor([-0.5, 2.5])]}
+    yield {"op": "to_int64", "l": [torch.tensor([True, False]), torch.tensor([False, False])]}
+    yield {"op": "neg", "l": [torch.tensor([True, False]), torch.tensor([False, False])]}
+
+
+def amax_dtype_terms(rng):
+    """A max over dims keeps its operand's dtype (float, int or bool)."""
+    x = tensor(rng, 2, 3)
+    facts = [f'(= (dtype t) "{n}")' for n in ("float64", "int64", "bool")]
+    for v in (x, x.to(torch.int64), x > 0):
+        for dims, k in (([1], 1), ([0, 1], 0)):
+            yield f'(reduce "amax" x {ilist(dims)} {k})', {"x": v}, facts
+
+
+def _log_softmax_case(rng):
+    nd = rng.randint(1, 3)
+    shape = [rng.randint(1, 4) for _ in range(nd)]
+    x = tensor(rng, *shape) * rng.choice([1.0, 5.0, 20.0])     # float64: the identity is a real one
+    return {"x": x, "t": _targets(rng, x), "k": nd - 1, "f": "float64"}
+
+
+@repeat(8)
+def pick_log_softmax(rng):
+    return _log_softmax_case(rng)
+
+
+def pick_log_softmax_overflow(rng):
+    """What the condition refuses, on a square x: the shift along dim 0 (each column's max) is not the
+    picked row's; and with logits past exp's range (float64: 709), what the assumption excludes: the
+    shifted form stays finite, exp(x) overflows."""
+    for big in (0.0, 0.0, 1000.0):
+        n = rng.randint(2, 4)
+        x = tensor(rng, n, n) * 5.0 + big
+        yield {"x": x, "t": (torch.arange(n) + 1) % n, "k": 0, "f": "float64"}

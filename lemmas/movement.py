@@ -19,7 +19,7 @@ from lemmas._instances.movement import (
     transpose_concat_d_not_b, transpose_concat_d_other, transpose_concat_d_swapped, transpose_merged_left,
     transpose_merged_left_bad, transpose_merged_right, transpose_rsum, transpose_twice, transpose_view_mixing,
     transpose_view_prefix, transpose_view_suffix, unary_view, view_keep_prefix, view_keep_suffix,
-    view_kept_dims_terms, view_last, view_last_bad, view_merge, view_merge_into_axis, view_not_self, view_rsum,
+    view_kept_dims_terms, expand_not_self, view_last, view_last_bad, view_merge, view_merge_into_axis, view_not_self, view_rsum,
     view_self, view_split, view_view)
 from lemmas._instances.movement import permute_inverse, permute_not_inverse
 from lemmas._instances.movement import concat_zpad, concat_zpad_bad, map_zpad, map_zpad_bad, zpad_terms
@@ -129,6 +129,9 @@ LEMMAS = [
     Lemma("view-view", "(view (view x s1) s2)", "(view x s2)", instances=view_view),
     Lemma("view-self", "(view x s)", "x", when=("(= n (ndim x))", "(= n (dlen s))", "(vpfx x s n)"),
           instances=view_self, rejects=view_not_self),
+    # an expand to x's own shape (a rank's one KV head "expanded" over its one query head)
+    Lemma("expand-self", "(expand x s)", "x", when=("(= n (ndim x))", "(= n (dlen s))", "(vpfx x s n)"),
+          instances=view_self, rejects=expand_not_self),
     # the concat axis and everything before it kept: each part is viewed alike
     Lemma("view-concat-keep-prefix", "(view (concat (Cons x r) d) s)", "(concat (map_view_at (Cons x r) s d d) d)",
           when=_KEEP_PREFIX, instances=view_keep_prefix, rejects=view_merge_into_axis),
@@ -287,6 +290,7 @@ RULES = [
     # vpfx / vsfx grow one dim at a time from 0 while x and s agree there
     Rule("view-kept-dims", (
         "(rule ((= y (view x s))) ((vpfx x s 0) (vsfx x s 0)) :ruleset shapes)\n"
+        "(rule ((= y (expand x s))) ((vpfx x s 0)) :ruleset shapes)\n"
         "(rule ((vpfx x s i) (= v (dim x i)) (= v (dat s i))) ((vpfx x s (+ i 1))) :ruleset shapes)\n"
         "(rule ((vsfx x s j) (= n (ndim x)) (= m (dlen s)) (< j n) (< j m) (= v (dim x (- (- n j) 1)))"
         " (= v (dat s (- (- m j) 1)))) ((vsfx x s (+ j 1))) :ruleset shapes)"),

@@ -12,7 +12,7 @@ from lemmas._instances import fixed
 from lemmas._instances.reduction import (
     map_rowwise, rowwise_concat, rowwise_concat_last,
     amax_concat_other, amax_concat_with_d, layernorm_concat, layernorm_concat_bad, map_layernorm, map_layernorm_nil,
-    map_reduce, map_softmax, reduce_concat_other_drop, reduce_concat_other_keep, reduce_concat_with_d_drop,
+    map_reduce, map_softmax, reduce_not_size1, reduce_size1, reduce_concat_other_drop, reduce_concat_other_keep, reduce_concat_with_d_drop,
     reduce_concat_with_d_keep, reduce_rsum, reduce_view_merged, reduce_view_not_merged, softmax_other, softmax_same, sum_concat_other, sum_concat_with_d)
 from lemmas._instances.reduction import (
     amax_dtype_terms, cast_rmax_bool, cast_rmax_float, pick_concat_rows, pick_log_softmax, pick_log_softmax_overflow,
@@ -44,6 +44,12 @@ LEMMAS = [
           when=("(= (ihas dims d) 1)",), instances=sum_concat_with_d, rejects=sum_concat_other),
     Lemma("reduce-amax-concat", "(reduce \"amax\" (concat l d) dims k)", "(rmax (map_reduce \"amax\" l dims k))",
           when=("(= (ihas dims d) 1)",), instances=amax_concat_with_d, rejects=amax_concat_other),
+    # a float reduction kept over one size-1 dim is its operand (a rank's one KV head, whose expand's
+    # backward sums over one copy).  One lemma per op: a reduction added later (var: 0 or nan over
+    # one element) is not one of them
+    *(Lemma(f"reduce-{op}-size1", f'(reduce "{op}" x (ICons d (INil)) 1)', "x",
+            when=("(= (dim x d) (DLit 1))", "(= t (dtype x))", "(fdtype t)"),
+            instances=reduce_size1, rejects=reduce_not_size1) for op in ("sum", "mean", "amax")),
     # sums (and means) over dims are linear: they commute with a sum over ranks; max with max
     Lemma("reduce-sum-rsum", "(reduce \"sum\" (rsum l) dims k)", "(rsum (map_reduce \"sum\" l dims k))",
           instances=reduce_rsum),

@@ -164,6 +164,11 @@ POSITIVE = [
     ("indexing", "(scatter {g} {ids} 5)", "(mscatter {g} {ids} 0 5)", {"g": [2, 3, 4], "ids": [2, 3]},
      ("valid_indices",)),
     ("indexing", _MSCATTER.format(lo=3, hi=5, n=2), "(mscatter {g} {ids} 3 2)", {"g": [2, 3, 4], "ids": [2, 3]}, ()),
+    # movement: an expand to x's own shape is x; a broadcast dim expanded to 4 beside a rank's
+    # expand to 1 there is four of those (MQA, one query head per rank)
+    ("movement", "(expand {x} (DCons (DLit 2) (DCons (DLit 1) (DCons (DLit 3) (DNil)))))", "{x}", {"x": [2, 1, 3]}, ()),
+    # reduction: a float sum kept over a size-1 dim is its operand (that expand's backward)
+    ("reduction", red("sum", "{x}", [1], 1), "{x}", {"x": [2, 1, 3]}, ()),
     # movement: a concat as the last part is flattened into its parent
     ("movement", cat(0, "{a}", cat(0, "{b}", "{c}")), cat(0, "{a}", "{b}", "{c}"), {"a": [1, 2], "b": [2, 2], "c": [3, 2]}, ()),
     # ... and rows of that block (the table around a padding_idx's zero row) are a block of their own
@@ -258,6 +263,11 @@ NEGATIVE = [
     # arith: 0.1 * 0.1 is not a float exactly, so x / 0.1 / 0.1 is not folded
     ("arith", '(scalar "div" (scalar "div" {a} "0.1") "0.1")', '(scalar "div" {a} "0.010000000000000002")',
      {"a": [3]}, ()),
+    # reduction: a sum over a size-1 dim of ints changes the dtype (int32 -> int64), over a wider dim
+    # it adds: neither is the operand; an expand that broadcasts is not x
+    ("reduction", red("sum", "{x}", [1], 1), "{x}", {"x": ([2, 1, 3], "int32")}, ()),
+    ("reduction", red("sum", "{x}", [1], 1), "{x}", {"x": [2, 2, 3]}, ()),
+    ("movement", "(expand {x} (DCons (DLit 2) (DCons (DLit 4) (DCons (DLit 3) (DNil)))))", "{x}", {"x": [2, 1, 3]}, ()),
     # movement: a slice straddling two parts is not a slice of the first
     ("movement", f"(slice {cat(0, '{a}', '{b}')} 0 (DLit 3) (DLit 5))", "(slice {a} 0 (DLit 3) (DLit 5))",
      {"a": [4, 2], "b": [3, 2]}, ()),

@@ -397,9 +397,9 @@ class Lowerer:
 
     @lowers("aten.expand.default")
     def _h_expand_default(self, n):
+        # an expand to x's own shape stays a term (expand-self makes it x): beside a wider one,
+        # it says how a rank's share of the broadcast is laid out (expand-split-bcast)
         x = n.args[0]
-        if tuple(self.shape(x.name)) == tuple(n.val.shape):
-            return Identity(x.name)
         return Term(f"(expand {self.t(x)} {self._shape_list(n.val.shape)})")
 
     @lowers("aten.repeat.default")

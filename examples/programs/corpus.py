@@ -79,6 +79,10 @@ CORPUS = [
     _e("mqa_causal_correct", "mqa_causal"),
     _e("mqa_causal_correct", "mqa_causal", "joint"),
     _e("mqa_causal_kv_grad_not_reduced", "mqa_causal", "joint", bug=("_attn.py", "KV projection")),
+    # ... on 4 ranks: one query head per rank, the KV head "expanded" over it to its own shape
+    _e("mqa_head_per_rank_correct", "mqa_causal", ws=4),
+    _e("mqa_head_per_rank_correct", "mqa_causal", "joint", ws=4),
+    _e("mqa_head_per_rank_kv_grad_not_reduced", "mqa_causal", "joint", bug=("_attn.py", "KV projection"), ws=4),
     _e("rope_cp_correct", "rope_cp"),
     _e("rope_cp_local_positions", "rope_cp", bug=("_rope.py", "restart at 0")),
     _e("cp_attention_correct", "cp_attention"),

@@ -256,6 +256,13 @@ def view_not_self(rng):
     return {"x": x, "s": [3, 2, x.shape[2]], "n": 3}
 
 
+@repeat(4)
+def expand_not_self(rng):
+    """Counterexamples: a broadcast dim expanded (same rank, another shape)."""
+    x = tensor(rng, 2, 1, rng.randint(2, 4))
+    return {"x": x, "s": [2, rng.randint(2, 4), x.shape[2]], "n": 3}
+
+
 def _view_keep(rng, where):
     """A concat along d viewed so that dims [0..d] (prefix) or [d..] (suffix) are kept."""
     nd = rng.randint(2, 4)
@@ -555,6 +562,10 @@ def view_kept_dims_terms(rng):
         S = dlist(s)
         facts = [f"(vpfx x {S} {i})" for i in range(len(s) + 2)] + [f"(vsfx x {S} {i})" for i in range(len(s) + 2)]
         yield (f"(view x {S})", {"x": tensor(rng, *shape)}, facts)
+    # an expand's dims against its operand's (the same shape, or a broadcast dim grown)
+    for shape, s in (([2, 1, 3], [2, 1, 3]), ([2, 1, 3], [2, 4, 3]), ([1, 3], [5, 2, 3])):
+        S = dlist(s)
+        yield (f"(expand x {S})", {"x": tensor(rng, *shape)}, [f"(vpfx x {S} {i})" for i in range(len(s) + 2)])
 
 
 def ipos_terms(rng):

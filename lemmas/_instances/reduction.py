@@ -59,6 +59,30 @@ def map_reduce(rng):
     return {"op": rng.choice(["sum", "mean", "amax"]), "x": l[0], "r": l[1:], "dims": [1, 2], "k": rng.randint(0, 1)}
 
 
+def _size1_case(rng, ok):
+    nd = rng.randint(1, 4)
+    shape = [rng.randint(0, 3) for _ in range(nd)]
+    d = rng.randrange(nd)
+    shape[d] = 1 if ok else rng.randint(2, 4)
+    x = tensor(rng, *shape)
+    if ok and rng.random() < 0.3:
+        x = x.to(rng.choice([torch.float32, torch.float16]))
+    if not ok and rng.random() < 0.5:        # size 1, but ints: a sum of int32 is int64
+        shape[d] = 1
+        x = torch.ones(shape, dtype=torch.int32)
+    return {"x": x, "d": d, "t": str(x.dtype).removeprefix("torch.")}
+
+
+@repeat(6)
+def reduce_size1(rng):
+    return _size1_case(rng, True)
+
+
+@repeat(6)
+def reduce_not_size1(rng):
+    return _size1_case(rng, False)
+
+
 @repeat(6)
 def reduce_rsum(rng):
     nd = rng.randint(1, 3)

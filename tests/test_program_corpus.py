@@ -22,10 +22,6 @@ from corpus import CORPUS  # noqa: E402
 
 XFAIL = {
     # helper-adv2: correct twins the checker cannot prove yet (their buggy twins are refuted)
-    "adv2_kernel_correct[forward]": "lemma gap: a sum over ranks of zero buffers each with its own slice replaced "
-                                    "(the custom kernel's write into out[lo:hi]) is the concat of the slices",
-    "adv2_sscat_correct[forward]": "lemma gap: a sum over ranks of slice_scatter into zero buffers (disjoint slices "
-                                   "that tile the buffer) is the concat of the sources",
 }
 XFAIL = {k: v for k, v in XFAIL.items() if v}
 

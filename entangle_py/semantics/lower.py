@@ -992,7 +992,8 @@ class Lowerer:
     def _h_slice_scatter_default(self, n):
         """slice_scatter(x, src, dim, start, end, step): x with its slice [start:end] along dim
         replaced by src cast to x's dtype -- the concat of x's part before it, src and x's part
-        after it (step 1 and a static size along dim; otherwise declined)."""
+        after it (step 1 and a static size along dim; otherwise declined).  Into a float buffer
+        of zeros (``ZERO_FILLS``): src zero-padded (``zpad``)."""
         x, src = n.args[:2]
         dim, start = self._arg(n, 2, "dim", 0), self._arg(n, 3, "start")
         end, step = self._arg(n, 4, "end"), self._arg(n, 5, "step", 1)
@@ -1015,6 +1016,10 @@ class Lowerer:
             st = f"(unary {str_lit('to_' + xdt)} {st})"
         elif s == 0 and e == xs[d]:
             return Identity(src.name)
+        if self._source(x.name).target in ZERO_FILLS and xdt in FLOAT_DTYPES and (s, e) != (0, xs[d]):
+            # into a buffer of zeros: src padded with zeros, like slice_backward (floats only,
+            # as there: concat-zpad-rsum sums padded parts)
+            return Term(f"(zpad {st} {d} {s} {xs[d] - e})")
         parts = ([f"(slice {self.t(x)} {d} (DLit 0) (DLit {s}))"] if s > 0 else []) + [st] + \
                 ([f"(slice {self.t(x)} {d} (DLit {e}) (DLit {xs[d]}))"] if e < xs[d] else [])
         if len(parts) == 1:
@@ -1447,6 +1452,9 @@ class Lowerer:
         reduce = str(a[sig.reduce]) if sig.reduce is not None else "sum"
         return Collective(sig.kind, a[0].name, str(a[sig.group]), reduce=reduce, params=params)
 
+
+# allocations filled with zeros whatever their other arguments (a slice_scatter into one is a zpad)
+ZERO_FILLS = frozenset({"aten.zeros.default", "aten.new_zeros.default", "aten.zeros_like.default"})
 
 # the most elements along the flipped dims aten.flip is lowered for (concats of slices); more: opaque
 FLIP_MAX = 64

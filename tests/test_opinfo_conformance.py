@@ -214,6 +214,29 @@ def test_slice_scatter_is_a_concat_around_the_source():
     _agree(torch.slice_scatter, x, torch.arange(6).view(2, 3), 0, 3, 5)
 
 
+def test_slice_scatter_into_zeros_is_the_source_padded():
+    """A write into a buffer of zeros (zeros, new_zeros, zeros_like, through a clone) is the
+    source zero-padded: every position, both dims, a source of another dtype; the term is a zpad
+    for float buffers and the concat form for integer ones."""
+    def into(make):
+        return lambda src, dim, start, end: torch.slice_scatter(make(src), src, dim, start, end)
+    buffers = {
+        "zeros": lambda src: torch.zeros(5, 3),
+        "new_zeros": lambda src: src.new_zeros(5, 3, dtype=torch.float64),
+        "zeros_like_clone": lambda src: torch.zeros_like(torch.ones(5, 3, dtype=torch.float16)).clone(),
+    }
+    for name, make in buffers.items():
+        for dim, start, end in ((0, 0, 2), (0, 1, 3), (0, 3, 5), (1, 1, 3), (1, 0, 1), (0, 2, 2)):
+            size = end - start
+            src = torch.randn([size, 3] if dim == 0 else [5, size])
+            v = C.check_sample(into(make), _sample(src, dim, start, end))
+            (nv,) = [nv for nv in v.nodes if nv.target == "aten.slice_scatter.default"]
+            assert nv.kind == "agree" and nv.term.startswith("(zpad "), (name, dim, start, end, nv)
+    v = C.check_sample(into(lambda src: torch.zeros(5, 3, dtype=torch.int64)), _sample(torch.arange(6).view(2, 3), 0, 1, 3))
+    (nv,) = [nv for nv in v.nodes if nv.target == "aten.slice_scatter.default"]
+    assert nv.kind == "agree" and not nv.term.startswith("(zpad "), nv
+
+
 def test_repeat_is_an_expand_between_views():
     x = torch.randn(2, 3)
     for reps in ([1, 1], [2, 1], [1, 3], [2, 2], [3, 1, 2], [0, 2], [2, 1, 1, 1]):

@@ -148,6 +148,10 @@ ALLOCATIONS = frozenset({
     "aten.new_empty_strided.default", "aten.empty_strided.default",
 })
 
+# Allocations filled with zeros whatever their other arguments (a slice_scatter into one is its
+# source zero-padded).
+ZERO_FILLS = frozenset({"aten.zeros.default", "aten.new_zeros.default", "aten.zeros_like.default"})
+
 # Ops that draw random numbers: the k-th draw of a program is numbered k.
 RANDOM_OPS = frozenset({
     "aten.native_dropout.default", "aten.bernoulli.default", "aten.bernoulli.p", "aten.rand.default",

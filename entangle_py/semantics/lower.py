@@ -993,7 +993,7 @@ class Lowerer:
         """slice_scatter(x, src, dim, start, end, step): x with its slice [start:end] along dim
         replaced by src cast to x's dtype -- the concat of x's part before it, src and x's part
         after it (step 1 and a static size along dim; otherwise declined).  Into a float buffer
-        of zeros (``ZERO_FILLS``): src zero-padded (``zpad``)."""
+        of zeros (``ops.ZERO_FILLS``): src zero-padded (``zpad``)."""
         x, src = n.args[:2]
         dim, start = self._arg(n, 2, "dim", 0), self._arg(n, 3, "start")
         end, step = self._arg(n, 4, "end"), self._arg(n, 5, "step", 1)
@@ -1016,7 +1016,7 @@ class Lowerer:
             st = f"(unary {str_lit('to_' + xdt)} {st})"
         elif s == 0 and e == xs[d]:
             return Identity(src.name)
-        if self._source(x.name).target in ZERO_FILLS and xdt in FLOAT_DTYPES and (s, e) != (0, xs[d]):
+        if self._source(x.name).target in ops.ZERO_FILLS and xdt in FLOAT_DTYPES and (s, e) != (0, xs[d]):
             # into a buffer of zeros: src padded with zeros, like slice_backward (floats only,
             # as there: concat-zpad-rsum sums padded parts)
             return Term(f"(zpad {st} {d} {s} {xs[d] - e})")
@@ -1452,9 +1452,6 @@ class Lowerer:
         reduce = str(a[sig.reduce]) if sig.reduce is not None else "sum"
         return Collective(sig.kind, a[0].name, str(a[sig.group]), reduce=reduce, params=params)
 
-
-# allocations filled with zeros whatever their other arguments (a slice_scatter into one is a zpad)
-ZERO_FILLS = frozenset({"aten.zeros.default", "aten.new_zeros.default", "aten.zeros_like.default"})
 
 # the most elements along the flipped dims aten.flip is lowered for (concats of slices); more: opaque
 FLIP_MAX = 64

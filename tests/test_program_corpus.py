@@ -97,8 +97,8 @@ def test_checker_verdict(entry, tmp_path):
 
 # Buggy programs whose failure is reported far from the bug's line, and why.
 FAR = {
-    "adv3_all_sum[forward]": "the ranks' verdicts summed (line 130) are only seen wrong at the sequential all "
-                             "(line 123, the operator with no clean term); the report names no G_d culprit line",
+    "adv3_all_sum[forward]": "the ranks' verdicts summed (line 132) are only seen wrong at the sequential all "
+                             "(line 125, the operator with no clean term); the report names no G_d culprit line",
 }
 NEAR = 5     # lines
 

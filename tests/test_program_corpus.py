@@ -22,6 +22,20 @@ from corpus import CORPUS  # noqa: E402
 
 XFAIL = {
     # helper-adv2: correct twins the checker cannot prove yet (their buggy twins are refuted)
+    # helper-adv3: correct twins the checker cannot prove (or that capture misreads), a buggy one refused
+    "adv3_ppv_correct[forward]": "capture: the receive is into a view v = buf[:] and the program reads buf after it; "
+                                 "the traced graph reads buf's old contents (the check walks from the receive's "
+                                 "buffer down to its views, not up to its base), so the correct program is refuted",
+    "adv3_emb_correct[joint]": "lemma gap: padding_idx mid-block on rank 1 (the seq table's concat around the zero "
+                               "row is not regrouped into the ranks' blocks)",
+    "adv3_emb_neg[joint]": "lemma gap: padding_idx mid-block on rank 1 (as adv3_emb_correct; -4 lowers to row 3)",
+    "adv3_emb0_correct[joint]": "lemma gap: padding_idx mid-block on rank 0 (the seq table's concat around the zero "
+                                "row is not regrouped into the ranks' blocks)",
+    "adv3_emb0_neg[joint]": "lemma gap: padding_idx mid-block on rank 0 (as adv3_emb0_correct)",
+    "adv3_xenti_correct[forward]": "lemma gap: the mean's count as an all-reduced (target != c).sum() is not related "
+                                   "to nll_loss's tcount when the ignore index occurs",
+    "adv3_all_float[forward]": "refused: no semantics for aten.amin.default",
+    "adv3_all_any[forward]": "buggy, refused (exit 2): no semantics for aten.any.dim",
 }
 XFAIL = {k: v for k, v in XFAIL.items() if v}
 
@@ -79,6 +93,8 @@ def test_checker_verdict(entry, tmp_path):
 
 # Buggy programs whose failure is reported far from the bug's line, and why.
 FAR = {
+    "adv3_all_sum[forward]": "the ranks' verdicts summed (line 132) are only seen wrong at the sequential all "
+                             "(line 125, the operator with no clean term); the report names no G_d culprit line",
 }
 NEAR = 5     # lines
 

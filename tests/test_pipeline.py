@@ -248,10 +248,30 @@ def test_a_batched_receive_the_program_never_reads_is_kept_out_of_its_graph(tmp_
     assert g1.node(add.args[0].name).target == "aten.clone.default"
 
 
-def test_a_view_taken_before_a_batched_receive_is_refused(tmp_path):
+@pytest.mark.parametrize("before, after", [
+    ("v = buf.view(8)", "v.view(2, 4) + h"),          # the received value unread, a view of the buffer read
+    ("v = buf[:]", "buf + v"),                         # both read: the view is still the old contents
+])
+def test_a_view_taken_before_a_batched_receive_is_refused(tmp_path, before, after):
     # the program's view sees what the buffer received; torch's graph gives it the zeros
     with pytest.raises(CaptureError, match="a view of it taken before the receive"):
-        capture(_rank1_batch_receive(tmp_path, "v = buf.view(8)", "v.view(2, 4) + h"), 2)
+        capture(_rank1_batch_receive(tmp_path, before, after), 2)
+
+
+def test_reading_the_base_of_a_view_received_into_is_refused(tmp_path):
+    script = _script(tmp_path, '''
+        if self.rank == 0:
+            for req in dist.batch_isend_irecv([dist.P2POp(dist.isend, h, 1)]):
+                req.wait()
+            return h
+        buf = torch.zeros(2, 4)
+        v = buf[:]
+        for req in dist.batch_isend_irecv([dist.P2POp(dist.irecv, v, 0)]):
+            req.wait()
+        return buf + h
+    ''')
+    with pytest.raises(CaptureError, match="the base of a view received into"):
+        capture(script, 2)
 
 
 @pytest.mark.parametrize("src, status", [(0, "refines"), (1, "fails")])

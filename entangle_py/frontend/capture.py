@@ -346,16 +346,18 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
 
 
 def _check_received_values_read(g: graph.RankGraph) -> None:
-    """A point-to-point receive whose received tensor nothing reads, while the program reads the
-    buffer it received into, is refused.
+    """A point-to-point receive whose buffer the graph reads stale is refused.
 
     ``dist.irecv(buf, src).wait()`` traces (torch 2.13) to an ``irecv`` whose result only
     ``wait_tensor`` reads, while the program's later reads of ``buf`` read the buffer as it was
     before: the received value is silently dropped.  ``dist.batch_isend_irecv`` and the return
-    value of ``funcol.irecv_inplace`` keep it: functionalization gives later reads of the buffer
-    (and of its views) the received tensor, so a batch receive is refused only when the graph
-    still reads the buffer, or a view of it, after the receive.  Reads before it (a copy taken
-    first, a program that never reads what it received) are the program's own."""
+    value of ``funcol.irecv_inplace`` keep it, for the buffer itself: functionalization gives its
+    later reads the received tensor.  But not for the buffer's other aliases: a view of it taken
+    before the receive, or the base of a view received into, still holds the old contents in the
+    graph while the program sees what arrived.  So every read, after a receive, of a node that
+    aliases its buffer (views up to the base and down again) is refused, and so is a plain irecv
+    whose received tensor nothing reads while the program reads the buffer.  Reads before the
+    receive (a copy taken first) are the program's own."""
     users = g.users()
     returned = {p.node for p in g.outputs}
     order = {n.name: i for i, n in enumerate(g.nodes)}
@@ -368,30 +370,37 @@ def _check_received_values_read(g: graph.RankGraph) -> None:
     def buffer_read_elsewhere(buf, n):     # the program reads the buffer it received into
         return isinstance(buf, graph.Ref) and any(u != n.name for u in users.get(buf.name, ()))
 
-    def buffer_read_after(buf, n):         # ... or a view of it, after the receive
+    def is_view(m):                        # m's value aliases its first tensor argument
+        if m.target == ops.GETITEM:
+            src = m.args[0] if m.args else None
+            return isinstance(src, graph.Ref) and _returns_a_view(g.node(src.name).target)
+        return _returns_a_view(m.target)
+
+    def base(m):
+        return next((a for a in m.args if isinstance(a, graph.Ref)), None)
+
+    def stale_read(buf, n):                # an alias of the buffer read after the receive
         if not isinstance(buf, graph.Ref):
             return False
-        seen, todo = set(), [buf.name]
+        root = g.node(buf.name)
+        while is_view(root) and base(root) is not None:
+            root = g.node(base(root).name)
+        aliases, todo = set(), [root.name]
         while todo:
             name = todo.pop()
-            if name in seen:
+            if name in aliases:
                 continue
-            seen.add(name)
-            for u in users.get(name, ()):
-                if u != n.name and (order[u] > order[n.name] or u in returned):
-                    return True
-                if _returns_a_view(g.node(u).target):
-                    todo.append(u)
-        return buf.name in returned
+            aliases.add(name)
+            todo += [u for u in users.get(name, ()) if u != n.name and is_view(g.node(u))]
+        return any(a in returned or any(u != n.name and order[u] > order[n.name] for u in users.get(a, ()))
+                   for a in aliases)
 
     for n in g.nodes:
         if n.target == ops.IRECV and n.args:
-            lost = not read(n.name) and buffer_read_elsewhere(n.args[0], n)
+            lost = stale_read(n.args[0], n) or (not read(n.name) and buffer_read_elsewhere(n.args[0], n))
         elif n.target == ops.BATCH_P2P and len(n.args) > 3 \
                 and isinstance(n.args[0], (list, tuple)) and isinstance(n.args[3], (list, tuple)):
-            got = {g.node(u).args[1]: u for u in users.get(n.name, ()) if g.node(u).target == "getitem"}
-            lost = any(k == "irecv" and not (i in got and read(got[i])) and buffer_read_after(buf, n)
-                       for i, (k, buf) in enumerate(zip(n.args[0], n.args[3])))
+            lost = any(k == "irecv" and stale_read(buf, n) for k, buf in zip(n.args[0], n.args[3]))
         else:
             continue
         if not lost:
@@ -405,10 +414,11 @@ def _check_received_values_read(g: graph.RankGraph) -> None:
                 f"dist.batch_isend_irecv([dist.P2POp(dist.irecv, buf, src)]) or use the tensor "
                 f"funcol.irecv_inplace returns")
         raise CaptureError(
-            f"rank {g.rank}: the tensor received by {n.name} ({n.target}){where} is never read, while the "
-            f"graph reads the buffer, or a view of it taken before the receive, after it: torch's tracing "
-            f"gives such a view what the buffer held before, so the graph would not be the program; take "
-            f"views of the buffer after the receive")
+            f"rank {g.rank}: the graph reads the buffer received into by {n.name} ({n.target}){where} after "
+            f"the receive through another alias (a view of it taken before the receive, or the base of a "
+            f"view received into): torch's tracing gives that alias what the buffer held before, so the "
+            f"graph would not be the program; receive into the tensor you read, and take views of it after "
+            f"the receive")
 
 
 def _returns_a_view(target) -> bool:

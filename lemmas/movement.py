@@ -10,7 +10,7 @@ from lemmas._instances.movement import (
     binary_expand, binary_expand_bcast, binary_expand_terms, scalar_expand, scalar_slice, scalar_transpose,
     binary_view_bcast, binary_view_bcast_merged, concat_interchange, concat_interchange_same, concat_nest, concat_nest_bad,
     cover, cover_empty, dset, dset_last_lists, expand_concat,
-    expand_concat_axis, expand_split, expand_split_bad, expand_terms, flatten, flatten_last, full_slice, group_head2, group_head3, ipos_terms, iscalar_view, lappend, lappend_nil, map_expand_at,
+    expand_concat_axis, expand_split, expand_split_bad, expand_terms, flatten, flatten_last, full_slice, group_head2, group_head3, group_tail, ipos_terms, iscalar_view, lappend, lappend_nil, map_expand_at,
     map_expand_at_bad, map_permute, zip_concat, zip_concat_misaligned,
     map_slice, map_transpose, map_view, map_view_at, map_view_at_bad, map_view_last, map_view_last_bad,
     map_view_merge, map_view_merge_bad, map_view_split, map_view_split_bad, partial_slice, permute_concat,
@@ -115,6 +115,12 @@ LEMMAS = [
           trigger=(_GROUP2, "(concat (Cons x (Cons y (Nil))) d)"), instances=group_head2),
     Lemma("concat-group-head3", _GROUP3, "(concat (Cons (concat (Cons x (Cons y (Cons z (Nil)))) d) (Cons w r)) d)",
           trigger=(_GROUP3, "(concat (Cons x (Cons y (Cons z (Nil)))) d)"), instances=group_head3),
+    # ... and the inverse of concat-flatten-last: the parts after the first, where the e-graph holds
+    # them as a concat of their own (a rank's block after the blocks before it), grouped
+    Lemma("concat-group-tail", "(concat (Cons x (Cons y (Cons z r))) d)",
+          "(concat (Cons x (Cons (concat (Cons y (Cons z r)) d) (Nil))) d)",
+          trigger=("(concat (Cons x (Cons y (Cons z r))) d)", "(concat (Cons y (Cons z r)) d)"),
+          instances=group_tail),
     Lemma("lappend-nil", "(lappend (Nil) r)", "r", instances=lappend_nil),
     Lemma("lappend-cons", "(lappend (Cons x l) r)", "(Cons x (lappend l r))", instances=lappend),
     # a transpose is linear: grad^T of a partial-sum gradient (backward of a row-parallel layer)

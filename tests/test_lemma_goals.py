@@ -433,6 +433,17 @@ def test_masked_scatter_splits_where_a_rank_block_ends():
     assert saturated and not reached
 
 
+def test_a_tail_the_egraph_holds_as_a_concat_is_grouped():
+    """Parts after the first that a rank computed as a concat of their own are grouped; without
+    that concat in the e-graph they are left flat."""
+    shapes = {"a": [1, 2], "b": [2, 2], "c": [3, 2]}
+    start, goal = cat(0, "{a}", "{b}", "{c}"), cat(0, "{a}", cat(0, "{b}", "{c}"))
+    reached, _ = proves(start, goal, shapes, present=(cat(0, "{b}", "{c}"),))
+    assert reached
+    reached, saturated = proves(start, goal, shapes)
+    assert saturated and not reached
+
+
 def test_padded_table_gradient_splits_into_rank_blocks():
     """A table gradient with padding_idx 0 (a zero row, then rows [1, 7)) is the concat of the
     ranks' blocks when rank 0 has the padding row beside its rows [1, 3) and rank 1 has rows

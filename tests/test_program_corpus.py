@@ -30,12 +30,6 @@ XFAIL = {
                                  "alias check)",
     "adv3_ppv_both[forward]": "buggy, capture refuses (exit 2): the base of the view received into is read after the "
                               "receive; torch's graph gives it the old contents (it refined before the alias check)",
-    "adv3_emb_correct[joint]": "lemma gap: padding_idx mid-block on rank 1 (the seq table's concat around the zero "
-                               "row is not regrouped into the ranks' blocks)",
-    "adv3_emb_neg[joint]": "lemma gap: padding_idx mid-block on rank 1 (as adv3_emb_correct; -4 lowers to row 3)",
-    "adv3_emb0_correct[joint]": "lemma gap: padding_idx mid-block on rank 0 (the seq table's concat around the zero "
-                                "row is not regrouped into the ranks' blocks)",
-    "adv3_emb0_neg[joint]": "lemma gap: padding_idx mid-block on rank 0 (as adv3_emb0_correct)",
     "adv3_xenti_correct[forward]": "lemma gap: the mean's count as an all-reduced (target != c).sum() is not related "
                                    "to nll_loss's tcount when the ignore index occurs",
     "adv3_all_float[forward]": "refused: no semantics for aten.amin.default",

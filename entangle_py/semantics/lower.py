@@ -1414,9 +1414,13 @@ class Lowerer:
         row = f"(cst \"0.0\" {self._shape_list([1, gs[-1]])})"
         if n.val.dtype != "float64":
             row = f"(unary {str_lit('to_' + n.val.dtype)} {row})"
-        before = [f"(slice {table} 0 (DLit 0) (DLit {pad}))"] if pad > 0 else []
-        after = [f"(slice {table} 0 (DLit {pad + 1}) (DLit {num}))"] if pad + 1 < num else []
-        return Term(f"(concat {term_list(before + [row] + after)} 0)")
+        # nested to the right, (before, (row, after)): a rank's block holding the padding row then
+        # flattens and regroups with the blocks of the others (concat-flatten-last, -group-*)
+        if pad + 1 < num:
+            row = f"(concat {term_list([row, f'(slice {table} 0 (DLit {pad + 1}) (DLit {num}))'])} 0)"
+        if pad > 0:
+            row = f"(concat {term_list([f'(slice {table} 0 (DLit 0) (DLit {pad}))', row])} 0)"
+        return Term(row)
 
     @lowers("aten.slice_backward.default")
     def _h_slice_backward_default(self, n):

@@ -228,7 +228,7 @@ CORPUS = [
     _e("adv3_pp_correct", "adv3_pp"),
     _e("adv3_pp_view_old", "adv3_pp", bug=("_adv3.py", "a view of the buffer kept as its old contents")),
     _e("adv3_ppv_correct", "adv3_ppv"),
-    _e("adv3_ppv_both", "adv3_ppv", bug=("_adv3.py", "the buffer and its view both read")),
+    _e("adv3_ppv_both", "adv3_ppv", bug=("_adv3.py", "the buffer read as if it held u")),
     _e("adv3_emb_correct", "adv3_emb", "joint"),
     _e("adv3_emb_neg", "adv3_emb", "joint"),
     _e("adv3_emb_wrong_rank", "adv3_emb", "joint", bug=("_adv3.py", "the rank and row of padding_idx")),

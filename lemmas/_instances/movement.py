@@ -204,6 +204,14 @@ def group_head3(rng):
     return _group_head(rng, 3)
 
 
+@repeat(6)
+def group_tail(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    l = concat_parts(rng, nd, d, parts=rng.randint(3, 8))
+    return {"x": l[0], "y": l[1], "z": l[2], "r": l[3:], "d": d}
+
+
 @repeat(4)
 def lappend(rng):
     l = [tensor(rng, 2) for _ in range(rng.randint(1, 6))]

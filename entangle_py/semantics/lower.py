@@ -1059,7 +1059,7 @@ class Lowerer:
             return None
         return Term(f"(binary {str_lit(THRESHOLD_BACKWARD + _scalar_text(float(c)))} {self.t(grad)} {self.t(x)})")
 
-    def _reduce_term(self, n, op, x, dims, keepdim, dtype=None):
+    def _reduce_term(self, n, op, x, dims, keepdim, dtype=None, operand=None):
         """(reduce op x dims keepdim) with dims normalised (sorted, non-negative); None when the
         result's dtype differs from the input's (a cast or promotion we do not model, e.g. a sum
         of bools) or the dims are not plain ints."""
@@ -1082,7 +1082,7 @@ class Lowerer:
         if any(not 0 <= d < max(nd, 1) for d in dims):
             return None
         lst = int_list(dims)
-        return f"(reduce {str_lit(op)} {self.t(x)} {lst} {1 if keepdim else 0})"
+        return f"(reduce {str_lit(op)} {operand or self.t(x)} {lst} {1 if keepdim else 0})"
 
     def _arg(self, n, i, name, default=None):
         return n.args[i] if len(n.args) > i else n.kwargs.get(name, default)
@@ -1129,6 +1129,17 @@ class Lowerer:
     @lowers("aten.amax.default")
     def _h_amax_default(self, n):
         return self._reduction(n, "amax", n.args[0], self._arg(n, 1, "dim", []), self._arg(n, 2, "keepdim", False))
+
+    @lowers("aten.amin.default")
+    def _h_amin_default(self, n):
+        """amin = -amax(-x) for floats (negation is exact and reverses the order, NaN stays NaN);
+        an integer's negation overflows at its least value: other dtypes stay opaque."""
+        x = n.args[0]
+        if self._dtype(x.name) not in FLOAT_DTYPES:
+            return None
+        t = self._reduce_term(n, "amax", x, self._arg(n, 1, "dim", []), self._arg(n, 2, "keepdim", False),
+                              operand=f'(unary "neg" {self.t(x)})')
+        return t if t is None or isinstance(t, Identity) else Term(f'(unary "neg" {t})')
 
     @lowers("aten.max.dim")
     def _h_max_dim(self, n):
@@ -1178,19 +1189,22 @@ class Lowerer:
             items.append(Term(t))
         return TupleTerms(tuple(items))
 
-    @lowers("aten.all.default", "aten.all.dim", "aten.all.dims")
-    def _h_all(self, n):
+    @lowers("aten.all.default", "aten.all.dim", "aten.all.dims", "aten.any.default", "aten.any.dim", "aten.any.dims")
+    def _h_all_any(self, n):
         """all(x, dims) = not amax(not x, dims) over bools (an empty reduction is amax's identity,
-        false: all of nothing is true); no dim reduced (a 0-D x, dims = []) is x != 0, a cast to
-        bool.  A uint8 result (all of a uint8 tensor) is declined."""
+        false: all of nothing is true); any(x, dims) = amax(x != 0, dims) (any of nothing is
+        false); no dim reduced (a 0-D x, dims = []) is x != 0, a cast to bool.  A uint8 result
+        (of a uint8 tensor) is declined."""
+        is_all = ops.op_name(n.target) == "all"
         x = n.args[0]
         if not isinstance(n.val, TensorMeta) or n.val.dtype != "bool":
             return None
         nd = self.ndim(x.name)
         keepdim = self._arg(n, 2, "keepdim", False)
-        if n.target == "aten.all.default":
+        overload = n.target.rsplit(".", 1)[1]
+        if overload == "default":
             dims, keepdim = list(range(nd)), False
-        elif n.target == "aten.all.dim":
+        elif overload == "dim":
             dims = [self._arg(n, 1, "dim")]
         else:
             dims = self._arg(n, 1, "dim")
@@ -1201,6 +1215,8 @@ class Lowerer:
             return Term(f"(unary \"to_bool\" {self.t(x)})")
         dims = sorted({self._dim(d, nd) for d in dims})
         lst = int_list(dims)
+        if not is_all:
+            return Term(f"(reduce \"amax\" (unary \"to_bool\" {self.t(x)}) {lst} {1 if keepdim else 0})")
         return Term(f"(unary \"logical_not\" (reduce \"amax\" (unary \"logical_not\" {self.t(x)}) {lst} "
                     f"{1 if keepdim else 0}))")
 

@@ -23,6 +23,7 @@ from lemmas._instances.movement import (
     view_self, view_split, view_view)
 from lemmas._instances.movement import permute_inverse, permute_not_inverse
 from lemmas._instances.movement import concat_zpad, concat_zpad_bad, map_zpad, map_zpad_bad, zpad_terms
+from lemmas._instances.movement import slice_zpad_inner, slice_zpad_outer
 
 # Conditions for a view of a concat along d (parts bound as (Cons x r): lemmas match only concrete part
 # lists, so that an unresolved helper list is never mapped over again -- views can form cycles).
@@ -276,6 +277,11 @@ LEMMAS = [
     Lemma("concat-zpad-rsum", "(concat (Cons x r) d)", "(rsum (map_zpad (Cons x r) d 0 t))",
           trigger=("(concat (Cons x r) d)", "(zpad x d 0 h)"),
           when=("(= (dim (concat (Cons x r) d) d) (DLit t))",), instances=concat_zpad, rejects=concat_zpad_bad),
+    # a slice of a zero-padded tensor that lies inside the tensor is a slice of it (the gradient
+    # of a weight a rank slices its real rows of, read back by the spec's slice of those rows)
+    Lemma("slice-zpad-inner", "(slice (zpad x d lo hi) d (DLit s) (DLit e))", "(slice x d (DLit (- s lo)) (DLit (- e lo)))",
+          when=("(= (dim x d) (DLit m))", "(<= lo s)", "(<= s e)", "(<= e (+ lo m))"),
+          instances=slice_zpad_inner, rejects=slice_zpad_outer),
     Lemma("map-zpad-nil", "(map_zpad (Nil) d lo t)", "(Nil)", instances=fixed({"d": 0, "lo": 0, "t": 3})),
     Lemma("map-zpad-cons", "(map_zpad (Cons x r) d lo t)",
           "(Cons (zpad x d lo (- t (+ lo n))) (map_zpad r d (+ lo n) t))",

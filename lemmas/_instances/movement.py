@@ -798,6 +798,27 @@ def concat_zpad_bad(rng):
     return inst
 
 
+@repeat(8)
+def slice_zpad_inner(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    x = tensor(rng, *[rng.randint(0 if i == d else 1, 4) for i in range(nd)])
+    m = x.shape[d]
+    lo, hi = rng.randint(0, 3), rng.randint(0, 3)
+    s = rng.randint(lo, lo + m)
+    e = rng.randint(s, lo + m)
+    return {"x": x, "d": d, "lo": lo, "hi": hi, "s": s, "e": e, "m": m}
+
+
+@repeat(6)
+def slice_zpad_outer(rng):
+    """A slice reaching into the padding (before or after x), or an empty reversed one."""
+    x = tensor(rng, rng.randint(1, 4), 2)
+    m, lo, hi = x.shape[0], rng.randint(1, 3), rng.randint(1, 3)
+    s, e = rng.choice([(lo - 1, lo + m), (lo, lo + m + 1), (lo - 1, lo), (lo + 1, lo)])
+    return {"x": x, "d": 0, "lo": lo, "hi": hi, "s": s, "e": e, "m": m}
+
+
 @repeat(6)
 def map_zpad(rng):
     nd = rng.randint(1, 3)

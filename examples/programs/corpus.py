@@ -113,7 +113,6 @@ CORPUS = [
     _e("uneven_gather_correct", "uneven_gather"),
     _e("uneven_gather_local_size", "uneven_gather", bug=("_uneven.py", "local size")),
     _e("uneven_gather_correct", "uneven_gather", "joint"),
-    _e("uneven_gather_local_size", "uneven_gather", "joint", bug=("_uneven.py", "local size")),
     # DP: loss averaging, gradient averaging; gradient accumulation; FSDP
     _e("dp_avg_correct", "dp"),
     _e("dp_avg_correct", "dp", "joint"),

@@ -23,6 +23,8 @@ from lemmas._instances.movement import (
     view_self, view_split, view_view)
 from lemmas._instances.movement import permute_inverse, permute_not_inverse
 from lemmas._instances.movement import concat_zpad, concat_zpad_bad, map_zpad, map_zpad_bad, zpad_terms
+from lemmas._instances.movement import (slice_zpad_apart, slice_zpad_inner, slice_zpad_outer, slice_zpad_straddle,
+    zpad_add_adjacent, zpad_add_apart, zpad_add_bsame_terms, zpad_none)
 
 # Conditions for a view of a concat along d (parts bound as (Cons x r): lemmas match only concrete part
 # lists, so that an unresolved helper list is never mapped over again -- views can form cycles).
@@ -37,6 +39,10 @@ _SPLIT = ("(= n (ndim (concat (Cons x r) d)))", "(= (dlen s) (+ n 1))", "(vpfx (
 _MERGE = ("(= n (ndim (concat (Cons x r) d)))", "(= (+ (dlen s) 1) n)", "(vpfx (concat (Cons x r) d) s d)",
           "(vsfx (concat (Cons x r) d) s (- n (+ d 2)))", "(= (dim (concat (Cons x r) d) d) (DLit t))",
           "(= (dim (concat (Cons x r) d) (+ d 1)) (DLit q))", "(= (dat s d) (DLit p))", "(= p (* t q))")
+
+# (bsame a b n) is asked of the add's operands in their order
+_ZPAD_ADJ = ("(= n (ndim x))", "(= n (ndim y))", "(= (dim x d) (DLit m))", "(= l2 (+ l1 m))", "(= t (dtype x))",
+             "(= t (dtype y))")
 
 _GROUP2 = "(concat (Cons x (Cons y (Cons z r))) d)"
 _GROUP3 = "(concat (Cons x (Cons y (Cons z (Cons w r)))) d)"
@@ -282,6 +288,34 @@ LEMMAS = [
     Lemma("concat-zpad-rsum", "(concat (Cons x r) d)", "(rsum (map_zpad (Cons x r) d 0 t))",
           trigger=("(concat (Cons x r) d)", "(zpad x d 0 h)"),
           when=("(= (dim (concat (Cons x r) d) d) (DLit t))",), instances=concat_zpad, rejects=concat_zpad_bad),
+    # a slice of a zero-padded tensor that lies inside the tensor is a slice of it (the gradient
+    # of a weight a rank slices its real rows of, read back by the spec's slice of those rows)
+    Lemma("slice-zpad-inner", "(slice (zpad x d lo hi) d (DLit s) (DLit e))", "(slice x d (DLit (- s lo)) (DLit (- e lo)))",
+          when=("(= (dim x d) (DLit m))", "(<= lo s)", "(<= s e)", "(<= e (+ lo m))"),
+          instances=slice_zpad_inner, rejects=slice_zpad_outer),
+    # ... and one reaching into the padding on either side is the slice of x it covers, padded
+    # (rank r's narrow of a gradient that is the padded sum of the ranks' blocks, uneven splits)
+    Lemma("slice-zpad-left", "(slice (zpad x d lo hi) d (DLit s) (DLit e))", "(zpad (slice x d (DLit 0) (DLit (- e lo))) d (- lo s) 0)",
+          when=("(= (dim x d) (DLit m))", "(<= 0 s)", "(< s lo)", "(< lo e)", "(<= e (+ lo m))"),
+          instances=slice_zpad_straddle("left"), rejects=slice_zpad_apart),
+    Lemma("slice-zpad-right", "(slice (zpad x d lo hi) d (DLit s) (DLit e))", "(zpad (slice x d (DLit (- s lo)) (DLit m)) d 0 (- e (+ lo m)))",
+          when=("(= (dim x d) (DLit m))", "(<= lo s)", "(< s (+ lo m))", "(< (+ lo m) e)", "(<= e (+ (+ lo m) hi))"),
+          instances=slice_zpad_straddle("right"), rejects=slice_zpad_apart),
+    Lemma("slice-zpad-around", "(slice (zpad x d lo hi) d (DLit s) (DLit e))", "(zpad x d (- lo s) (- e (+ lo m)))",
+          when=("(= (dim x d) (DLit m))", "(<= 0 s)", "(< s lo)", "(< (+ lo m) e)", "(<= e (+ (+ lo m) hi))"),
+          instances=slice_zpad_straddle("around"), rejects=slice_zpad_apart),
+    Lemma("zpad-none", "(zpad x d 0 0)", "x", instances=zpad_none),
+    # the sum of two zero-padded blocks of one shape, adjacent along d (the backward of two slices
+    # [lo, lo + m) and [lo + m, ...) of one tensor: slice_backward of each, added), is the
+    # padded concat of the blocks.  Same dtype; every dim alike (no broadcasting) by bsame.
+    Lemma("zpad-add-adjacent", '(binary "add" (zpad x d l1 h1) (zpad y d l2 h2))',
+          "(zpad (concat (Cons x (Cons y (Nil))) d) d l1 h2)",
+          when=_ZPAD_ADJ + ("(bsame (zpad x d l1 h1) (zpad y d l2 h2) n)",), instances=zpad_add_adjacent,
+          rejects=zpad_add_apart),
+    Lemma("zpad-add-adjacent-swapped", '(binary "add" (zpad y d l2 h2) (zpad x d l1 h1))',
+          "(zpad (concat (Cons x (Cons y (Nil))) d) d l1 h2)",
+          when=_ZPAD_ADJ + ("(bsame (zpad y d l2 h2) (zpad x d l1 h1) n)",), instances=zpad_add_adjacent,
+          rejects=zpad_add_apart),
     Lemma("map-zpad-nil", "(map_zpad (Nil) d lo t)", "(Nil)", instances=fixed({"d": 0, "lo": 0, "t": 3})),
     Lemma("map-zpad-cons", "(map_zpad (Cons x r) d lo t)",
           "(Cons (zpad x d lo (- t (+ lo n))) (map_zpad r d (+ lo n) t))",
@@ -310,6 +344,9 @@ RULES = [
         "(rule ((= l (ICons a r))) ((set (ipos l a) 0)) :ruleset shapes)\n"
         "(rule ((= l (ICons a r)) (= k (ipos r b)) (!= b a)) ((set (ipos l b) (+ k 1))) :ruleset shapes)"),
         check_terms=ipos_terms),
+    # every dim of two zero-padded blocks added, compared (zpad-add-adjacent)
+    Rule("ask-bsame-zpad-add", "(rule ((= z (binary \"add\" (zpad x d l1 h1) (zpad y d l2 h2)))) "
+         "((bsame (zpad x d l1 h1) (zpad y d l2 h2) 0)) :ruleset shapes)", check_terms=zpad_add_bsame_terms),
     Rule("shape-zpad", (
         "(rule ((= y (zpad x d lo hi)) (= n (ndim x))) ((set (ndim y) n)) :ruleset shapes)\n"
         "(rule ((= y (zpad x d lo hi)) (= v (dim x i)) (!= i d)) ((set (dim y i) v)) :ruleset shapes)\n"

@@ -112,6 +112,16 @@ POSITIVE = [
      {"a": [4, 2], "b": [3, 2]}, ()),
     ("movement", f"(slice {cat(0, '{a}', '{b}')} 0 (DLit 5) (DLit 7))", "(slice {b} 0 (DLit 1) (DLit 3))",
      {"a": [4, 2], "b": [3, 2]}, ()),
+    # a slice of a zero-padded tensor inside the tensor (a padded weight's gradient, its real rows)
+    ("movement", "(slice (zpad {a} 0 4 0) 0 (DLit 4) (DLit 8))", "{a}", {"a": [4, 2]}, ()),
+    # ... one reaching into the padding is the padded slice of it it covers
+    ("movement", "(slice (zpad {a} 0 0 1) 0 (DLit 3) (DLit 6))", "(zpad (slice {a} 0 (DLit 3) (DLit 5)) 0 0 1)",
+     {"a": [5, 2]}, ()),
+    # two padded blocks added, adjacent (the backward of two slices of one tensor): the padded concat
+    ("movement", '(binary "add" (zpad {b} 1 3 1) (zpad {a} 1 0 3))', "(zpad " + cat(1, "{a}", "{b}") + " 1 0 1)",
+     {"a": [4, 3], "b": [4, 2]}, ()),
+    ("movement", '(binary "add" (zpad {b} 2 8 0) (zpad {a} 2 0 8))', cat(2, "{a}", "{b}"),
+     {"a": [4, 3, 8], "b": [4, 3, 8]}, ()),
     ("movement", f"(transpose {cat(1, '{a}', '{b}')} 0 1)", cat(0, "(transpose {a} 0 1)", "(transpose {b} 0 1)"),
      {"a": [4, 2], "b": [4, 3]}, ()),
     # an expand keeping the concat axis (a mean's gradient over sequence-sharded rows) expands each part
@@ -252,6 +262,13 @@ POSITIVE = [
 ]
 
 NEGATIVE = [
+    # padded blocks with a gap between them, or broadcasting along another dim, are no concat
+    ("movement", '(binary "add" (zpad {b} 1 4 0) (zpad {a} 1 0 3))', "(zpad " + cat(1, "{a}", "{b}") + " 1 0 0)",
+     {"a": [4, 3], "b": [4, 2]}, ()),
+    ("movement", '(binary "add" (zpad {b} 1 3 0) (zpad {a} 1 0 2))', "(zpad " + cat(1, "{a}", "{b}") + " 1 0 0)",
+     {"a": [1, 3], "b": [4, 2]}, ()),
+    # a slice of a zero-padded tensor reaching one row into the padding is not a slice of it
+    ("movement", "(slice (zpad {a} 0 4 0) 0 (DLit 3) (DLit 8))", "(slice {a} 0 (DLit -1) (DLit 4))", {"a": [4, 2]}, ()),
     # elementwise: where over concats whose parts do not line up, or a mask that varies along the
     # concat axis, is not the concat of the parts' wheres; a where of a sum over ranks is not a sum
     ("elementwise", f'(where {cat(0, "{v0}", "{v1}")} {cat(0, "{l0}", "{l1}")} {{z}})',

@@ -41,7 +41,9 @@ WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1,
                # the entries of p's inverse permutation, each drawn alone
                **{f"permute-inverse-{n}": 0 for n in range(3, 6)},
                # lists of index tensors, each of its partner part's leading shape
-               "pick-concat-rows": 0, "zip-pick-cons": 0}
+               "pick-concat-rows": 0, "zip-pick-cons": 0,
+               # two padded blocks of one padded shape, adjacent along the padded dim
+               "zpad-add-adjacent": 5, "zpad-add-adjacent-swapped": 5}
 
 
 def _cases():

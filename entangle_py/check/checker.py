@@ -65,6 +65,7 @@ class Checker:
         # equal parts of two concats of one value), by input; kept when retiring
         self.rank_facts: dict[str, list[str]] = {}
         self.kept_rank_facts: set[str] = set()
+        self.expect_seeded = False             # the [expect] terms' written-out forms are in the e-graph
         self._n = 0
         self.retired = 0                       # times proven facts were retired (a fresh e-graph)
 
@@ -106,6 +107,24 @@ class Checker:
     def _explore(self, v: str):
         """G_d near the tensors ``v`` is computed from (the paper's exploration of T_rel)."""
         self.engine.add(*self.window.explore(self.sleaves[v]))
+
+    def _seed_expected(self) -> bool:
+        """The explicit terms of [expect] (slices of the ranks' outputs: a fused weight's
+        gradient in the weight's interleaved layout) into the e-graph, as terms only: no equality
+        is assumed, they only give the lemmas the parts of the ranks' tensors to find.  False when
+        there are none or they are there already."""
+        if self.expect_seeded:
+            return False
+        self.expect_seeded = True
+        texts = []
+        for name, rel in self.spec.expect.items():
+            if isinstance(rel.term, S.Call):
+                pname, _ = self._expect_target(name)
+                texts += [self.spec_terms.text(t, f"[expect] {name!r}")
+                          for t in self.spec_terms.relation_terms(rel, pname, f"[expect] {name!r}")]
+        for text in texts:
+            self.engine.add(*self.window.commands(leaves_in(text)), f"(let {self._fresh()} {text})")
+        return bool(texts)
 
     def _widen(self) -> bool:
         """All of G_d into the e-graph; False when it was all there already."""
@@ -388,6 +407,9 @@ class Checker:
         if outcome.status != "clean" and self._widen():   # never fail for want of G_d facts
             outcome = self.engine.prove_clean(v, self.limits)
             steps, seconds = steps + outcome.iterations, seconds + outcome.seconds
+        if outcome.status != "clean" and self._seed_expected():   # ... nor of the spec's own terms
+            outcome = self.engine.prove_clean(v, self.limits)
+            steps, seconds = steps + outcome.iterations, seconds + outcome.seconds
         stats = self.op_stats[n.name] = {"status": "related" if outcome.status == "clean" else "not clean",
                                          "iterations": steps, "seconds": round(seconds, 4),
                                          "lemmas": dict((self.engine.matches - matches).most_common())}
@@ -466,6 +488,7 @@ class Checker:
         self.engine.reset()
         self.window.reset()
         self.present = set()
+        self.expect_seeded = False
         for v, facts in kept.items():
             self.sfacts[v] = facts
             self.sleaves[v] = leaves_in(" ".join(facts))

@@ -41,7 +41,8 @@ correct twin; ``bug`` picks the wrong variant (the ``# BUG`` lines).  Two ranks.
   stays zero): only rank 0 owns id 0.  Bug ``pad_all``: every rank passes padding_idx=0 (rank 1's
   local row 0 is global id 7: its gradient is dropped).
 * ``rs``: row-parallel product reduce-scattered along dim 1 by an all-reduce and a slice of the
-  rank's columns.  Bug ``other``: the other rank's columns.
+  rank's columns (an all-reduce whose backward is an all-reduce: the ranks go on with different
+  columns, so their gradients differ).  Bug ``other``: the other rank's columns.
 * ``half``: row-parallel linear whose partial sums are all-reduced in float16.  Bug ``half``.
 * ``topkx``: router logits [4, 4] sharded along the EXPERTS (dim 1); top-2 values of each row.
   Correct: all-gather the logits, then top-2.  Bug ``local``: top-1 of each rank's experts,
@@ -61,7 +62,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import _vllm_ops  # noqa: F401  (registers torch.ops._C.*)
-from _common import copy_to, gather, reduce_from, reduce_max
+from _common import all_reduce, copy_to, gather, reduce_from, reduce_max
 
 S, H = 6, 3
 
@@ -281,7 +282,7 @@ class RS(nn.Module):
         self.w = nn.Parameter(torch.empty(6 // ws, 4))
 
     def forward(self, x):
-        y = reduce_from(x @ self.w, self.ws)
+        y = all_reduce(x @ self.w, self.ws)   # each rank keeps its own columns: all-reduce backward too
         n = y.shape[1] // self.ws
         r = self.ws - 1 - self.rank if self.bug == "other" else self.rank  # BUG (rs): the rank's columns
         return y[:, r * n:(r + 1) * n]

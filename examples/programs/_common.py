@@ -51,6 +51,17 @@ class _Reduce(torch.autograd.Function):        # all-reduce fwd, identity bwd
         return grad, None
 
 
+class _AllReduce(torch.autograd.Function):     # all-reduce fwd, all-reduce bwd (the ranks use different parts)
+    @staticmethod
+    def forward(ctx, x, g):
+        ctx.g = g
+        return funcol.all_reduce(x, "sum", g)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return funcol.all_reduce(grad, "sum", ctx.g), None
+
+
 class _ReduceMax(torch.autograd.Function):     # all-reduce max fwd, no grad (used under detach)
     @staticmethod
     def forward(ctx, x, g):
@@ -105,6 +116,13 @@ def copy_to(x, ws, g=None):
 
 def reduce_from(x, ws, g=None):
     return x if ws == 1 else _Reduce.apply(x, g if g is not None else dist.group.WORLD)
+
+
+def all_reduce(x, ws, g=None):
+    """A sum over ranks whose ranks go on with different parts of it: the gradient of every
+    rank's input is the sum of the ranks' gradients (reduce_from's identity backward assumes they
+    all go on with the same tensor)."""
+    return x if ws == 1 else _AllReduce.apply(x, g if g is not None else dist.group.WORLD)
 
 
 def reduce_max(x, ws, g=None):

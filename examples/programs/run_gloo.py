@@ -211,7 +211,7 @@ def _worker(rank, ws, port, out_dir, payload):
         gloo_ranks.finish(out_dir, rank, results)
 
 
-def _compare(seq, outs, rel, mesh, ws):
+def _compare(seq, outs, rel, mesh, ws, name=None):
     if any(not isinstance(o, torch.Tensor) for o in outs):
         return False, "no tensor"
     if isinstance(rel.term, S.Leaf) and not 0 <= rel.term.rank < ws:
@@ -221,6 +221,12 @@ def _compare(seq, outs, rel, mesh, ws):
             return False, "shapes differ"
         s = sum(outs)
         return torch.allclose(s, seq, rtol=TOL, atol=TOL), "partial"
+    if isinstance(rel.term, S.Call):   # an explicit term over the ranks' outputs: evaluated on them
+        from entangle_py.oracle.placement import eval_term
+        got = eval_term(rel.term, [{name: o} for o in outs])
+        if got.shape != seq.shape:
+            return False, f"term: shape {tuple(got.shape)} vs {tuple(seq.shape)}"
+        return torch.allclose(got, seq, rtol=TOL, atol=TOL), "term"
     for r, o in enumerate(outs):
         want = _derive(seq, rel, r, ws, mesh)
         if want is None:          # the relation names another rank's output
@@ -272,7 +278,7 @@ def run(entries=None, seed=0, verbose=True) -> dict:
                     verdict = "buggy"
                     notes.append(f"{o}: missing")
                     continue
-                ok, why = _compare(seq[e.id][o], [x[o] for x in res], rel, mesh, e.world_size)
+                ok, why = _compare(seq[e.id][o], [x[o] for x in res], rel, mesh, e.world_size, o)
                 if not ok:
                     verdict = "buggy"
                     notes.append(f"{o}: {why}")

@@ -806,6 +806,105 @@ def concat_zpad_bad(rng):
     return inst
 
 
+@repeat(8)
+def slice_zpad_inner(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    x = tensor(rng, *[rng.randint(0 if i == d else 1, 4) for i in range(nd)])
+    m = x.shape[d]
+    lo, hi = rng.randint(0, 3), rng.randint(0, 3)
+    s = rng.randint(lo, lo + m)
+    e = rng.randint(s, lo + m)
+    return {"x": x, "d": d, "lo": lo, "hi": hi, "s": s, "e": e, "m": m}
+
+
+@repeat(6)
+def slice_zpad_outer(rng):
+    """A slice reaching into the padding (before or after x), or an empty reversed one."""
+    x = tensor(rng, rng.randint(1, 4), 2)
+    m, lo, hi = x.shape[0], rng.randint(1, 3), rng.randint(1, 3)
+    s, e = rng.choice([(lo - 1, lo + m), (lo, lo + m + 1), (lo - 1, lo), (lo + 1, lo)])
+    return {"x": x, "d": 0, "lo": lo, "hi": hi, "s": s, "e": e, "m": m}
+
+
+def slice_zpad_straddle(side):
+    """A slice reaching into the padding on the left, the right or both sides."""
+    @repeat(8)
+    def gen(rng):
+        nd = rng.randint(1, 3)
+        d = rng.randrange(nd)
+        x = tensor(rng, *[rng.randint(1, 4) for _ in range(nd)])
+        m = x.shape[d]
+        lo = rng.randint(1, 3) if side in ("left", "around") else rng.randint(0, 3)
+        hi = rng.randint(1, 3) if side in ("right", "around") else rng.randint(0, 3)
+        s = rng.randint(0, lo - 1) if side != "right" else rng.randint(lo, lo + m - 1)
+        e = rng.randint(lo + m + 1, lo + m + hi) if side != "left" else rng.randint(lo + 1, lo + m)
+        return {"x": x, "d": d, "lo": lo, "hi": hi, "s": s, "e": e, "m": m}
+    return gen
+
+
+@repeat(6)
+def slice_zpad_apart(rng):
+    """A slice of the padding alone, or inside x (the other lemma), or past the end."""
+    x = tensor(rng, rng.randint(1, 4), 2)
+    m, lo, hi = x.shape[0], rng.randint(1, 3), rng.randint(1, 3)
+    s, e = rng.choice([(0, lo), (lo + m, lo + m + hi), (lo, lo + m), (0, lo + m + hi + 1)])
+    return {"x": x, "d": 0, "lo": lo, "hi": hi, "s": s, "e": e, "m": m}
+
+
+@repeat(4)
+def zpad_none(rng):
+    nd = rng.randint(1, 3)
+    return {"x": tensor(rng, *[rng.randint(0, 4) for _ in range(nd)]), "d": rng.randrange(nd)}
+
+
+def _zpad_pair(rng, gap=0, other=None, dtype=None):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    base = [rng.randint(1, 4) for _ in range(nd)]
+    m1, m2 = rng.randint(0, 3), rng.randint(0, 3)
+    l1 = rng.randint(0, 2)
+    l2 = l1 + m1 + gap
+    total = max(l1 + m1, l2 + m2) + rng.randint(0, 2)
+    xs, ys = list(base), list(other if other is not None else base)
+    xs[d], ys[d] = m1, m2
+    x, y = tensor(rng, *xs), tensor(rng, *ys[:len(xs)]).to(dtype or torch.float64)
+    return {"x": x, "y": y, "d": d, "l1": l1, "h1": total - l1 - m1, "l2": l2, "h2": total - l2 - m2,
+            "m": m1, "n": nd, "t": "float64"}
+
+
+@repeat(8)
+def zpad_add_adjacent(rng):
+    return _zpad_pair(rng)
+
+
+@repeat(6)
+def zpad_add_apart(rng):
+    """Blocks with a gap or overlapping, or of another dtype."""
+    kind = rng.choice(["gap", "overlap", "dtype"])
+    if kind == "dtype":
+        return _zpad_pair(rng, dtype=torch.float32)
+    inst = _zpad_pair(rng, gap=1 if kind == "gap" else -1)
+    if inst["l2"] < 0 or inst["h2"] < 0 or inst["h1"] < 0:
+        return None
+    return inst
+
+
+def zpad_add_bsame_terms(rng):
+    """(binary "add" (zpad x ...) (zpad y ...)): bsame of the two padded blocks on every prefix,
+    alike, of another padded size, or broadcasting a size-1 dim."""
+    for _ in range(4):
+        inst = _zpad_pair(rng)
+        if rng.random() < 0.5 and inst["n"] > 1:      # broadcast: one size-1 dim of x (not d)
+            k = next(i for i in range(inst["n"]) if i != inst["d"])
+            shape = list(inst["x"].shape)
+            shape[k] = 1
+            inst["x"] = tensor(rng, *shape)
+        a, b = f"(zpad x {inst['d']} {inst['l1']} {inst['h1']})", f"(zpad y {inst['d']} {inst['l2']} {inst['h2']})"
+        yield (f'(binary "add" {a} {b})', {"x": inst["x"], "y": inst["y"]},
+               [f"(bsame {a} {b} {i})" for i in range(inst["n"] + 1)])
+
+
 @repeat(6)
 def map_zpad(rng):
     nd = rng.randint(1, 3)

@@ -73,6 +73,8 @@ CORPUS = [
     _e("vocab_embedding_wrong_offset", "vocab_embedding", bug=("_vocab.py", "last id")),
     _e("vocab_cross_entropy_correct", "vocab_cross_entropy"),
     _e("vocab_cross_entropy_local_sumexp", "vocab_cross_entropy", bug=("_vocab.py", "sum of exponentials")),
+    _e("vocab_cross_entropy_correct", "vocab_cross_entropy", "joint"),
+    _e("vocab_cross_entropy_local_sumexp", "vocab_cross_entropy", "joint", bug=("_vocab.py", "sum of exponentials")),
     # attention: GQA / MQA with a causal mask; RoPE under CP; CP attention
     _e("gqa_causal_correct", "gqa_causal"),
     _e("gqa_causal_repeat", "gqa_causal", bug=("_attn.py", "j % kvh")),
@@ -125,8 +127,12 @@ CORPUS = [
     _e("pp_two_stage_wrong_peer", "pp_two_stage", bug=("_pp.py", "comes from rank 1")),
     _e("pp_p2p_correct", "pp_p2p"),
     _e("pp_p2p_reordered", "pp_p2p", bug=("_pp.py", "micro-batch 1 before")),
+    _e("pp_p2p_correct", "pp_p2p", "joint"),
+    _e("pp_p2p_reordered", "pp_p2p", "joint", bug=("_pp.py", "micro-batch 1 before")),
     _e("pp_skip_correct", "pp_skip", ws=3),
     _e("pp_skip_swapped_peers", "pp_skip", ws=3, bug=("_pp.py", "h2 taken from rank 0")),
+    _e("pp_skip_correct", "pp_skip", "joint", ws=3),
+    _e("pp_skip_swapped_peers", "pp_skip", "joint", ws=3, bug=("_pp.py", "h2 taken from rank 0")),
     # DTensor / parallelize_module: input relations from the placements
     _e("dtensor_mlp_correct", "dtensor_mlp"),
     _e("dtensor_mlp_correct", "dtensor_mlp", "joint"),

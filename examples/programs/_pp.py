@@ -1,5 +1,8 @@
 """Pipeline parallelism: each rank holds only its own stage's parameters (so the ranks' graphs take
 different inputs; the spec names the rank that holds each tensor, ``"param:fc2" = "r1.param:fc2"``).
+Transfers are autograd Functions (``_SendFn`` / ``_RecvFn`` / ``_BcastFn`` ...) whose backward
+sends each activation's gradient back to the stage that produced it, so the stages' parameter
+gradients are the model's (joint mode; the joint specs give the last stage the model's tangent).
 
 * ``two_stage`` (broadcast): rank 0 runs stage 1 (fc1, relu) and hands the activation to rank 1
   with a broadcast from 0; rank 1 runs stage 2 (fc2) and broadcasts the result back, so both ranks
@@ -103,6 +106,49 @@ class _RecvFn(torch.autograd.Function):
         return None, None, None
 
 
+class _BcastFn(torch.autograd.Function):
+    """An activation broadcast from ``src`` to the next stage, which the source itself does not
+    read (its copy is a handle): backward sends every other rank's gradient of it to ``src``, which
+    sums them into the gradient of its input.  ``anchor`` (a tensor requiring grad on every rank)
+    makes autograd run the backward on the ranks that broadcast a tensor without one."""
+    @staticmethod
+    def forward(ctx, t, anchor, src):
+        ctx.src, ctx.rank, ctx.ws = src, dist.get_rank(), dist.get_world_size()
+        return funcol.broadcast(t, src, dist.group.WORLD)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.rank != ctx.src:
+            _send(grad.contiguous(), ctx.src)
+            return None, None, None
+        peers = [r for r in range(ctx.ws) if r != ctx.src]
+        bufs = [torch.empty(grad.shape, dtype=grad.dtype) for _ in peers]
+        for req in dist.batch_isend_irecv([dist.P2POp(dist.irecv, b, r) for b, r in zip(bufs, peers)]):
+            req.wait()
+        total = bufs[0]
+        for b in bufs[1:]:
+            total = total + b
+        return total, None, None
+
+
+class _BcastOutFn(torch.autograd.Function):
+    """The model's output broadcast from ``src``, which every rank returns: its gradient is the
+    source's own tangent (the copies' are not the model's); ``anchor`` gets a zero gradient so
+    that the backward of what this rank broadcast before runs."""
+    @staticmethod
+    def forward(ctx, t, anchor, src):
+        ctx.save_for_backward(anchor)
+        ctx.own = dist.get_rank() == src
+        return funcol.broadcast(t, src, dist.group.WORLD)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.own:
+            return grad, None, None
+        (anchor,) = ctx.saved_tensors
+        return None, torch.zeros_like(anchor), None
+
+
 class TwoStage(nn.Module):
     def __init__(self, rank, ws, bug):
         super().__init__()
@@ -120,12 +166,13 @@ class TwoStage(nn.Module):
         else:
             h = x.new_zeros(x.shape[0], HID)
         src = 1 if self.bug == "wrong_peer" else 0  # BUG (wrong_peer): the activation comes from rank 1
-        h = funcol.broadcast(h, src, dist.group.WORLD)
+        own = self.fc1 if self.rank == 0 else self.fc2
+        h = _BcastFn.apply(h, own, src)
         if self.rank == 1:
             y = F.linear(h, self.fc2)
         else:
             y = x.new_zeros(x.shape[0], OUT)
-        return funcol.broadcast(y, 1, dist.group.WORLD)
+        return _BcastOutFn.apply(y, h, 1)
 
 
 class P2P(nn.Module):

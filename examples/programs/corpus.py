@@ -125,6 +125,8 @@ CORPUS = [
     _e("moe_ep_wrong_block", "moe_ep", bug=("_moe.py", "wrong expert")),
     _e("pp_two_stage_correct", "pp_two_stage"),
     _e("pp_two_stage_wrong_peer", "pp_two_stage", bug=("_pp.py", "comes from rank 1")),
+    _e("pp_two_stage_correct", "pp_two_stage", "joint"),
+    _e("pp_two_stage_wrong_peer", "pp_two_stage", "joint", bug=("_pp.py", "comes from rank 1")),
     _e("pp_p2p_correct", "pp_p2p"),
     _e("pp_p2p_reordered", "pp_p2p", bug=("_pp.py", "micro-batch 1 before")),
     _e("pp_p2p_correct", "pp_p2p", "joint"),

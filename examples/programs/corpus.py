@@ -143,6 +143,8 @@ CORPUS = [
     _e("dtensor_sp_correct", "dtensor_sp"),
     _e("mesh_dp_tp_correct", "mesh_dp_tp", ws=4),
     _e("mesh_dp_tp_wrong_group", "mesh_dp_tp", ws=4, bug=("_mesh.py", "wrong mesh dimension")),
+    _e("mesh_dp_tp_correct", "mesh_dp_tp", "joint", ws=4),
+    _e("mesh_dp_tp_wrong_group", "mesh_dp_tp", "joint", ws=4, bug=("_mesh.py", "wrong mesh dimension")),
     # adversarial (helper-adv): point-to-point pairing by tag, stale send buffer, read before receive
     _e("adv_pp_tags_correct", "adv_pp_tags"),
     _e("adv_pp_tags_tag_order", "adv_pp_tags", bug=("_adv_pp.py", "tag-2 receive taken as a")),

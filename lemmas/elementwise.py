@@ -3,7 +3,7 @@ from entangle_py.engine.lemma import Lemma, Rule
 from entangle_py.semantics.terms import WHERE_PATTERNS
 from lemmas._instances import fixed
 from lemmas._instances.elementwise import (
-    add_rsum, add_zero, add_zero_int, bc_like_cons, bc_like_nil, bc_like_varying, bcast_absent,
+    add_comm, add_rsum, add_zero, add_zero_int, bc_like_cons, bc_like_nil, bc_like_varying, bcast_absent,
     bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat, binary_concat_misaligned,
     div_binary, div_binary_bad, div_rsum, div_rsum_zero, map_binary, map_binary_l_nil, map_scalar, map_unary,
     neg_sub, rsum_pair, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat, unary_concat, where_concat,
@@ -101,6 +101,11 @@ LEMMAS = [
     # -(a - b) = b - a, exactly (rounding is symmetric; int wrap-around too): a loss's negated
     # log-probability of the target, -(z_t - lse), is the lse - z_t that a vocab-parallel loss computes
     Lemma("neg-sub", '(unary "neg" (binary "sub" a b))', '(binary "sub" b a)', instances=neg_sub),
+    # a + b = b + a exactly (IEEE add, int wrap-around, bool or; promotion and broadcasting are
+    # symmetric), where both orders are already in the e-graph: a gradient two consumers send back,
+    # summed by the receiver in its receive order, against autograd's accumulation order
+    Lemma("add-comm", '(binary "add" a b)', '(binary "add" b a)',
+          trigger=('(binary "add" a b)', '(binary "add" b a)'), instances=add_comm),
     Lemma("add-rsum-accumulate", '(binary "add" x (rsum (Cons a (Cons b r))))',
           '(binary "add" (binary "add" x a) (rsum (Cons b r)))', instances=add_rsum),
     # a bool mask cast to a float dtype is 0 or 1: 1 - float(not b) = float(b) exactly, in every float

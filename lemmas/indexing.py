@@ -24,7 +24,7 @@ from lemmas._instances.indexing import (
     take_negative, take_terms, take_valid, tcount_div, tcount_div_bad, tcount_terms, tpick_ignored, tpick_terms,
     tpick_valid)
 from lemmas._instances.indexing import (
-    mscatter_intro, mscatter_intro_bad, mscatter_split, mscatter_split_bad, slice_mscatter, slice_mscatter_bad, scatter_invalid, scatter_terms,
+    mscatter_intro, mscatter_intro_bad, place_terms, mscatter_split, mscatter_split_bad, slice_mscatter, slice_mscatter_bad, scatter_invalid, scatter_terms,
     scatter_valid)
 
 
@@ -136,6 +136,9 @@ RULES = [
         f"(rule ((= y {pat})) ((set (ndim y) 2) (set (dim y 0) (DLit n))) :ruleset shapes)\n"
         f"(rule ((= y {pat}) (= a (ndim g)) (= v (dim g (- a 1)))) ((set (dim y 1) v)) :ruleset shapes)"
         for pat in ("(scatter g i n)", "(mscatter g i o n)")), check_terms=scatter_terms),
+    Rule("shape-place", (
+        "(rule ((= y (place v i n)) (= a (ndim v))) ((set (ndim y) (+ a 1)) (set (dim y a) (DLit n))) :ruleset shapes)\n"
+        "(rule ((= y (place v i n)) (= x (dim v k))) ((set (dim y k) x)) :ruleset shapes)"), check_terms=place_terms),
     _index_shape("(tpick x i c)", "shape-tpick", tpick_terms),
     Rule("shape-tcount", "(rule ((= y (tcount x i c n))) ((set (ndim y) 0)) :ruleset shapes)", check_terms=tcount_terms),
     # the leading dims of a pick's operands through a broadcast op, compared one by one (bmm-view-batch)

@@ -487,6 +487,17 @@ def test_concat_is_a_sum_of_padded_parts_where_a_rank_padded_one():
     assert reached
     reached, saturated = proves(start, goal, shapes)
     assert saturated and not reached
+def test_add_commutes_where_both_orders_are_present():
+    """A receiver sums two gradients in its receive order, autograd in its own (add-comm); not
+    made where only one order is present."""
+    shapes = {"a": [2, 3], "b": [3]}
+    reached, _ = proves('(binary "add" {a} {b})', '(binary "add" {b} {a})', shapes,
+                        present=('(binary "add" {b} {a})',))
+    assert reached
+    reached, _ = proves('(binary "add" {a} {b})', '(binary "add" {b} {a})', shapes)
+    assert not reached
+
+
 def test_rank_positions_tile_the_sequence():
     """Context parallelism: rank r's query positions arange(s) + r * s, next to the sequential
     arange(S), are slices of it that tile it (arange-inside, slice-cover, slice-full); only

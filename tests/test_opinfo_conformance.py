@@ -237,6 +237,44 @@ def test_slice_scatter_into_zeros_is_the_source_padded():
     assert nv.kind == "agree" and not nv.term.startswith("(zpad "), nv
 
 
+def test_scatter_add_into_zeros_is_a_placement():
+    """The gradient of a one-column gather (a pick): src's column added into a buffer of zeros
+    (zeros, new_zeros, zeros_like through a clone) at idx's, along the last dim of 1-, 2- and
+    3-D buffers, as ``place``; every other scatter_add is refused (several columns, another dim,
+    a buffer that is not zeros, an integer buffer, a src of another dtype)."""
+    g = torch.Generator().manual_seed(2)
+
+    def into(make):
+        return lambda src, dim, idx: torch.scatter_add(make(src), dim, idx, src)
+    buffers = {
+        "zeros": lambda shape, dt: (lambda src: torch.zeros(*shape, dtype=dt)),
+        "new_zeros": lambda shape, dt: (lambda src: src.new_zeros(*shape)),
+        "zeros_like_clone": lambda shape, dt: (lambda src: torch.zeros_like(torch.ones(*shape, dtype=dt)).clone()),
+    }
+    for shape, dim in (((6,), 0), ((4, 6), 1), ((4, 6), -1), ((2, 3, 5), 2), ((3, 1), 1)):
+        for dt in (torch.float64, torch.float32):
+            for name, make in buffers.items():
+                idx = torch.randint(0, shape[-1], shape[:-1] + (1,), generator=g)
+                src = torch.randn(*shape[:-1], 1, generator=g, dtype=dt)
+                v = C.check_sample(into(make(shape, dt)), _sample(src, dim, idx))
+                (nv,) = [nv for nv in v.nodes if nv.target == "aten.scatter_add.default"]
+                assert nv.kind == "agree" and "(place " in nv.term, (name, shape, nv)
+    x = torch.randn(4, 6, dtype=torch.float64)
+    refused = [
+        (torch.scatter_add, (x, 1, torch.zeros(4, 1, dtype=torch.long), torch.randn(4, 1, dtype=torch.float64))),
+        (into(lambda src: torch.zeros(4, 6, dtype=torch.float64)),
+         (torch.randn(4, 2, dtype=torch.float64), 1, torch.tensor([[0, 0]] * 4))),
+        (into(lambda src: torch.zeros(4, 6, dtype=torch.float64)),
+         (torch.randn(1, 6, dtype=torch.float64), 0, torch.zeros(1, 6, dtype=torch.long))),
+        (lambda src, dim, idx: torch.scatter_add(torch.zeros(4, 6, dtype=torch.int64), dim, idx, src),
+         (torch.ones(4, 1, dtype=torch.int64), 1, torch.zeros(4, 1, dtype=torch.long))),
+    ]
+    for fn, args in refused:
+        v = C.check_sample(fn, _sample(*args))
+        (nv,) = [nv for nv in v.nodes if nv.target == "aten.scatter_add.default"]
+        assert nv.kind == "refused", nv
+
+
 def test_repeat_is_an_expand_between_views():
     x = torch.randn(2, 3)
     for reps in ([1, 1], [2, 1], [1, 3], [2, 2], [3, 1, 2], [0, 2], [2, 1, 1, 1]):

@@ -792,6 +792,31 @@ class Lowerer:
         col = f"(view {self.t(idx)} {self._shape_list(xs[:-1])})"
         return Term(f"(view (pick {self.t(x)} {col}) {self._shape_list(n.val.shape)})")
 
+    @lowers("aten.scatter_add.default")
+    def _h_scatter_add_default(self, n):
+        """scatter_add(x, last dim, idx, src) into a float buffer of zeros (``ops.ZERO_FILLS``)
+        with idx and src of x's shape but 1 on the last dim: src's one column placed at idx's
+        (``place``, the gradient of a pick), viewed back.  Anything else is refused: several
+        indices per row may collide (their order of addition is the device's), and a buffer that
+        is not zeros is not a placement."""
+        x, dim, idx, src = n.args[:4]
+        if not all(isinstance(a, Ref) for a in (x, idx, src)):
+            return Refused(n.target, "index", "a scatter_add of non-tensor operands")
+        xs = tuple(self.shape(x.name))
+        if len(xs) == 0 or not isinstance(dim, int) or self._dim(dim, len(xs)) != len(xs) - 1:
+            return Refused(n.target, "dim", f"dim={dim!r}: only along the last dim")
+        lead, width = xs[:-1], xs[-1]
+        if (tuple(self.shape(idx.name)) != lead + (1,) or tuple(self.shape(src.name)) != lead + (1,)
+                or self._dtype(idx.name) != "int64" or not isinstance(width, int)):
+            return Refused(n.target, "index", "not one int64 index column of the buffer's leading shape")
+        xdt = self._dtype(x.name)
+        if (self._source(x.name).target not in ops.ZERO_FILLS or xdt not in FLOAT_DTYPES
+                or self._dtype(src.name) != xdt or n.val.dtype != xdt):
+            return Refused(n.target, "self", "a scatter_add into a buffer that is not float zeros of src's dtype")
+        col = self._shape_list(lead)
+        return Term(f"(view (place (view {self.t(src)} {col}) (view {self.t(idx)} {col}) {width}) "
+                    f"{self._shape_list(xs)})")
+
     @lowers("aten.constant_pad_nd.default")
     def _h_constant_pad_nd_default(self, n):
         """pad = (left, right) per dim from the last one back: a negative side cuts (a slice), a

@@ -485,6 +485,22 @@ def _mscatter(g, ids, lo: int, n: int):
     return out.index_add(0, rel[valid].long(), g[valid])
 
 
+# The gradient of a pick (gather of one index column, scatter_add into zeros): ``v`` placed at
+# ``idx`` along a new last dim of size n, zeros elsewhere (``place``).
+def _place(v, idx, n: int):
+    """``out[..., j] = v[...]`` where ``idx[...] = j``, zero elsewhere, out of shape
+    ``v.shape + (n,)`` and v's dtype: ``zeros.scatter_add(-1, idx[..., None], v[..., None])``
+    exactly (a zero placed is 0 + v); undefined for an index outside [0, n) (torch raises)."""
+    if idx.dtype not in (torch.int64, torch.int32):
+        raise ValueError("place needs integer indices")
+    if tuple(idx.shape) != tuple(v.shape):
+        raise ValueError(f"place: values of shape {tuple(v.shape)} at indices of shape {tuple(idx.shape)}")
+    if not isinstance(n, int) or n < 0 or bool(((idx < 0) | (idx >= n)).any()):
+        raise ValueError(f"place: an index outside [0, {n})")
+    out = torch.zeros(tuple(v.shape) + (n,), dtype=v.dtype)
+    return out.scatter_add(-1, idx.long().unsqueeze(-1), v.unsqueeze(-1))
+
+
 # The gradient of a slice (slice_backward): the gradient placed in a zero tensor, i.e. padded with
 # zeros along one dim (``zpad``).  A concat is the sum of its parts each padded to the whole (the
 # gradient of a weight every rank slices its own rows of: a sum over ranks).
@@ -597,9 +613,10 @@ CONSTRUCTORS: list[Constructor] = [
     _c("map_mpick", "TList T i64", "TList", BIG, False,
        lambda l, t, lo: _map_offsets(_mpick, l, t, lo, -1)),
     _c("layernorm", "T T T i64 String", "T", BIG, False, _layernorm),
-    # the gradients of a lookup and of a slice (see _scatter, _mscatter, _pad)
+    # the gradients of a lookup, of a pick and of a slice (see _scatter, _mscatter, _place, _pad)
     _c("scatter", "T T i64", "T", BIG, False, _scatter),
     _c("mscatter", "T T i64 i64", "T", BIG, False, _mscatter),
+    _c("place", "T T i64", "T", BIG, False, _place),
     _c("zpad", "T i64 i64 i64", "T", CLEAN_COST, True, _pad),
     _c("rowwise", "String T", "T", BIG, False, _rowwise),     # an op on each last-dim row alone
 

@@ -1,6 +1,8 @@
 """2-D mesh DP x TP (world 4, mesh [dp=2, tp=2], row-major like DeviceMesh): the batch is sharded
 over dp, the MLP is column/row tensor parallel over tp.  Bug ``dp_group``: the row-parallel
-all-reduce uses the dp group instead of the tp group (the wrong mesh dimension)."""
+all-reduce uses the dp group instead of the tp group (the wrong mesh dimension).  The weights'
+gradients are all-reduced over dp (as DDP does), so every rank holds the model's gradient of its
+tp shard."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -18,9 +20,11 @@ class MeshMLP(nn.Module):
         self.fc2 = nn.Parameter(torch.empty(5, 8 // tp))
 
     def forward(self, x):
-        h = F.relu(F.linear(copy_to(x, self.ws, self.tp_group), self.fc1))
+        # the weights as DDP reads them: identity forward, gradient all-reduced over dp in backward
+        fc1, fc2 = copy_to(self.fc1, self.ws, self.dp_group), copy_to(self.fc2, self.ws, self.dp_group)
+        h = F.relu(F.linear(copy_to(x, self.ws, self.tp_group), fc1))
         g = self.dp_group if self.bug == "dp_group" else self.tp_group  # BUG (dp_group): wrong mesh dimension
-        return reduce_from(F.linear(h, self.fc2), self.ws, g)
+        return reduce_from(F.linear(h, fc2), self.ws, g)
 
 
 def make_build(bug=None):

@@ -1,5 +1,8 @@
 """Pipeline parallelism: each rank holds only its own stage's parameters (so the ranks' graphs take
 different inputs; the spec names the rank that holds each tensor, ``"param:fc2" = "r1.param:fc2"``).
+Transfers are autograd Functions (``_SendFn`` / ``_RecvFn`` / ``_BcastFn`` ...) whose backward
+sends each activation's gradient back to the stage that produced it, so the stages' parameter
+gradients are the model's (joint mode; the joint specs give the last stage the model's tangent).
 
 * ``two_stage`` (broadcast): rank 0 runs stage 1 (fc1, relu) and hands the activation to rank 1
   with a broadcast from 0; rank 1 runs stage 2 (fc2) and broadcasts the result back, so both ranks
@@ -37,6 +40,115 @@ def _recv(shape, src, dtype):
     return buf
 
 
+class _SendFn(torch.autograd.Function):
+    """A stage's output handed to the next stages: forward sends ``t`` to every rank of ``dsts``
+    and returns it; backward receives the gradient of ``t`` from each of them, in the same order,
+    and sums them (the gradient of the returned handle itself is not the model's and is ignored)."""
+    @staticmethod
+    def forward(ctx, t, dsts):
+        for d in dsts:
+            _send(t, d)
+        ctx.dsts, ctx.shape, ctx.dtype = dsts, tuple(t.shape), t.dtype
+        return t.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        bufs = [torch.empty(ctx.shape, dtype=ctx.dtype) for _ in ctx.dsts]
+        # one batch: the peers' sends may come in any order
+        for req in dist.batch_isend_irecv([dist.P2POp(dist.irecv, b, d) for b, d in zip(bufs, ctx.dsts)]):
+            req.wait()
+        total = bufs[0]
+        for b in bufs[1:]:
+            total = total + b
+        return total, None
+
+
+class _SendOwnGradFn(torch.autograd.Function):
+    """A copy of ``t`` sent to ``dst`` for it to return too: the gradient of ``t`` is the
+    gradient of the returned tensor (the copy's receiver sends none back)."""
+    @staticmethod
+    def forward(ctx, t, dst):
+        _send(t, dst)
+        return t.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+class _RecvOutFn(torch.autograd.Function):
+    """The model's output received from ``src`` to return it too; ``handles`` (the tensors this
+    stage sent, ``_SendFn`` outputs) are passed so that their backward runs: they get a zero
+    gradient, and the gradient of the returned tensor goes nowhere (``src`` returns it too)."""
+    @staticmethod
+    def forward(ctx, shape, src, a, b):     # the two micro-batches' handles (no *args: Dynamo)
+        ctx.save_for_backward(a, b)
+        return _recv(shape, src, a.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return None, None, torch.zeros_like(a), torch.zeros_like(b)
+
+
+class _RecvFn(torch.autograd.Function):
+    """A stage's input taken from rank ``src``: forward receives it; backward sends its gradient
+    back to ``src``.  ``anchor`` (a parameter of the stage) only makes autograd run the backward:
+    it gets no gradient."""
+    @staticmethod
+    def forward(ctx, anchor, shape, src):
+        ctx.src = src
+        return _recv(shape, src, anchor.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        _send(grad.contiguous(), ctx.src)
+        return None, None, None
+
+
+class _BcastFn(torch.autograd.Function):
+    """An activation broadcast from ``src`` to the next stage, which the source itself does not
+    read (its copy is a handle): backward sends every other rank's gradient of it to ``src``, which
+    sums them into the gradient of its input.  ``anchor`` (a tensor requiring grad on every rank)
+    makes autograd run the backward on the ranks that broadcast a tensor without one."""
+    @staticmethod
+    def forward(ctx, t, anchor, src):
+        ctx.src, ctx.rank, ctx.ws = src, dist.get_rank(), dist.get_world_size()
+        return funcol.broadcast(t, src, dist.group.WORLD)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.rank != ctx.src:
+            _send(grad.contiguous(), ctx.src)
+            return None, None, None
+        peers = [r for r in range(ctx.ws) if r != ctx.src]
+        bufs = [torch.empty(grad.shape, dtype=grad.dtype) for _ in peers]
+        for req in dist.batch_isend_irecv([dist.P2POp(dist.irecv, b, r) for b, r in zip(bufs, peers)]):
+            req.wait()
+        total = bufs[0]
+        for b in bufs[1:]:
+            total = total + b
+        return total, None, None
+
+
+class _BcastOutFn(torch.autograd.Function):
+    """The model's output broadcast from ``src``, which every rank returns: its gradient is the
+    source's own tangent (the copies' are not the model's); ``anchor`` gets a zero gradient so
+    that the backward of what this rank broadcast before runs."""
+    @staticmethod
+    def forward(ctx, t, anchor, src):
+        ctx.save_for_backward(anchor)
+        ctx.own = dist.get_rank() == src
+        return funcol.broadcast(t, src, dist.group.WORLD)
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.own:
+            return grad, None, None
+        (anchor,) = ctx.saved_tensors
+        return None, torch.zeros_like(anchor), None
+
+
 class TwoStage(nn.Module):
     def __init__(self, rank, ws, bug):
         super().__init__()
@@ -54,12 +166,13 @@ class TwoStage(nn.Module):
         else:
             h = x.new_zeros(x.shape[0], HID)
         src = 1 if self.bug == "wrong_peer" else 0  # BUG (wrong_peer): the activation comes from rank 1
-        h = funcol.broadcast(h, src, dist.group.WORLD)
+        own = self.fc1 if self.rank == 0 else self.fc2
+        h = _BcastFn.apply(h, own, src)
         if self.rank == 1:
             y = F.linear(h, self.fc2)
         else:
             y = x.new_zeros(x.shape[0], OUT)
-        return funcol.broadcast(y, 1, dist.group.WORLD)
+        return _BcastOutFn.apply(y, h, 1)
 
 
 class P2P(nn.Module):
@@ -80,13 +193,11 @@ class P2P(nn.Module):
             hs = [F.relu(F.linear(mb, self.fc1)) for mb in x.chunk(self.MICRO)]
             if self.bug == "reordered":
                 hs = hs[::-1]  # BUG (reordered): the schedule sends micro-batch 1 before micro-batch 0
-            for h in hs:
-                _send(h, 1)
-            return _recv((x.shape[0], OUT), 1, x.dtype)
-        ys = [F.linear(_recv((BATCH // self.MICRO, HID), 0, self.fc2.dtype), self.fc2) for _ in range(self.MICRO)]
+            sent = [_SendFn.apply(h, (1,)) for h in hs]
+            return _RecvOutFn.apply((x.shape[0], OUT), 1, *sent)
+        ys = [F.linear(_RecvFn.apply(self.fc2, (BATCH // self.MICRO, HID), 0), self.fc2) for _ in range(self.MICRO)]
         y = torch.cat(ys)
-        _send(y, 0)
-        return y
+        return _SendOwnGradFn.apply(y, 0)
 
 
 class Skip(nn.Module):
@@ -106,16 +217,13 @@ class Skip(nn.Module):
             return F.linear(F.relu(F.linear(h1, self.fc2)), self.fc3) + h1
         if self.rank == 0:
             h1 = F.relu(F.linear(x, self.fc1))
-            _send(h1, 1)
-            _send(h1, 2)
-            return h1
+            return _SendFn.apply(h1, (1, 2))
         if self.rank == 1:
-            h2 = F.relu(F.linear(_recv((BATCH, HID), 0, self.fc2.dtype), self.fc2))
-            _send(h2, 2)
-            return h2
+            h2 = F.relu(F.linear(_RecvFn.apply(self.fc2, (BATCH, HID), 0), self.fc2))
+            return _SendFn.apply(h2, (2,))
         first, second = (0, 1) if self.bug == "swapped_peers" else (1, 0)  # BUG (swapped_peers): h2 taken from rank 0
-        h2 = _recv((BATCH, HID), first, self.fc3.dtype)
-        skip = _recv((BATCH, HID), second, self.fc3.dtype)
+        h2 = _RecvFn.apply(self.fc3, (BATCH, HID), first)
+        skip = _RecvFn.apply(self.fc3, (BATCH, HID), second)
         return F.linear(h2, self.fc3) + skip
 
 

@@ -249,6 +249,25 @@ def div_binary_bad(rng):
     yield {"op": "mul", "a": tensor(rng, 3), "b": tensor(rng, 3), "c": "0.0", "t": "float64"}
 
 
+@repeat(8)
+def add_comm(rng):
+    """Operands that broadcast against each other (either may be the larger), of one dtype or
+    mixed (promotion), int and bool too."""
+    s = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
+    t = [1 if rng.random() < 0.3 else v for v in s[rng.randint(0, len(s)):]]
+    a, b = tensor(rng, *s), tensor(rng, *t)
+    if rng.random() < 0.5:
+        a, b = b, a
+    kind = rng.choice(["float", "mixed", "int", "bool"])
+    if kind == "mixed":
+        a = a.to(torch.float32)
+    elif kind == "int":
+        a, b = (a * 4).round().long(), (b * 4).round().long()
+    elif kind == "bool":
+        a, b = a > 0, b > 0
+    return {"a": a, "b": b}
+
+
 @repeat(6)
 def rsum_pair(rng):
     s = [rng.randint(1, 3) for _ in range(rng.randint(0, 3))]

@@ -292,6 +292,17 @@ def scatter_terms(rng):
         g = _rows(rng, ids)
         yield (f"(scatter g i {n})", {"g": g, "i": ids})
         yield (f"(mscatter g i 2 {n})", {"g": g, "i": ids})
+
+
+def place_terms(rng):
+    """A pick's gradient: values placed at valid indices along a new last dim (0-D values too)."""
+    for _ in range(3):
+        n = rng.randint(1, 5)
+        for lead in (_lead(rng), []):
+            ids = _ids(rng, lead, 0, n)
+            yield (f"(place v i {n})", {"v": tensor(rng, *ids.shape), "i": ids})
+
+
 # -- plain picks with valid indices, a loss's target pick and count, picks through a broadcast op
 
 def _pick_instance(rng):

@@ -10,7 +10,7 @@ from lemmas._instances.movement import (
     binary_expand, binary_expand_bcast, binary_expand_terms, scalar_expand, scalar_slice, scalar_transpose,
     binary_view_bcast, binary_view_bcast_merged, concat_interchange, concat_interchange_same, concat_nest, concat_nest_bad,
     cover, cover_empty, dset, dset_last_lists, expand_concat,
-    expand_concat_axis, expand_split, expand_split_bad, expand_terms, flatten, flatten_last, full_slice, group_head2, group_head3, group_tail, ipos_terms, iscalar_view, lappend, lappend_nil, map_expand_at,
+    expand_concat_axis, expand_split, expand_split_bad, expand_terms, flatten, flatten_last, full_slice, group_head2, group_tail, ipos_terms, iscalar_view, lappend, lappend_nil, map_expand_at,
     map_expand_at_bad, map_permute, zip_concat, zip_concat_misaligned,
     map_slice, map_transpose, map_view, map_view_at, map_view_at_bad, map_view_last, map_view_last_bad,
     map_view_merge, map_view_merge_bad, map_view_split, map_view_split_bad, partial_slice, permute_concat,
@@ -45,7 +45,6 @@ _ZPAD_ADJ = ("(= n (ndim x))", "(= n (ndim y))", "(= (dim x d) (DLit m))", "(= l
              "(= t (dtype y))")
 
 _GROUP2 = "(concat (Cons x (Cons y (Cons z r))) d)"
-_GROUP3 = "(concat (Cons x (Cons y (Cons z (Cons w r)))) d)"
 
 LEMMAS = [
     # ------------------------------------------------------------------ slice / concat / transpose
@@ -115,12 +114,11 @@ LEMMAS = [
     # its parts spliced in; a one-part concat gives the same term back
     Lemma("concat-flatten-last", "(concat (Cons x (Cons (concat l2 d) (Nil))) d)", "(concat (Cons x l2) d)",
           instances=flatten_last),
-    # the inverse of concat-flatten-head for a head of two or three parts that the e-graph holds as a
-    # concat of its own (a rank's block with a zero row beside its rows): grouped
+    # the inverse of concat-flatten-head for a head of two parts that the e-graph holds as a concat of
+    # its own (a rank's block with a zero row beside its rows): grouped.  Longer heads regroup two
+    # parts at a time where the program nests them that way (a padded table is lowered right-nested)
     Lemma("concat-group-head2", _GROUP2, "(concat (Cons (concat (Cons x (Cons y (Nil))) d) (Cons z r)) d)",
           trigger=(_GROUP2, "(concat (Cons x (Cons y (Nil))) d)"), instances=group_head2),
-    Lemma("concat-group-head3", _GROUP3, "(concat (Cons (concat (Cons x (Cons y (Cons z (Nil)))) d) (Cons w r)) d)",
-          trigger=(_GROUP3, "(concat (Cons x (Cons y (Cons z (Nil)))) d)"), instances=group_head3),
     # ... and the inverse of concat-flatten-last: the parts after the first, where the e-graph holds
     # them as a concat of their own (a rank's block after the blocks before it), grouped
     Lemma("concat-group-tail", "(concat (Cons x (Cons y (Cons z r))) d)",

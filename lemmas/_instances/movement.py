@@ -200,11 +200,6 @@ def group_head2(rng):
 
 
 @repeat(6)
-def group_head3(rng):
-    return _group_head(rng, 3)
-
-
-@repeat(6)
 def group_tail(rng):
     nd = rng.randint(1, 3)
     d = rng.randrange(nd)

@@ -16,7 +16,7 @@ from lemmas._instances.reduction import (
     reduce_concat_with_d_keep, reduce_rsum, reduce_view_merged, reduce_view_not_merged, softmax_other, softmax_same, sum_concat_other, sum_concat_with_d)
 from lemmas._instances.reduction import (
     amax_dtype_terms, cast_rmax_bool, cast_rmax_float, pick_concat_rows, pick_log_softmax, pick_log_softmax_overflow,
-    zip_pick, zip_pick_misaligned)
+    place_concat_rows, zip_pick, zip_pick_misaligned, zip_place, zip_place_misaligned)
 
 # s is x with its dims a and a+1 merged: the other dims of x, before and after, are kept
 _MERGED = ("(= n (ndim x))", "(= m (dlen s))", "(= n (+ m 1))", "(vpfx x s a)", "(vsfx x s (- m (+ a 1)))")
@@ -95,6 +95,14 @@ LEMMAS = [
     Lemma("zip-pick-nil", "(zip_pick (Nil) (Nil) d)", "(Nil)", instances=fixed({"d": 0})),
     Lemma("zip-pick-cons", "(zip_pick (Cons a r1) (Cons b r2) d)", "(Cons (pick a b) (zip_pick r1 r2 d))",
           when=("(= (dim a d) (dim b d))",), instances=zip_pick, rejects=zip_pick_misaligned),
+    # a placement (the gradient of a pick, of topk's values) writes each element's row alone: the
+    # placements of value parts at their index parts along a dim d of the values (never the new last
+    # dim) are the parts of the placement, if the parts pair up along d
+    Lemma("place-concat-rows", "(place (concat l d) (concat m d) n)", "(concat (zip_place l m n d) d)",
+          instances=place_concat_rows),
+    Lemma("zip-place-nil", "(zip_place (Nil) (Nil) n d)", "(Nil)", instances=fixed({"n": 2, "d": 0})),
+    Lemma("zip-place-cons", "(zip_place (Cons a r1) (Cons b r2) n d)", "(Cons (place a b n) (zip_place r1 r2 n d))",
+          when=("(= (dim a d) (dim b d))",), instances=zip_place, rejects=zip_place_misaligned),
     # log-sum-exp is shift invariant in real arithmetic: the target's log-probability (x_t - m) -
     # log(sum(exp(x - m))), m the row max (torch's log_softmax, picked), is x_t - log(sum(exp(x))) (a
     # vocab-parallel loss's, whose ranks all-reduce their sums of exponentials of the raw logits).

@@ -238,6 +238,9 @@ POSITIVE = [
     # a pick of row parts (a loss's log-probabilities and targets sharded along the batch)
     ("reduction", f"(pick {cat(0, '{a}', '{b}')} {cat(0, '{s}', '{u}')})", cat(0, "(pick {a} {s})", "(pick {b} {u})"),
      {"a": [2, 5], "b": [1, 5], "s": ([2], "int64"), "u": ([1], "int64")}, ()),
+    # a placement of row parts (topk's values' gradient, routing scores sharded along the tokens)
+    ("reduction", f"(place {cat(0, '{a}', '{b}')} {cat(0, '{s}', '{u}')} 4)", cat(0, "(place {a} {s} 4)", "(place {b} {u} 4)"),
+     {"a": [2], "b": [3], "s": ([2], "int64"), "u": ([3], "int64")}, ()),
     # data-parallel cross-entropy: the mean over two ranks of their mean losses over 2 rows each, and
     # the mean loss over the 4 rows, are both the sum over ranks of their loss sums over 4 (equal
     # counts, no target ignored: classes, ignore index -100)

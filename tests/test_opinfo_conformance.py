@@ -275,6 +275,62 @@ def test_scatter_add_into_zeros_is_a_placement():
         assert nv.kind == "refused", nv
 
 
+def test_scatter_into_zeros_of_one_column_is_a_placement():
+    """scatter (a write, not an addition) of one index column per row into zeros -- topk's and
+    max's values' gradient -- writes each row once: ``place``, as scatter_add, on 1-, 2- and 3-D
+    buffers (zeros, new_zeros, zeros_like through a clone); several columns (two writes of a row may
+    hit one position), a buffer that is not zeros, an integer buffer, another dim are refused."""
+    g = torch.Generator().manual_seed(3)
+
+    def into(make):
+        return lambda src, dim, idx: torch.scatter(make(src), dim, idx, src)
+    buffers = {
+        "zeros": lambda shape, dt: (lambda src: torch.zeros(*shape, dtype=dt)),
+        "new_zeros": lambda shape, dt: (lambda src: src.new_zeros(*shape)),
+        "zeros_like_clone": lambda shape, dt: (lambda src: torch.zeros_like(torch.ones(*shape, dtype=dt)).clone()),
+    }
+    for shape, dim in (((6,), 0), ((4, 6), 1), ((4, 6), -1), ((2, 3, 5), 2), ((3, 1), 1)):
+        for dt in (torch.float64, torch.float32):
+            for name, make in buffers.items():
+                idx = torch.randint(0, shape[-1], shape[:-1] + (1,), generator=g)
+                src = torch.randn(*shape[:-1], 1, generator=g, dtype=dt)
+                v = C.check_sample(into(make(shape, dt)), _sample(src, dim, idx))
+                (nv,) = [nv for nv in v.nodes if nv.target == "aten.scatter.src"]
+                assert nv.kind == "agree" and "(place " in nv.term, (name, shape, nv)
+    # topk's backward as autograd writes it: the values' gradient scattered at the indices
+    x = torch.randn(5, 4, dtype=torch.float64, requires_grad=True)
+    vals, ids = x.topk(1, dim=-1)
+    v = C.check_sample(into(lambda src: src.new_zeros(5, 4)), _sample(torch.randn(5, 1, dtype=torch.float64), 1, ids.detach()))
+    (nv,) = [nv for nv in v.nodes if nv.target == "aten.scatter.src"]
+    assert nv.kind == "agree" and "(place " in nv.term, nv
+    x = torch.randn(4, 6, dtype=torch.float64)
+    refused = [
+        (torch.scatter, (x, 1, torch.zeros(4, 1, dtype=torch.long), torch.randn(4, 1, dtype=torch.float64))),
+        (into(lambda src: torch.zeros(4, 6, dtype=torch.float64)),
+         (torch.randn(4, 2, dtype=torch.float64), 1, torch.tensor([[0, 0]] * 4))),
+        (into(lambda src: torch.zeros(4, 6, dtype=torch.float64)),
+         (torch.randn(4, 2, dtype=torch.float64), 1, torch.tensor([[0, 1]] * 4))),
+        (into(lambda src: torch.zeros(4, 6, dtype=torch.float64)),
+         (torch.randn(1, 6, dtype=torch.float64), 0, torch.zeros(1, 6, dtype=torch.long))),
+        (lambda src, dim, idx: torch.scatter(torch.zeros(4, 6, dtype=torch.int64), dim, idx, src),
+         (torch.ones(4, 1, dtype=torch.int64), 1, torch.zeros(4, 1, dtype=torch.long))),
+    ]
+    for fn, args in refused:
+        v = C.check_sample(fn, _sample(*args))
+        (nv,) = [nv for nv in v.nodes if nv.target == "aten.scatter.src"]
+        assert nv.kind == "refused", nv
+
+
+def test_select_backward_is_a_padded_view():
+    """select's gradient is the gradient unsqueezed and zero-padded at the index (every dim, a
+    negative index, a size-1 dim)."""
+    for shape, dim, i in (((3, 4), 0, 1), ((3, 4), 1, 3), ((3, 4), -1, -1), ((2, 3, 5), 1, 0), ((1, 4), 0, 0)):
+        v = _agree(lambda g, dim, i, shape=shape: torch.ops.aten.select_backward(g, list(shape), dim, i),
+                   torch.randn([s for k, s in enumerate(shape) if k != dim % len(shape)], dtype=torch.float64), dim, i)
+        (nv,) = [nv for nv in v.nodes if nv.target == "aten.select_backward.default"]
+        assert "opaque" not in nv.term and ("(zpad " in nv.term or shape[dim] == 1), nv
+
+
 def test_repeat_is_an_expand_between_views():
     x = torch.randn(2, 3)
     for reps in ([1, 1], [2, 1], [1, 3], [2, 2], [3, 1, 2], [0, 2], [2, 1, 1, 1]):

@@ -799,9 +799,23 @@ class Lowerer:
         (``place``, the gradient of a pick), viewed back.  Anything else is refused: several
         indices per row may collide (their order of addition is the device's), and a buffer that
         is not zeros is not a placement."""
+        return self._one_column_into_zeros(n, "scatter_add")
+
+    @lowers("aten.scatter.src")
+    def _h_scatter_src(self, n):
+        """scatter(x, last dim, idx, src) -- the gradient of topk's values, of a max/min along a
+        dim -- under the same conditions as scatter_add: into a float buffer of zeros, one int64
+        index column per row, so each row is written once at one position and the rest stays zero:
+        the write equals the addition into zeros (``place``; v and 0 + v differ at most in the sign
+        of a zero).  Anything else is refused: with several columns two indices of a row may be
+        equal (which write wins is the device's), and into a buffer that is not zeros the old
+        values show."""
+        return self._one_column_into_zeros(n, "scatter")
+
+    def _one_column_into_zeros(self, n, what):
         x, dim, idx, src = n.args[:4]
         if not all(isinstance(a, Ref) for a in (x, idx, src)):
-            return Refused(n.target, "index", "a scatter_add of non-tensor operands")
+            return Refused(n.target, "index", f"a {what} of non-tensor operands")
         xs = tuple(self.shape(x.name))
         if len(xs) == 0 or not isinstance(dim, int) or self._dim(dim, len(xs)) != len(xs) - 1:
             return Refused(n.target, "dim", f"dim={dim!r}: only along the last dim")
@@ -812,7 +826,7 @@ class Lowerer:
         xdt = self._dtype(x.name)
         if (self._source(x.name).target not in ops.ZERO_FILLS or xdt not in FLOAT_DTYPES
                 or self._dtype(src.name) != xdt or n.val.dtype != xdt):
-            return Refused(n.target, "self", "a scatter_add into a buffer that is not float zeros of src's dtype")
+            return Refused(n.target, "self", f"a {what} into a buffer that is not float zeros of src's dtype")
         col = self._shape_list(lead)
         return Term(f"(view (place (view {self.t(src)} {col}) (view {self.t(idx)} {col}) {width}) "
                     f"{self._shape_list(xs)})")
@@ -1487,6 +1501,29 @@ class Lowerer:
         if s == 0 and e == sizes[d]:
             return Identity(grad.name)
         return Term(f"(zpad {self.t(grad)} {d} {s} {sizes[d] - e})")
+
+    @lowers("aten.select_backward.default")
+    def _h_select_backward_default(self, n):
+        """The gradient of x.select(dim, index): zeros of input_sizes with grad at that index,
+        i.e. grad unsqueezed at dim (a view) padded with zeros (``zpad``), as slice_backward's
+        [index:index+1].  Float gradients of concrete sizes only; others stay opaque."""
+        grad, sizes, dim, index = (list(n.args) + [None] * 4)[:4]
+        if (not isinstance(grad, Ref) or not isinstance(sizes, (list, tuple)) or not isinstance(dim, int)
+                or isinstance(dim, bool) or not isinstance(index, int) or isinstance(index, bool)
+                or not all(isinstance(v, int) and not isinstance(v, bool) for v in sizes)):
+            return None
+        if not -len(sizes) <= dim < len(sizes) or tuple(n.val.shape) != tuple(sizes):
+            return None
+        d = self._dim(dim, len(sizes))
+        i = index + sizes[d] if index < 0 else index
+        if not 0 <= i < sizes[d]:
+            return None
+        one = tuple(sizes[:d]) + (1,) + tuple(sizes[d + 1:])
+        if (tuple(self.shape(grad.name)) != tuple(sizes[:d]) + tuple(sizes[d + 1:])
+                or self._dtype(grad.name) != n.val.dtype or n.val.dtype not in FLOAT_DTYPES):
+            return None
+        v = f"(view {self.t(grad)} {self._shape_list(one)})"
+        return Term(v if sizes[d] == 1 else f"(zpad {v} {d} {i} {sizes[d] - i - 1})")
 
     # -- collectives -----------------------------------------------------------------------
     @lowers(*ops.COLLECTIVES)

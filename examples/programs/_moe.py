@@ -2,7 +2,8 @@
 replicated router.  Each rank builds a dense dispatch buffer [E, n, H] (token rows zeroed where not
 routed to expert e), all_to_all_single sends block e to rank e, the expert runs on what it
 received, all_to_all_single sends the results back, and the rank combines
-sum_e gate * [routed to e] * out_e.  Bug ``wrong_block``: the returned blocks are combined in
+sum_e gate * [routed to e] * out_e.  The exchanges are an autograd Function whose backward sends the
+gradient back the same way (joint mode).  Bug ``wrong_block``: the returned blocks are combined in
 reverse order (outputs routed back to the wrong expert's slot)."""
 import torch
 import torch.distributed as dist
@@ -11,6 +12,18 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 E, H, H2 = 2, 4, 5
+
+
+class _AllToAll(torch.autograd.Function):
+    """all_to_all_single with equal splits; its backward is the same exchange of the gradient
+    (block j of rank i went to rank j's block i, so the gradient goes back the same way)."""
+    @staticmethod
+    def forward(ctx, t):
+        return funcol.all_to_all_single(t, None, None, dist.group.WORLD)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return funcol.all_to_all_single(grad.contiguous(), None, None, dist.group.WORLD)
 
 
 class MoE(nn.Module):
@@ -28,9 +41,9 @@ class MoE(nn.Module):
             outs = torch.stack([(x * onehot[:, e:e + 1]) @ self.experts[e].t() for e in range(E)])
         else:
             buf = torch.stack([x * onehot[:, e:e + 1] for e in range(E)]).reshape(E * n, H)
-            recv = funcol.all_to_all_single(buf, None, None, dist.group.WORLD)          # [W * n, H]
+            recv = _AllToAll.apply(buf)                                                    # [W * n, H]
             y = recv @ self.experts[0].t()
-            outs = funcol.all_to_all_single(y, None, None, dist.group.WORLD).reshape(E, n, H2)
+            outs = _AllToAll.apply(y).reshape(E, n, H2)
             if self.bug == "wrong_block":
                 outs = outs.flip(0)  # BUG: expert outputs combined into the wrong expert's slot
         return sum(outs[e] * (onehot[:, e:e + 1] > 0) for e in range(E))
@@ -38,5 +51,5 @@ class MoE(nn.Module):
 
 def make_build(bug=None):
     def build(rank, world_size):
-        return MoE(world_size, bug), {"x": torch.randn(6 // world_size, H)}
+        return MoE(world_size, bug), {"x": torch.randn(6 // world_size, H, requires_grad=True)}
     return build

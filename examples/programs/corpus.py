@@ -129,6 +129,8 @@ CORPUS = [
     # EP, PP, 2-D mesh
     _e("moe_ep_correct", "moe_ep"),
     _e("moe_ep_wrong_block", "moe_ep", bug=("_moe.py", "wrong expert")),
+    _e("moe_ep_correct", "moe_ep", "joint"),
+    _e("moe_ep_wrong_block", "moe_ep", "joint", bug=("_moe.py", "wrong expert")),
     _e("pp_two_stage_correct", "pp_two_stage"),
     _e("pp_two_stage_wrong_peer", "pp_two_stage", bug=("_pp.py", "comes from rank 1")),
     _e("pp_two_stage_correct", "pp_two_stage", "joint"),

@@ -292,3 +292,41 @@ def pick_log_softmax_overflow(rng):
         n = rng.randint(2, 4)
         x = tensor(rng, n, n) * 5.0 + big
         yield {"x": x, "t": (torch.arange(n) + 1) % n, "k": 0, "f": "float64"}
+
+
+def _slots(rng, x, n):
+    """Indices of x's shape in [0, n) (where a placement puts each of x's elements)."""
+    g = torch.Generator().manual_seed(rng.randrange(2**31))
+    return torch.randint(0, n, tuple(x.shape), generator=g)
+
+
+@repeat(8)
+def place_concat_rows(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    n = rng.randint(1, 4)
+    l = concat_parts(rng, nd, d)
+    return {"l": l, "m": [_slots(rng, p, n) for p in l], "n": n, "d": d}
+
+
+@repeat(6)
+def zip_place(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    n = rng.randint(1, 4)
+    l = concat_parts(rng, nd, d)
+    m = [_slots(rng, p, n) for p in l]
+    return {"a": l[0], "r1": l[1:], "b": m[0], "r2": m[1:], "n": n, "d": d}
+
+
+@repeat(3)
+def zip_place_misaligned(rng):
+    """The first pair does not line up along d (2 and 3): place(a, b, n) is undefined."""
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    shape = [rng.randint(1, 3) for _ in range(nd)]
+    shape[d] = 2
+    a = tensor(rng, *shape)
+    shape[d] = 3
+    b = _slots(rng, tensor(rng, *shape), 2)
+    return {"a": a, "r1": [], "b": b, "r2": [], "n": 2, "d": d}

@@ -237,87 +237,50 @@ def test_slice_scatter_into_zeros_is_the_source_padded():
     assert nv.kind == "agree" and not nv.term.startswith("(zpad "), nv
 
 
-def test_scatter_add_into_zeros_is_a_placement():
-    """The gradient of a one-column gather (a pick): src's column added into a buffer of zeros
-    (zeros, new_zeros, zeros_like through a clone) at idx's, along the last dim of 1-, 2- and
-    3-D buffers, as ``place``; every other scatter_add is refused (several columns, another dim,
-    a buffer that is not zeros, an integer buffer, a src of another dtype)."""
+@pytest.mark.parametrize("op, target", [(torch.scatter_add, "aten.scatter_add.default"),
+                                        (torch.scatter, "aten.scatter.src")], ids=["scatter_add", "scatter"])
+def test_one_column_into_zeros_is_a_placement(op, target):
+    """One index column per row into a buffer of zeros (zeros, new_zeros, zeros_like through a
+    clone) along the last dim of 1-, 2- and 3-D buffers is ``place``: added (scatter_add, the
+    gradient of a pick) or written (scatter, topk's and max's values' gradient: each row written
+    once).  Refused: a buffer that is not zeros, several columns (two writes of a row may hit one
+    position), another dim, an integer buffer."""
     g = torch.Generator().manual_seed(2)
 
     def into(make):
-        return lambda src, dim, idx: torch.scatter_add(make(src), dim, idx, src)
+        return lambda src, dim, idx: op(make(src), dim, idx, src)
     buffers = {
         "zeros": lambda shape, dt: (lambda src: torch.zeros(*shape, dtype=dt)),
         "new_zeros": lambda shape, dt: (lambda src: src.new_zeros(*shape)),
         "zeros_like_clone": lambda shape, dt: (lambda src: torch.zeros_like(torch.ones(*shape, dtype=dt)).clone()),
     }
+
+    def lowered(fn, *args):
+        (nv,) = [nv for nv in C.check_sample(fn, _sample(*args)).nodes if nv.target == target]
+        return nv
     for shape, dim in (((6,), 0), ((4, 6), 1), ((4, 6), -1), ((2, 3, 5), 2), ((3, 1), 1)):
         for dt in (torch.float64, torch.float32):
             for name, make in buffers.items():
                 idx = torch.randint(0, shape[-1], shape[:-1] + (1,), generator=g)
                 src = torch.randn(*shape[:-1], 1, generator=g, dtype=dt)
-                v = C.check_sample(into(make(shape, dt)), _sample(src, dim, idx))
-                (nv,) = [nv for nv in v.nodes if nv.target == "aten.scatter_add.default"]
+                nv = lowered(into(make(shape, dt)), src, dim, idx)
                 assert nv.kind == "agree" and "(place " in nv.term, (name, shape, nv)
-    x = torch.randn(4, 6, dtype=torch.float64)
-    refused = [
-        (torch.scatter_add, (x, 1, torch.zeros(4, 1, dtype=torch.long), torch.randn(4, 1, dtype=torch.float64))),
-        (into(lambda src: torch.zeros(4, 6, dtype=torch.float64)),
-         (torch.randn(4, 2, dtype=torch.float64), 1, torch.tensor([[0, 0]] * 4))),
-        (into(lambda src: torch.zeros(4, 6, dtype=torch.float64)),
-         (torch.randn(1, 6, dtype=torch.float64), 0, torch.zeros(1, 6, dtype=torch.long))),
-        (lambda src, dim, idx: torch.scatter_add(torch.zeros(4, 6, dtype=torch.int64), dim, idx, src),
-         (torch.ones(4, 1, dtype=torch.int64), 1, torch.zeros(4, 1, dtype=torch.long))),
-    ]
-    for fn, args in refused:
-        v = C.check_sample(fn, _sample(*args))
-        (nv,) = [nv for nv in v.nodes if nv.target == "aten.scatter_add.default"]
-        assert nv.kind == "refused", nv
-
-
-def test_scatter_into_zeros_of_one_column_is_a_placement():
-    """scatter (a write, not an addition) of one index column per row into zeros -- topk's and
-    max's values' gradient -- writes each row once: ``place``, as scatter_add, on 1-, 2- and 3-D
-    buffers (zeros, new_zeros, zeros_like through a clone); several columns (two writes of a row may
-    hit one position), a buffer that is not zeros, an integer buffer, another dim are refused."""
-    g = torch.Generator().manual_seed(3)
-
-    def into(make):
-        return lambda src, dim, idx: torch.scatter(make(src), dim, idx, src)
-    buffers = {
-        "zeros": lambda shape, dt: (lambda src: torch.zeros(*shape, dtype=dt)),
-        "new_zeros": lambda shape, dt: (lambda src: src.new_zeros(*shape)),
-        "zeros_like_clone": lambda shape, dt: (lambda src: torch.zeros_like(torch.ones(*shape, dtype=dt)).clone()),
-    }
-    for shape, dim in (((6,), 0), ((4, 6), 1), ((4, 6), -1), ((2, 3, 5), 2), ((3, 1), 1)):
-        for dt in (torch.float64, torch.float32):
-            for name, make in buffers.items():
-                idx = torch.randint(0, shape[-1], shape[:-1] + (1,), generator=g)
-                src = torch.randn(*shape[:-1], 1, generator=g, dtype=dt)
-                v = C.check_sample(into(make(shape, dt)), _sample(src, dim, idx))
-                (nv,) = [nv for nv in v.nodes if nv.target == "aten.scatter.src"]
-                assert nv.kind == "agree" and "(place " in nv.term, (name, shape, nv)
-    # topk's backward as autograd writes it: the values' gradient scattered at the indices
-    x = torch.randn(5, 4, dtype=torch.float64, requires_grad=True)
-    vals, ids = x.topk(1, dim=-1)
-    v = C.check_sample(into(lambda src: src.new_zeros(5, 4)), _sample(torch.randn(5, 1, dtype=torch.float64), 1, ids.detach()))
-    (nv,) = [nv for nv in v.nodes if nv.target == "aten.scatter.src"]
+    # topk's backward as autograd writes it: the values' gradient placed at the indices
+    _, ids = torch.randn(5, 4, dtype=torch.float64).topk(1, dim=-1)
+    nv = lowered(into(lambda src: src.new_zeros(5, 4)), torch.randn(5, 1, dtype=torch.float64), 1, ids)
     assert nv.kind == "agree" and "(place " in nv.term, nv
-    x = torch.randn(4, 6, dtype=torch.float64)
+    zeros = into(lambda src: torch.zeros(4, 6, dtype=torch.float64))
     refused = [
-        (torch.scatter, (x, 1, torch.zeros(4, 1, dtype=torch.long), torch.randn(4, 1, dtype=torch.float64))),
-        (into(lambda src: torch.zeros(4, 6, dtype=torch.float64)),
-         (torch.randn(4, 2, dtype=torch.float64), 1, torch.tensor([[0, 0]] * 4))),
-        (into(lambda src: torch.zeros(4, 6, dtype=torch.float64)),
-         (torch.randn(4, 2, dtype=torch.float64), 1, torch.tensor([[0, 1]] * 4))),
-        (into(lambda src: torch.zeros(4, 6, dtype=torch.float64)),
-         (torch.randn(1, 6, dtype=torch.float64), 0, torch.zeros(1, 6, dtype=torch.long))),
-        (lambda src, dim, idx: torch.scatter(torch.zeros(4, 6, dtype=torch.int64), dim, idx, src),
+        (op, (torch.randn(4, 6, dtype=torch.float64), 1, torch.zeros(4, 1, dtype=torch.long),
+              torch.randn(4, 1, dtype=torch.float64))),
+        (zeros, (torch.randn(4, 2, dtype=torch.float64), 1, torch.tensor([[0, 0]] * 4))),
+        (zeros, (torch.randn(4, 2, dtype=torch.float64), 1, torch.tensor([[0, 1]] * 4))),
+        (zeros, (torch.randn(1, 6, dtype=torch.float64), 0, torch.zeros(1, 6, dtype=torch.long))),
+        (lambda src, dim, idx: op(torch.zeros(4, 6, dtype=torch.int64), dim, idx, src),
          (torch.ones(4, 1, dtype=torch.int64), 1, torch.zeros(4, 1, dtype=torch.long))),
     ]
     for fn, args in refused:
-        v = C.check_sample(fn, _sample(*args))
-        (nv,) = [nv for nv in v.nodes if nv.target == "aten.scatter.src"]
+        nv = lowered(fn, *args)
         assert nv.kind == "refused", nv
 
 

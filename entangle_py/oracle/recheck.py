@@ -721,44 +721,44 @@ def print_numeric(num: dict, console, verbose: bool = False):
     if num["kind"] == "recheck":
         if num["status"] == "agrees":
             plain(console, f"  re-check: the interpreter agrees on {num['draws']} draws "
-                          f"({', '.join(num['checked']) or 'no certificate'})", highlight=False, soft_wrap=True)
+                           f"({', '.join(num['checked']) or 'no certificate'})", soft_wrap=True)
         elif num["status"] == "disagrees":
             op = num.get("operator")
             if num.get("output"):
                 plain(console, f"  re-check: the interpreter DISAGREES at output {num['output']} = {num['relation']} "
-                              f"({_diff_text(num['diff'])})", highlight=False, soft_wrap=True)
+                               f"({_diff_text(num['diff'])})", soft_wrap=True)
             else:
                 plain(console, "  re-check: the interpreter DISAGREES with a per-operator relation (the outputs' "
-                              "certificates agree)", highlight=False, soft_wrap=True)
+                               "certificates agree)", soft_wrap=True)
             if op:
                 plain(console, f"  first operator whose relation fails numerically: {op['node']} = {op['target']}"
-                              f"  [{op['relation']}]", highlight=False, soft_wrap=True)
+                               f"  [{op['relation']}]", soft_wrap=True)
             _examples(console, (op or num)["diff"])
         else:
-            plain(console, f"  re-check skipped: {num.get('reason')}", highlight=False, soft_wrap=True)
+            plain(console, f"  re-check skipped: {num.get('reason')}", soft_wrap=True)
     else:
         if num["status"] == "skipped":
-            plain(console, f"  numeric witness skipped: {num.get('reason')}", highlight=False, soft_wrap=True)
+            plain(console, f"  numeric witness skipped: {num.get('reason')}", soft_wrap=True)
         else:
-            plain(console, f"  numeric witness: {num['verdict']}", highlight=False, soft_wrap=True)
+            plain(console, f"  numeric witness: {num['verdict']}", soft_wrap=True)
             if num["status"] == "confirmed":
                 _examples(console, num["diff"])
             for loc in num.get("output_sources", ()):
                 plain(console, f"    the distributed program computes it at {loc['file']}:{loc['line']} "
-                              f"(rank {loc['rank']} {loc['node']}): {loc.get('code') or ''}",
-                              highlight=False, soft_wrap=True)
+                               f"(rank {loc['rank']} {loc['node']}): {loc.get('code') or ''}",
+                               soft_wrap=True)
             if num.get("unsound"):
                 op = num["unsound"].get("operator")
                 plain(console, "  and a relation the proof found is numerically false: "
-                              + (f"{op['node']} = {op['relation']}" if op else
-                                 f"output {num['unsound'].get('output')} = {num['unsound'].get('relation')}"),
-                              highlight=False, soft_wrap=True)
+                               + (f"{op['node']} = {op['relation']}" if op else
+                                  f"output {num['unsound'].get('output')} = {num['unsound'].get('relation')}"),
+                               soft_wrap=True)
     if verbose:
         plain(console, f"  numeric check: {num.get('seconds', 0):.3f} s, {num.get('draws', 0)} draws"
-                      + (f", estimated {_fmt_bytes(num['estimated_bytes'])}" if "estimated_bytes" in num else ""),
-                      highlight=False, soft_wrap=True)
+                       + (f", estimated {_fmt_bytes(num['estimated_bytes'])}" if "estimated_bytes" in num else ""),
+                       soft_wrap=True)
 
 
 def _examples(console, diff: dict):
     for e in diff.get("examples", [])[:3]:
-        plain(console, f"    at {e['index']}: expected {e['expected']}, got {e['got']}", highlight=False, soft_wrap=True)
+        plain(console, f"    at {e['index']}: expected {e['expected']}, got {e['got']}", soft_wrap=True)

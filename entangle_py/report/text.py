@@ -35,7 +35,7 @@ def print_result(res: Result, console: Console, verbose: bool = False):
     else:
         console.print("[bold yellow]unknown[/]: a limit was hit")
     for name, term in res.relations.items():
-        plain(console, f"  {name} = {term}", highlight=False)
+        plain(console, f"  {name} = {term}")
     for out, req, found, ok in res.expectations:
         mark = "[green]holds[/]" if ok else "[yellow]unknown[/]" if ok is None else "[red]violated[/]"
         detail = found if found.startswith(("no clean term", "unknown")) else f"found {out} = {found}"
@@ -44,7 +44,7 @@ def print_result(res: Result, console: Console, verbose: bool = False):
     for out, v in res.outputs.items():
         if v["verdict"] != "holds":
             plain(console, f"  output {out}: {v['verdict']}" + (f" (the check stopped at {v['at']})"
-                          if v["verdict"] == "not reached" else f" (at {v['at']})"), highlight=False)
+                           if v["verdict"] == "not reached" else f" (at {v['at']})"))
     f = res.failure
     if f:
         head = ("first operator without a clean mapping" if f.reason == "no clean term"
@@ -54,19 +54,19 @@ def print_result(res: Result, console: Console, verbose: bool = False):
         console.print(f"[bold]{head}[/]: {f.node} = {f.target}{paren_phase(detail.get('location'))}",
                       highlight=False)
         if f.source:
-            plain(console, f"  at {f.source}", highlight=False)
+            plain(console, f"  at {f.source}")
         if f.reason != "no clean term":
-            plain(console, f"  {f.reason}", highlight=False)
+            plain(console, f"  {f.reason}")
         for name, rel in detail.get("inputs", f.inputs).items():
-            plain(console, f"  input {name} = {rel}", highlight=False)
-        plain(console, f"  best term found: {detail.get('best', f.best)}", highlight=False)
+            plain(console, f"  input {name} = {rel}")
+        plain(console, f"  best term found: {detail.get('best', f.best)}")
         if f.considered:
-            plain(console, f"  G_d tensors in it: {', '.join(f.considered[:MAX_LISTED])}", highlight=False)
+            plain(console, f"  G_d tensors in it: {', '.join(f.considered[:MAX_LISTED])}")
         for line in culprit_lines(detail):
-            plain(console, line, highlight=False)
+            plain(console, line)
         if f.later:
             plain(console, f"  later operators without a clean mapping either: {', '.join(f.later[:12])}"
-                          + (" ..." if len(f.later) > 12 else ""), highlight=False)
+                           + (" ..." if len(f.later) > 12 else ""))
         for h in hints(res):
             console.print(f"  [bold]hint[/]: {escape(h)}", highlight=False)
     if res.numeric:
@@ -75,4 +75,4 @@ def print_result(res: Result, console: Console, verbose: bool = False):
         plain(console, "phases: " + ", ".join(f"{k} {v:.3f} s" for k, v in res.timings.items()))
         if res.retired:
             plain(console, f"e-graph restarted {res.retired} times keeping only live facts"
-                          + ("; the failure was decided again keeping every fact" if res.rechecked else ""))
+                           + ("; the failure was decided again keeping every fact" if res.rechecked else ""))

@@ -824,8 +824,7 @@ class Lowerer:
                 or self._dtype(idx.name) != "int64" or not isinstance(width, int)):
             return Refused(n.target, "index", "not one int64 index column of the buffer's leading shape")
         xdt = self._dtype(x.name)
-        if (self._source(x.name).target not in ops.ZERO_FILLS or xdt not in FLOAT_DTYPES
-                or self._dtype(src.name) != xdt or n.val.dtype != xdt):
+        if not self._float_zeros(x.name) or self._dtype(src.name) != xdt or n.val.dtype != xdt:
             return Refused(n.target, "self", f"a {what} into a buffer that is not float zeros of src's dtype")
         col = self._shape_list(lead)
         return Term(f"(view (place (view {self.t(src)} {col}) (view {self.t(idx)} {col}) {width}) "
@@ -862,10 +861,7 @@ class Lowerer:
             for width, at_end in ((max(left, 0), False), (max(right, 0), True)):
                 if width == 0:
                     continue
-                block = f"(cst {str_lit(text)} {self._shape_list(shape[:d] + [width] + shape[d + 1:])})"
-                if dt != "float64":
-                    block = f"(unary {str_lit('to_' + dt)} {block})"
-                parts.append((at_end, block))
+                parts.append((at_end, self._filled(text, shape[:d] + [width] + shape[d + 1:], dt)))
             if parts:
                 items = [b for e, b in parts if not e] + [t] + [b for e, b in parts if e]
                 t = f"(concat {term_list(items)} {d})"
@@ -1055,7 +1051,7 @@ class Lowerer:
             st = f"(unary {str_lit('to_' + xdt)} {st})"
         elif s == 0 and e == xs[d]:
             return Identity(src.name)
-        if self._source(x.name).target in ops.ZERO_FILLS and xdt in FLOAT_DTYPES and (s, e) != (0, xs[d]):
+        if self._float_zeros(x.name) and (s, e) != (0, xs[d]):
             # into a buffer of zeros: src padded with zeros, like slice_backward (floats only,
             # as there: concat-zpad-rsum sums padded parts)
             return Term(f"(zpad {st} {d} {s} {xs[d] - e})")
@@ -1122,6 +1118,15 @@ class Lowerer:
             return None
         lst = int_list(dims)
         return f"(reduce {str_lit(op)} {operand or self.t(x)} {lst} {1 if keepdim else 0})"
+
+    def _filled(self, text, shape, dtype) -> str:
+        """A tensor of ``shape`` holding the constant ``text`` in ``dtype`` (``cst`` is float64)."""
+        block = f"(cst {str_lit(text)} {self._shape_list(shape)})"
+        return block if dtype == "float64" else f"(unary {str_lit('to_' + dtype)} {block})"
+
+    def _float_zeros(self, name) -> bool:
+        """Whether ``name`` is a float buffer of zeros (``ops.ZERO_FILLS``, through identities)."""
+        return self._source(name).target in ops.ZERO_FILLS and self._dtype(name) in FLOAT_DTYPES
 
     def _arg(self, n, i, name, default=None):
         return n.args[i] if len(n.args) > i else n.kwargs.get(name, default)
@@ -1466,9 +1471,7 @@ class Lowerer:
         if pad == -1:
             return Term(table)
         # padding_idx p: row p gets no gradient, the table's other rows are kept
-        row = f"(cst \"0.0\" {self._shape_list([1, gs[-1]])})"
-        if n.val.dtype != "float64":
-            row = f"(unary {str_lit('to_' + n.val.dtype)} {row})"
+        row = self._filled("0.0", [1, gs[-1]], n.val.dtype)
         # nested to the right, (before, (row, after)): a rank's block holding the padding row then
         # flattens and regroups with the blocks of the others (concat-flatten-last, -group-*)
         if pad + 1 < num:

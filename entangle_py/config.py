@@ -37,6 +37,10 @@ ASSUMPTIONS = {
     "no_exp_overflow": "the logits of a loss are finite and their exponentials do not overflow (below about 88 in "
                        "float32, 11 in float16), so a log-softmax's target term x_t - log(sum(exp(x))) computed "
                        "without subtracting the row max (as a vocab-parallel loss may) is torch's shifted one",
+    "finite_values": "the values the programs compute are finite (no inf or nan arises), so a product distributes "
+                     "over a sum over ranks up to rounding: y * (a + b) = y * a + y * b (a backward linear in its "
+                     "upstream gradient, e.g. layer norm's, applied per rank then summed; where y = inf, "
+                     "inf * (1 - 0.5) is inf while inf * 1 - inf * 0.5 is nan)",
 }
 # In force unless the spec turns them off ([assume] same_rng = false); printed whenever used.
 DEFAULT_ASSUMPTIONS = ("same_rng",)

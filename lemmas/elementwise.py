@@ -5,7 +5,7 @@ from lemmas._instances import fixed
 from lemmas._instances.elementwise import (
     add_comm, add_rsum, add_zero, add_zero_int, bc_like_cons, bc_like_nil, bc_like_varying, bcast_absent,
     bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat, binary_concat_misaligned,
-    div_binary, div_binary_bad, div_rsum, div_rsum_zero, map_binary, map_binary_l_nil, map_scalar, map_unary,
+    div_binary, div_binary_bad, div_rsum, div_rsum_zero, mul_rsum, mul_rsum_inf, map_binary, map_binary_l_nil, map_scalar, map_unary,
     neg_sub, rsum_pair, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat, unary_concat, where_concat,
     where_concat_misaligned, zip_binary, zip_binary_mismatch, zip_ranks, zip_where_cons, zip_where_misaligned,
     zip_where_nil)
@@ -86,6 +86,15 @@ LEMMAS = [
     Lemma("div-rsum-nonzero", '(binary "div" (rsum l) y)', '(rsum (map_binary_l "div" l y))',
           when=("(= t (dtype (rsum l)))", "(= t (dtype y))", "(fdtype t)"), assumes=("nonzero_divisors",),
           instances=div_rsum, rejects=div_rsum_zero),
+    # a product with a sum over ranks is the sum of the products (a backward linear in its upstream
+    # gradient, layer norm's, run by each rank on its part of a gradient): exact for reals, false
+    # where y is inf (inf * (1 - 0.5) = inf, inf * 1 - inf * 0.5 = nan), hence the assumption.
+    Lemma("mul-rsum-finite", '(binary "mul" (rsum l) y)', '(rsum (map_binary_l "mul" l y))',
+          when=("(= t (dtype (rsum l)))", "(= t (dtype y))", "(fdtype t)"), assumes=("finite_values",),
+          instances=mul_rsum, rejects=mul_rsum_inf),
+    Lemma("mul-finite-rsum", '(binary "mul" y (rsum l))', '(rsum (map_binary_r "mul" y l))',
+          when=("(= t (dtype (rsum l)))", "(= t (dtype y))", "(fdtype t)"), assumes=("finite_values",),
+          instances=mul_rsum, rejects=mul_rsum_inf),
     # accumulation: x + (a + b + ...) = (x + a) + (b + ...): an accumulator that adds the ranks' (or
     # micro-batches') terms one at a time (tr_loss += loss) equals adding their sum.
     # sums over ranks are linear: sum_r a_r +- sum_r b_r = sum_r (a_r +- b_r) (the gradient of an

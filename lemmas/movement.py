@@ -17,7 +17,7 @@ from lemmas._instances.movement import (
     permute_concat_bad, permute_terms, repl_more, repl_zero, scalar_view, single, slice_first, slice_other, slice_rest, slice_same,
     slice_straddling, transpose_concat_d_is_a, transpose_concat_d_is_b, transpose_concat_d_not_a,
     transpose_concat_d_not_b, transpose_concat_d_other, transpose_concat_d_swapped, transpose_merged_left,
-    transpose_merged_left_bad, transpose_merged_right, transpose_rsum, transpose_twice, transpose_view_mixing,
+    transpose_merged_left_bad, transpose_merged_right, transpose_rsum, permute_rsum, permute_slice, permute_slice_bad, transpose_twice, transpose_view_mixing,
     transpose_view_prefix, transpose_view_suffix, unary_view, view_keep_prefix, view_keep_suffix,
     view_kept_dims_terms, expand_not_self, view_last, view_last_bad, view_merge, view_merge_into_axis, view_not_self, view_rsum,
     view_self, view_split, view_view)
@@ -130,6 +130,10 @@ LEMMAS = [
     # a transpose is linear: grad^T of a partial-sum gradient (backward of a row-parallel layer)
     Lemma("transpose-rsum", "(transpose (rsum (Cons x r)) a b)", "(rsum (map_transpose (Cons x r) a b))",
           instances=cons(transpose_rsum)),
+    # ... and so is a permute (a reduce-scatter along an inner dim, written as movedim, reduce-scatter
+    # along dim 0 and movedim back: the gradient of an all-gather along the hidden dim)
+    Lemma("permute-rsum", "(permute (rsum (Cons x r)) p)", "(rsum (map_permute (Cons x r) p))",
+          instances=cons(permute_rsum)),
 
     # ------------------------------------------------------------------ views, transposes, permutes and
     # slices that keep a concat axis whole (attention with heads split across ranks).  A view that
@@ -180,6 +184,10 @@ LEMMAS = [
     # permute of a concat: the concat axis moves to where the permutation puts it
     Lemma("permute-concat", "(permute (concat (Cons x r) d) p)", "(concat (map_permute (Cons x r) p) j)", when=("(= j (ipos p d))",),
           instances=permute_concat, rejects=permute_concat_bad),
+    # ... and of a slice: the sliced dim moves likewise (a rank's block of a reduce-scatter along an
+    # inner dim, taken along dim 0 between two movedims)
+    Lemma("permute-slice", "(permute (slice x d a b) p)", "(slice (permute x p) j a b)", when=("(= j (ipos p d))",),
+          instances=permute_slice, rejects=permute_slice_bad),
     Lemma("map-permute-nil", "(map_permute (Nil) p)", "(Nil)", instances=fixed({"p": [1, 0]})),
     Lemma("map-permute-cons", "(map_permute (Cons x r) p)", "(Cons (permute x p) (map_permute r p))",
           instances=map_permute),

@@ -6,7 +6,7 @@ tests insert random terms, run these rules and compare every derived fact with t
 """
 from entangle_py.engine.lemma import Rule
 from lemmas._instances.shapes import (
-    binary_0d_terms, binary_bcast_terms, binary_terms, concat_terms, dlen_terms, dtype_terms, elementwise_terms, ilist_query_terms, layernorm_terms, mm_terms,
+    binary_0d_terms, binary_bcast_terms, dtype_float_arith_terms, binary_terms, concat_terms, dlen_terms, dtype_terms, elementwise_terms, ilist_query_terms, layernorm_terms, mm_terms,
     reduce_terms, rmax_terms, rsum_terms, scalar_terms, slice_terms, softmax_terms, transpose_terms,
     view_and_dat_terms, where_terms)
 
@@ -116,4 +116,16 @@ RULES = [
             "(view x s)", "(expand x s)", "(slice x d a b)", "(transpose x a b)", "(permute x p)",
             "(concat (Cons x r) d)", "(rsum (Cons x r))", "(rmax (Cons x r))")),
         check_terms=dtype_terms),
+    # ... and float arithmetic of one dtype keeps it (torch's promotion is the identity there; a
+    # Python scalar never promotes a float tensor): so a condition can read the dtype of a sum, a
+    # product or a reduction computed inside a lowered op (layer norm's backward), not only of the
+    # programs' tensors.  Int and bool operands get none (a sum of bools is int64).
+    Rule("dtype-float-arith", "\n".join(
+        [f'(rule ((= y (reduce "{op}" x dims k)) (= t (dtype x)) (fdtype t)) ((set (dtype y) t)) :ruleset shapes)'
+         for op in ("sum", "mean", "amax")]
+        + [f'(rule ((= y (binary "{op}" a b)) (= t (dtype a)) (= t (dtype b)) (fdtype t)) ((set (dtype y) t)) '
+           ":ruleset shapes)" for op in ("add", "sub", "mul", "div")]
+        + [f'(rule ((= y (scalar "{op}" x c)) (= t (dtype x)) (fdtype t)) ((set (dtype y) t)) :ruleset shapes)'
+           for op in ("add", "sub", "rsub", "mul", "div")]),
+        check_terms=dtype_float_arith_terms),
 ]

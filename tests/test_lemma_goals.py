@@ -218,6 +218,13 @@ POSITIVE = [
     ("elementwise", f'(binary "div" (rsum {cons("{a}", "{b}")}) {{n}})',
      "(rsum " + cons('(binary "div" {a} {n})', '(binary "div" {b} {n})') + ")", {"a": [], "b": [], "n": []},
      ("nonzero_divisors",)),
+    # a product with a sum over ranks (values assumed finite) is the sum of the products, either side
+    ("elementwise", f'(binary "mul" (rsum {cons("{a}", "{b}")}) {{y}})',
+     "(rsum " + cons('(binary "mul" {a} {y})', '(binary "mul" {b} {y})') + ")", {"a": [2, 3], "b": [2, 3], "y": [3]},
+     ("finite_values",)),
+    ("elementwise", f'(binary "mul" {{y}} (rsum {cons("{a}", "{b}")}))',
+     "(rsum " + cons('(binary "mul" {y} {a})', '(binary "mul" {y} {b})') + ")", {"a": [2, 3], "b": [2, 3], "y": [2, 1]},
+     ("finite_values",)),
     # two micro-batch gradients accumulated in reverse order (b + a) are the sum over the list (a, b)
     ("elementwise", f"(rsum {cons('{a}', '{b}')})", '(binary "add" {b} {a})', {"a": [1, 3], "b": [1, 3]}, ()),
     ("elementwise", '(scalar "add" {a} "0.0")', "{a}", {"a": [3]}, ()),
@@ -326,6 +333,9 @@ NEGATIVE = [
     # a view that merges dims 1 and 2 is not a merge of dims 0 and 1
     ("reduction", red("sum", f"(view {{x}} {dlist([2, 12])})", [0], 1),
      f"(view {red('sum', '{x}', [0, 1], 1)} {dlist([1, 12])})", {"x": [2, 3, 4]}, ()),
+    # ... not without the assumption (inf * (1 - 0.5) is not inf * 1 - inf * 0.5)
+    ("elementwise", f'(binary "mul" (rsum {cons("{a}", "{b}")}) {{y}})',
+     "(rsum " + cons('(binary "mul" {a} {y})', '(binary "mul" {b} {y})') + ")", {"a": [2, 3], "b": [2, 3], "y": [3]}, ()),
     # collective: a sum over two ranks holding the same value is not that value
     ("collective", f"(rsum {cons('{a}', '{a}')})", "{a}", {"a": [2, 3]}, ()),
     # ... and not the sum of the other chunk

@@ -34,10 +34,6 @@ XFAIL = {
                                    "to nll_loss's tcount when the ignore index occurs",
     "adv3_all_float[forward]": "lemma gap: amin of a float cast of a bool mask (lowered -amax(-x)) over ranks is not "
                                "related to all of the concat (a cast commutes with a min; -max(-x) is a min)",
-    "adv2_ln_hidden_correct[joint]": "the ranks' layer-norm backward of their zero-padded output gradients, "
-        "reduce-scattered, is the sequential one only by linearity of the (decomposed) layer-norm backward in its "
-        "upstream gradient: a product of a tensor (xhat, rstd) with a sum over ranks, mul(y, rsum(l)) = "
-        "rsum(y * l_r), which is false for a non-finite y (inf * (1 - 0.5) vs inf - inf); no lemma or assumption states it",
     # helper-jtb: the vocab-parallel cross-entropy gradient
     "vocab_cross_entropy_correct[joint]": "the sequential gradient is nll_loss_backward and "
         "_log_softmax_backward_data, both opaque (no term), and its total_weight is a tcount no rank "

@@ -301,6 +301,25 @@ def div_rsum_zero(rng):
     yield {"l": l, "y": torch.tensor([0.0], dtype=torch.float32), "t": "float64"}
 
 
+@repeat(8)
+def mul_rsum(rng):
+    """Parts of one float dtype and shape, y broadcasting against them (a suffix of their shape,
+    some dims 1), as the left or the right operand."""
+    shape = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
+    ys = [1 if rng.random() < 0.3 else n for n in shape[rng.randint(0, len(shape)):]]
+    dt = rng.choice([torch.float64, torch.float32])
+    return {"l": [tensor(rng, *shape).to(dt) for _ in range(rng.randint(1, 8))], "y": tensor(rng, *ys).to(dt),
+            "t": str(dt).removeprefix("torch.")}
+
+
+def mul_rsum_inf(rng):
+    """The assumption's counterexample (inf * (1 + -0.5) = inf, inf * 1 + inf * -0.5 = nan), with y
+    of another dtype than the parts, so that the condition rejects it too."""
+    l = [torch.tensor([1.0], dtype=torch.float64), torch.tensor([-0.5], dtype=torch.float64)]
+    for dt in (torch.float32, torch.float16):
+        yield {"l": l, "y": torch.tensor([float("inf")], dtype=dt), "t": "float64"}
+
+
 # ----------------------------------------------------------------------------- where over concats
 # An instance of pattern p (L: that operand of where(c, a, b) is a concat along the axis k from the
 # right, T: it broadcasts along that axis, absent there or of size 1).

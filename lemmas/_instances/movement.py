@@ -220,6 +220,13 @@ def transpose_rsum(rng):
     return {"l": [tensor(rng, *shape) for _ in range(rng.randint(1, 8))], "a": a, "b": b}
 
 
+@repeat(6)
+def permute_rsum(rng):
+    nd = rng.randint(1, 4)
+    shape = [rng.randint(0, 3) for _ in range(nd)]
+    return {"l": [tensor(rng, *shape) for _ in range(rng.randint(1, 8))], "p": rng.sample(range(nd), nd)}
+
+
 def _parts_on(rng, shape, d, parts=None):
     """Concat parts of a tensor of ``shape`` along d (uneven)."""
     out = []
@@ -411,6 +418,24 @@ def _permute_concat_bad(rng):
     inst = next(_permute_concat_raw(rng))
     inst["j"] = (inst["j"] + 1) % len(inst["p"]) if len(inst["p"]) > 1 else 5
     return inst
+
+
+@repeat(6)
+def permute_slice(rng):
+    nd = rng.randint(1, 4)
+    x = tensor(rng, *[rng.randint(1, 4) for _ in range(nd)])
+    d = rng.randrange(nd)
+    a = rng.randint(0, x.shape[d])
+    p = rng.sample(range(nd), nd)
+    return {"x": x, "d": d, "a": a, "b": rng.randint(a, x.shape[d]), "p": p, "j": p.index(d)}
+
+
+@repeat(3)
+def permute_slice_bad(rng):
+    """The slice kept at its old position (or moved wrong) after a permute that moves it."""
+    inst = next(permute_slice(rng))
+    inst = {**inst, "x": tensor(rng, 2, 3, 4), "d": 0, "a": 0, "b": 1, "p": [1, 2, 0]}
+    return {**inst, "j": rng.choice([0, 1])}
 
 
 @repeat(4)

@@ -175,6 +175,30 @@ def dtype_terms(rng):
             yield "(rsum (Cons x (Cons y (Nil))))", {"x": x, "y": y}, facts
 
 
+def dtype_float_arith_terms(rng):
+    """Float arithmetic of one dtype (its dtype, derived) and of mixed or int dtypes (none derived,
+    or torch's: the check compares any derived dtype with torch's)."""
+    import torch
+    for dt, dt2 in ((torch.float64, torch.float64), (torch.float32, torch.float32), (torch.float16, torch.float16),
+                    (torch.float32, torch.float64), (torch.int64, torch.int64), (torch.bool, torch.bool),
+                    (torch.float32, torch.int64)):
+        x = tensor(rng, 2, 3).to(dt)
+        y = tensor(rng, *rng.choice([[2, 3], [3], [], [1, 3]])).to(dt2)
+        # one float dtype: exactly its dtype fact holds; otherwise no fact is claimed (a dtype
+        # derived by another rule is still compared with torch's)
+        facts = ([f'(= (dtype t) "{n}")' for n in ("float64", "float32", "float16", "int64")]
+                 if dt == dt2 and dt.is_floating_point else [])
+        for op in ("sum", "mean", "amax"):
+            if dt.is_floating_point or op != "mean":
+                yield f'(reduce "{op}" x (ICons {rng.randint(0, 1)} (INil)) {rng.randint(0, 1)})', {"x": x}, facts
+        for op in ("add", "sub", "mul", "div"):
+            if dt != torch.bool or op in ("add", "mul"):
+                yield f'(binary "{op}" x y)', {"x": x, "y": y}, facts
+        for op in ("add", "sub", "rsub", "mul", "div"):
+            if dt != torch.bool:
+                yield f'(scalar "{op}" x "{rng.choice(["2.0", "0.5", "inf"])}")', {"x": x}, facts
+
+
 def binary_0d_terms(rng):
     """A 0-D operand on either side (any op, masks and backward ops too): the other operand's shape."""
     import torch

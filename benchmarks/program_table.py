@@ -93,15 +93,15 @@ def table(entries=None):
             r = check_entry(e, tmp)
             rows.append((e, r))
             print(f"  {e.id}: exit {r['exit']} ({r['seconds']:.1f} s)", file=sys.stderr)
-    lines = ["| program | label | mode | verdict (exit) | expected | failing operator and source line | "
+    lines = ["| program | label | mode | ranks | verdict (exit) | expected | failing operator and source line | "
              "culprit lines (G_s, G_d) | bug line | s |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for e, r in rows:
         want = 0 if e.label == "correct" else 1
         flag = "ok" if r["exit"] == want else ("**REFINES (soundness bug)**" if e.label == "buggy" and r["exit"] == 0 else "no")
         where = r["where"] or r["message"]
         where = where.replace("|", "\\|")
-        lines.append(f"| {e.name} | {e.label} | {e.mode} | {r['verdict']} ({r['exit']}) | {flag} | {where} | "
+        lines.append(f"| {e.name} | {e.label} | {e.mode} | {e.world_size} | {r['verdict']} ({r['exit']}) | {flag} | {where} | "
                      f"{', '.join(r['lines'])} | {bug_line(e) or ''} | {r['seconds']:.1f} |")
     return "\n".join(lines), rows
 

@@ -27,7 +27,8 @@ class Entry:
 
     @property
     def id(self) -> str:
-        return f"{self.name}[{self.mode}]"
+        """``name[mode]``; ``name[mode@N]`` at N ranks other than 2 (a program may run at several)."""
+        return f"{self.name}[{self.mode}]" if self.world_size == 2 else f"{self.name}[{self.mode}@{self.world_size}]"
 
 
 def bug_line(entry) -> str | None:
@@ -214,6 +215,9 @@ CORPUS = [
     _e("adv2_flip_correct", "adv2_flip"),
     _e("adv2_flip_no_swap", "adv2_flip", bug=("_adv2.py", "block order")),
     _e("adv2_flip_dim", "adv2_flip", bug=("_adv2.py", "the flipped dim")),
+    _e("adv2_flip_correct", "adv2_flip", ws=4),
+    _e("adv2_flip_no_swap", "adv2_flip", ws=4, bug=("_adv2.py", "block order")),
+    _e("adv2_flip_dim", "adv2_flip", ws=4, bug=("_adv2.py", "the flipped dim")),
     _e("adv2_xent_correct", "adv2_xent"),
     _e("adv2_xent_ignore_m1", "adv2_xent"),
     _e("adv2_xent_ignore0", "adv2_xent", bug=("_adv2.py", "the ignored class")),

@@ -38,12 +38,6 @@ XFAIL = {
         "reduce-scattered, is the sequential one only by linearity of the (decomposed) layer-norm backward in its "
         "upstream gradient: a product of a tensor (xhat, rstd) with a sum over ranks, mul(y, rsum(l)) = "
         "rsum(y * l_r), which is false for a non-finite y (inf * (1 - 0.5) vs inf - inf); no lemma or assumption states it",
-    # helper-jtb: the vocab-parallel cross-entropy gradient
-    "vocab_cross_entropy_correct[joint]": "the sequential gradient is nll_loss_backward and "
-        "_log_softmax_backward_data, both opaque (no term), and its total_weight is a tcount no rank "
-        "computes (it divides by 6): needs their lowerings (place of -g/tw at t; go - exp(out) * sum(go)) "
-        "and lemmas: a masked place is a slice of the place (as mscatter), sum of a place = its values, "
-        "exp of a log_softmax = exp(z) / sum exp(z)",
     # helper-moe: expert parallelism, joint (topk's backward scatter is a place, select_backward a zpad)
     "moe_ep_correct[joint]": "limit (exit 3) at topk's backward x.new_zeros([6, 2]) (float32), the buffer its "
         "scatter writes into: new_zeros is opaque, and the sequential new_zeros of concat(sum_3) cannot be "

@@ -179,6 +179,10 @@ RULES = [
         "(rule ((= y (tplace v i c n)) (= x (dim v k))) ((set (dim y k) x)) :ruleset shapes)\n"
         "(rule ((= y (mplace v i o n)) (= a (ndim i))) ((set (ndim y) (+ a 1)) (set (dim y a) (DLit n))) :ruleset shapes)\n"
         "(rule ((= y (mplace v i o n)) (= x (dim i k))) ((set (dim y k) x)) :ruleset shapes)"), check_terms=tplace_terms),
+    # a placement has its values' dtype
+    Rule("dtype-place", "\n".join(
+        f"(rule ((= y {pat}) (= f (dtype v))) ((set (dtype y) f)) :ruleset shapes)"
+        for pat in ("(place v i n)", "(tplace v i c n)", "(mplace v i o n)")), check_terms=tplace_terms),
     Rule("shape-tcount", "(rule ((= y (tcount x i c n))) ((set (ndim y) 0)) :ruleset shapes)", check_terms=tcount_terms),
     # the leading dims of a pick's operands through a broadcast op, compared one by one (bmm-view-batch)
     Rule("ask-bsame-pick", "(rule ((= z (pick (binary op a (view y s)) t))) ((bsame a y 0)) :ruleset shapes)",

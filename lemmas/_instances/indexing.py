@@ -525,3 +525,4 @@ def tplace_terms(rng):
             ids = _ids(rng, lead, 0, n)
             yield (f"(tplace v i -100 {n})", {"v": tensor(rng, *ids.shape), "i": ids})
             yield (f"(mplace v i 2 {n})", {"v": tensor(rng, *ids.shape), "i": ids})
+            yield (f"(place v i {n})", {"v": tensor(rng, *ids.shape).float(), "i": ids})

@@ -394,6 +394,8 @@ class Drawer:
         # as integer indices of the picked tensor's leading shape, mostly in range
         self.indexes = []
         _index_vars(self.lhs, self.indexes, self.sorts)
+        self.places = []
+        _place_vars(self.lhs, self.places, self.sorts)
         # conditions of where (and of its walk over parts): often drawn as bool tensors
         self.conds = set()
         for t in _texts(lemma):
@@ -440,6 +442,20 @@ class Drawer:
             if hi > lo:
                 env[i] = torch.randint(lo, hi, tuple(xv.shape[:-1]),
                                        generator=torch.Generator().manual_seed(rng.randrange(2**31)))
+        for v, i, off, n in self.places:
+            if rng.random() < 0.3:
+                continue
+            try:
+                vv, nv = evaluate(v, env), evaluate(n, env)
+                ov = 0 if off is None else evaluate(off, env)
+            except EvalError:
+                continue
+            if not isinstance(vv, torch.Tensor) or not isinstance(nv, int) or not isinstance(ov, int):
+                continue
+            lo, hi = (ov, ov + nv) if rng.random() < 0.7 else (ov - 2, ov + nv + 2)
+            if hi > lo:
+                env[i] = torch.randint(lo, hi, tuple(vv.shape),
+                                       generator=torch.Generator().manual_seed(rng.randrange(2**31)))
         return env
 
     def accepts(self, env: dict) -> bool:
@@ -463,6 +479,21 @@ def _index_vars(e, out: list, sorts: dict):
         out.append((e[1], e[2].name))
     for a in e[1:]:
         _index_vars(a, out, sorts)
+
+
+# placements (values, index, [offset,] width): indices of the values' shape in [offset, offset + width)
+_PLACES = {"place": (1, 2, None, 3), "tplace": (1, 2, None, 4), "mplace": (1, 2, 3, 4)}
+
+
+def _place_vars(e, out: list, sorts: dict):
+    """(values term, index variable, offset term or None, width term) of every placement in a parsed term."""
+    if not isinstance(e, tuple):
+        return
+    spec = _PLACES.get(e[0].name) if isinstance(e[0], Var) else None
+    if spec and isinstance(e[spec[1]], Var) and sorts.get(e[spec[1]].name) == "T":
+        out.append((e[spec[0]], e[spec[1]].name, None if spec[2] is None else e[spec[2]], e[spec[3]]))
+    for a in e[1:]:
+        _place_vars(a, out, sorts)
 
 
 _CONDS = {"where": 1, "zip_where": 2}     # the condition's position in the term (head at 0)
@@ -670,6 +701,14 @@ def assumption_holds(lemma, env) -> bool:
                 except EvalError:
                     return
                 if ids.numel() and (w.dim() == 0 or bool(((ids < 0) | (ids >= w.shape[0])).any())):
+                    ok = False
+            if e[0] in (Var("place"), Var("tplace")):
+                # a placement's (a loss gradient's) targets: columns of the new last dim
+                try:
+                    ids, n = evaluate(e[2], env), evaluate(e[-1], env)
+                except EvalError:
+                    return
+                if ids.numel() and bool(((ids < 0) | (ids >= n)).any()):
                     ok = False
             if e[0] in (Var("pick"), Var("tpick"), Var("tcount")):
                 # a pick's index and a loss's targets: classes of the last dim

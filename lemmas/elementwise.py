@@ -5,8 +5,9 @@ from lemmas._instances import fixed
 from lemmas._instances.elementwise import (
     add_comm, add_rsum, add_zero, add_zero_int, bc_like_cons, bc_like_nil, bc_like_varying, bcast_absent,
     bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat, binary_concat_misaligned,
-    div_binary, div_binary_bad, div_rsum, div_rsum_zero, mul_rsum, mul_rsum_inf, map_binary, map_binary_l_nil, map_scalar, map_unary,
-    neg_sub, rsum_pair, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat, unary_concat, where_concat,
+    div_binary, div_binary_bad, div_rsum, div_rsum_zero, mul_rsum, mul_rsum_inf, map_binary, map_binary_l_nil,
+    map_scalar, map_unary, neg_neg, neg_sub, rsum_pair, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat,
+    unary_concat, where_concat,
     where_concat_misaligned, zip_binary, zip_binary_mismatch, zip_ranks, zip_where_cons, zip_where_misaligned,
     zip_where_nil)
 from lemmas._instances.elementwise import cast_not, cast_not_bad, logical_not_dtype_terms
@@ -110,6 +111,8 @@ LEMMAS = [
     # -(a - b) = b - a, exactly (rounding is symmetric; int wrap-around too): a loss's negated
     # log-probability of the target, -(z_t - lse), is the lse - z_t that a vocab-parallel loss computes
     Lemma("neg-sub", '(unary "neg" (binary "sub" a b))', '(binary "sub" b a)', instances=neg_sub),
+    # -(-x) = x exactly (floats: negation flips the sign bit; ints: two's complement, even the least)
+    Lemma("neg-neg", '(unary "neg" (unary "neg" x))', "x", instances=neg_neg),
     # a + b = b + a exactly (IEEE add, int wrap-around, bool or; promotion and broadcasting are
     # symmetric), where both orders are already in the e-graph: a gradient two consumers send back,
     # summed by the receiver in its receive order, against autograd's accumulation order

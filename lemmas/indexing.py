@@ -26,6 +26,9 @@ from lemmas._instances.indexing import (
 from lemmas._instances.indexing import (
     mscatter_intro, mscatter_intro_bad, place_terms, mscatter_split, mscatter_split_bad, slice_mscatter, slice_mscatter_bad, scatter_invalid, scatter_terms,
     scatter_valid)
+from lemmas._instances.indexing import (
+    mplace_intro, mplace_intro_bad, mplace_split, mplace_split_bad, place_mplace, place_sum, place_sum_bad,
+    tcount_div_any, tcount_div_any_bad, tplace_ignored, tplace_terms, tplace_valid)
 
 
 def _mask_text(x, lo, hi):
@@ -39,6 +42,10 @@ _MSCATTER_LHS = (f'(scatter (binary "masked_fill:0.0" g (view {_mask_text("ids",
                  f'(binary "masked_fill:0" (iscalar "sub" ids lo) {_mask_text("ids", "lo", "hi")}) n)')
 _MPICK_LHS = (f'(binary "masked_fill:0.0" (pick L (binary "masked_fill:0" (iscalar "sub" t lo) {_mask_text("t", "lo", "hi")})) '
               f'{_mask_text("t", "lo", "hi")})')
+
+# the vocab-parallel loss's backward: the gradient of foreign targets zeroed, their columns set to 0
+_MPLACE_LHS = (f'(place (binary "masked_fill:0.0" v {_mask_text("t", "lo", "hi")}) '
+               f'(binary "masked_fill:0" (iscalar "sub" t lo) {_mask_text("t", "lo", "hi")}) w)')
 
 _LOSS_SUM = '(reduce "sum" (unary "neg" (tpick L t c)) dims 0)'
 
@@ -103,6 +110,33 @@ LEMMAS = [
           trigger=("(mscatter g ids lo n)", "(mscatter g ids lo2 m)"),
           when=("(= (+ lo2 m) (+ lo n))", "(< lo lo2)", "(> m 0)"),
           instances=mscatter_split, rejects=mscatter_split_bad),
+    # the gradient of a loss's target pick (nll_loss_backward) whose ignore index is negative
+    # ignores no target: the targets are classes
+    Lemma("tplace-valid", "(tplace v t c n)", "(place v t n)", when=("(< c 0)",), assumes=("valid_indices",),
+          instances=tplace_valid, rejects=tplace_ignored),
+    # a division by the count of such a loss's targets is one by their number: the count is exact in
+    # float32 / float64 (in float16 2049 targets count 2048) and both divide in that dtype
+    Lemma("tcount-div-valid-any", '(binary "div" x (tcount L t c n))', '(scalar "div" x n)',
+          when=("(< c 0)", '(!= n "")', "(= f (dtype x))", "(= f (dtype L))", "(fdtype f)", '(!= f "float16")',
+                '(!= f "bfloat16")'), assumes=("valid_indices",),
+          instances=tcount_div_any, rejects=tcount_div_any_bad),
+    # a placement (torch raises on an index outside [0, n)) is the masked placement of columns [0, n)
+    Lemma("place-mplace", "(place v t n)", "(mplace v t 0 n)", instances=place_mplace),
+    # the sum of a placement along its new dim is the values (zeros added; float: a sum of int32 is int64)
+    Lemma("place-sum", "(reduce \"sum\" (place v t n) (ICons k (INil)) 0)", "v",
+          when=("(= k (ndim v))", "(= f (dtype (place v t n)))", "(fdtype f)"),
+          instances=place_sum, rejects=place_sum_bad),
+    # Megatron's vocab-parallel loss, backward: foreign targets place a zeroed gradient at column 0,
+    # so the rank's gradient is columns [lo, lo + w) of the full one.  Exact for every target.
+    Lemma("mplace-intro", _MPLACE_LHS, "(mplace v t lo w)", when=("(= hi (+ lo w))",),
+          instances=mplace_intro, rejects=mplace_intro_bad),
+    # columns [lo, lo + n) are columns [lo, lo2) then [lo2, lo + n): split where a block that ends
+    # there (a rank's) is in the e-graph; repeated, the head splits further (a concat in the head flattens)
+    Lemma("mplace-split", "(mplace v t lo n)",
+          "(concat (Cons (mplace v t lo (- lo2 lo)) (Cons (mplace v t lo2 m) (Nil))) k)",
+          trigger=("(mplace v t lo n)", "(mplace v t lo2 m)"),
+          when=("(= (+ lo2 m) (+ lo n))", "(< lo lo2)", "(> m 0)", "(= k (ndim t))"),
+          instances=mplace_split, rejects=mplace_split_bad),
     # rows [a, b) of the table's rows [lo, lo + n) are its rows [lo + a, lo + b) (a padding_idx
     # gradient keeps the table around its zero row)
     Lemma("slice-mscatter", "(slice (mscatter g ids lo n) 0 (DLit a) (DLit b))", "(mscatter g ids (+ lo a) (- b a))",
@@ -140,6 +174,15 @@ RULES = [
         "(rule ((= y (place v i n)) (= a (ndim v))) ((set (ndim y) (+ a 1)) (set (dim y a) (DLit n))) :ruleset shapes)\n"
         "(rule ((= y (place v i n)) (= x (dim v k))) ((set (dim y k) x)) :ruleset shapes)"), check_terms=place_terms),
     _index_shape("(tpick x i c)", "shape-tpick", tpick_terms),
+    Rule("shape-tplace", (
+        "(rule ((= y (tplace v i c n)) (= a (ndim v))) ((set (ndim y) (+ a 1)) (set (dim y a) (DLit n))) :ruleset shapes)\n"
+        "(rule ((= y (tplace v i c n)) (= x (dim v k))) ((set (dim y k) x)) :ruleset shapes)\n"
+        "(rule ((= y (mplace v i o n)) (= a (ndim i))) ((set (ndim y) (+ a 1)) (set (dim y a) (DLit n))) :ruleset shapes)\n"
+        "(rule ((= y (mplace v i o n)) (= x (dim i k))) ((set (dim y k) x)) :ruleset shapes)"), check_terms=tplace_terms),
+    # a placement has its values' dtype
+    Rule("dtype-place", "\n".join(
+        f"(rule ((= y {pat}) (= f (dtype v))) ((set (dtype y) f)) :ruleset shapes)"
+        for pat in ("(place v i n)", "(tplace v i c n)", "(mplace v i o n)")), check_terms=tplace_terms),
     Rule("shape-tcount", "(rule ((= y (tcount x i c n))) ((set (ndim y) 0)) :ruleset shapes)", check_terms=tcount_terms),
     # the leading dims of a pick's operands through a broadcast op, compared one by one (bmm-view-batch)
     Rule("ask-bsame-pick", "(rule ((= z (pick (binary op a (view y s)) t))) ((bsame a y 0)) :ruleset shapes)",

@@ -17,6 +17,7 @@ from lemmas._instances.reduction import (
 from lemmas._instances.reduction import (
     amax_dtype_terms, cast_rmax_bool, cast_rmax_float, pick_concat_rows, pick_log_softmax, pick_log_softmax_overflow,
     place_concat_rows, zip_pick, zip_pick_misaligned, zip_place, zip_place_misaligned)
+from lemmas._instances.reduction import exp_log_softmax, exp_log_softmax_int, softmax_mul, softmax_mul_bad
 
 # s is x with its dims a and a+1 merged: the other dims of x, before and after, are kept
 _MERGED = ("(= n (ndim x))", "(= m (dlen s))", "(= n (+ m 1))", "(vpfx x s a)", "(vsfx x s (- m (+ a 1)))")
@@ -26,6 +27,10 @@ _MERGED = ("(= n (ndim x))", "(= m (dlen s))", "(= n (+ m 1))", "(vpfx x s a)", 
 _SHIFTED = '(binary "sub" x (reduce "amax" x (ICons k (INil)) 1))'
 _PICK_LOG_SOFTMAX = (f'(binary "sub" (pick {_SHIFTED} t) '
                      f'(unary "log" (reduce "sum" (unary "exp" {_SHIFTED}) (ICons k (INil)) 0)))')
+
+# log_softmax(x) along k as lowered: x - m - log(S) with S the sum of exponentials of the shifted x
+_SUMEXP = f'(reduce "sum" (unary "exp" {_SHIFTED}) (ICons k (INil)) 0)'
+_LOG_SOFTMAX = f'(binary "sub" {_SHIFTED} (view (unary "log" {_SUMEXP}) s))'
 
 LEMMAS = [
     # softmax normalises along s: parts along another dim are independent
@@ -112,6 +117,19 @@ LEMMAS = [
           '(binary "sub" (pick x t) (unary "log" (reduce "sum" (unary "exp" x) (ICons k (INil)) 0)))',
           when=("(= k (- (ndim x) 1))", "(= f (dtype x))", "(fdtype f)"), assumes=("no_exp_overflow",),
           instances=pick_log_softmax, rejects=pick_log_softmax_overflow),
+    # exp of a log-softmax is the softmax: exp(a - log S) = exp(a) / S.  a = x - max(x) <= 0 (or nan)
+    # and S >= 1 (the max's term; or nan), so neither side overflows.  Float logits only (int8 x - max
+    # wraps to a positive a whose exp overflows: 0 against inf / inf)
+    Lemma("exp-log-softmax", f'(unary "exp" {_LOG_SOFTMAX})', f'(binary "div" (unary "exp" {_SHIFTED}) (view {_SUMEXP} s))',
+          when=("(= f (dtype x))", "(fdtype f)"), instances=exp_log_softmax, rejects=exp_log_softmax_int),
+    # ... times a factor c per row (log_softmax's backward: exp(y) sum(g)) is c / S times exp(a): a
+    # vocab-parallel backward scales its shard's exponentials by the all-reduced g / S.  Equal up to
+    # rounding with no overflow: exp(a) / S and 1 / S lie in [0, 1].  c has S's shape (viewed alike)
+    Lemma("softmax-mul", f'(binary "mul" (binary "div" (unary "exp" {_SHIFTED}) (view {_SUMEXP} s)) (view c s))',
+          f'(binary "mul" (view (binary "div" c {_SUMEXP}) s) (unary "exp" {_SHIFTED}))',
+          when=("(= f (dtype x))", "(fdtype f)", "(= m (ndim c))", f"(= m (ndim {_SUMEXP}))", "(vpfx c s m)",
+                f"(vpfx {_SUMEXP} s m)"),
+          instances=softmax_mul, rejects=softmax_mul_bad),
     Lemma("map-layernorm-nil", "(map_layernorm (Nil) w b k e)", "(Nil)", instances=map_layernorm_nil),
     Lemma("map-layernorm-cons", "(map_layernorm (Cons x r) w b k e)",
           "(Cons (layernorm x w b k e) (map_layernorm r w b k e))", instances=map_layernorm),

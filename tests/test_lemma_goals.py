@@ -93,8 +93,37 @@ _ALL_RANKS = ('(scalar "rsub" (rmax (Cons ' + _ANY_FALSE.format(x="{a}") + " (Co
 _XENT_PART = '(scalar "div" (reduce "sum" (unary "neg" (pick {L} {t})) (ICons 0 (INil)) 0) "4.0")'
 
 
+# the vocab-parallel loss's backward: a rank's gradient of its targets' columns [lo, hi) (Megatron)
+_TMASK = '(binary "bitwise_or" (iscalar "lt" {{t}} {lo}) (iscalar "ge" {{t}} {hi}))'
+_MPLACE = (f'(place (binary "masked_fill:0.0" {{{{v}}}} {_TMASK}) '
+           f'(binary "masked_fill:0" (iscalar "sub" {{{{t}}}} {{lo}}) {_TMASK}) {{w}})')
+# log_softmax(x) along the last dim k as lowered, its exp, and the softmax it is
+_SUMEXP = '(reduce "sum" (unary "exp" ' + _SHIFT + ') (ICons {k} (INil)) 0)'
+_LSM = '(binary "sub" ' + _SHIFT + ' (view (unary "log" ' + _SUMEXP + ') {s}))'
+_SOFTMAX = '(binary "div" (unary "exp" ' + _SHIFT + ') (view ' + _SUMEXP + ' {s}))'
+_SOFTMAX_MUL = ('(binary "mul" (view (binary "div" {c} ' + _SUMEXP.format(k=1) + ") " + dlist([4, 1])
+                + ') (unary "exp" ' + _SHIFT.format(k=1) + "))")
+
 # (family, start, goal, leaf shapes, assumptions)
 POSITIVE = [
+    # a loss's target gradient with a negative ignore index, targets being classes: a placement,
+    # the masked one of columns [0, 5), and its sum along the classes is the values
+    ("indexing", "(tplace {v} {t} -100 5)", "(mplace {v} {t} 0 5)", {"v": [4], "t": ([4], "int64")},
+     ("valid_indices",)),
+    ("indexing", red("sum", "(tplace {v} {t} -100 5)", [1], 0), "{v}", {"v": [4], "t": ([4], "int64")},
+     ("valid_indices",)),
+    # ... the mean's division by the targets' count is one by their number
+    ("indexing", '(binary "div" {g} (tcount {L} {t} -100 "4.0"))', '(scalar "div" {g} "4.0")',
+     {"g": [4], "L": [4, 5], "t": ([4], "int64")}, ("valid_indices",)),
+    # a rank's masked placement (foreign targets zeroed at column 0) is its block of columns
+    ("indexing", _MPLACE.format(lo=3, hi=5, w=2), "(mplace {v} {t} 3 2)", {"v": [4], "t": ([4], "int64")}, ()),
+    # -(-x) = x
+    ("elementwise", '(unary "neg" (unary "neg" {x}))', "{x}", {"x": [2, 3]}, ()),
+    # exp of a log-softmax is the softmax; times a row factor, the factor over the sums times the exponentials
+    ("reduction", '(unary "exp" ' + _LSM.format(k=1, s=dlist([4, 1])) + ")", _SOFTMAX.format(k=1, s=dlist([4, 1])),
+     {"x": [4, 5]}, ()),
+    ("reduction", '(binary "mul" ' + _SOFTMAX.format(k=1, s=dlist([4, 1])) + f" (view {{c}} {dlist([4, 1])}))",
+     _SOFTMAX_MUL, {"x": [4, 5], "c": [4]}, ()),
     # elementwise: where over concats -- attention scores with heads split over ranks under a
     # causal mask and a 0-D fill; a loss masked on row shards; a size-1 mask; the fill first
     ("elementwise", f'(where {{m}} {cat(1, "{a}", "{b}")} {{f}})', cat(1, "(where {m} {a} {f})", "(where {m} {b} {f})"),
@@ -272,6 +301,19 @@ POSITIVE = [
 ]
 
 NEGATIVE = [
+    # a loss gradient's ignore index is dropped only when targets are assumed classes, and only a negative one
+    ("indexing", "(tplace {v} {t} -100 5)", "(place {v} {t} 5)", {"v": [4], "t": ([4], "int64")}, ()),
+    ("indexing", "(tplace {v} {t} 1 5)", "(place {v} {t} 5)", {"v": [4], "t": ([4], "int64")}, ("valid_indices",)),
+    # ... nor the count of a float16 loss's targets (it rounds: 2049 counts 2048)
+    ("indexing", '(binary "div" {g} (tcount {L} {t} -100 "4.0"))', '(scalar "div" {g} "4.0")',
+     {"g": ([4], "float16"), "L": ([4, 5], "float16"), "t": ([4], "int64")}, ("valid_indices",)),
+    # the mask of other columns than the placement's width
+    ("indexing", _MPLACE.format(lo=3, hi=6, w=2), "(mplace {v} {t} 3 2)", {"v": [4], "t": ([4], "int64")}, ()),
+    # the sum of an integer placement is int64, not the values
+    ("indexing", red("sum", "(place {v} {t} 5)", [1], 0), "{v}", {"v": ([4], "int32"), "t": ([4], "int64")}, ()),
+    # a row factor of another shape than the sums is not divided by them
+    ("reduction", '(binary "mul" ' + _SOFTMAX.format(k=1, s=dlist([4, 1])) + f" (view {{c}} {dlist([4, 1])}))",
+     _SOFTMAX_MUL, {"x": [4, 5], "c": [2, 2]}, ()),
     # padded blocks with a gap between them, or broadcasting along another dim, are no concat
     ("movement", '(binary "add" (zpad {b} 1 4 0) (zpad {a} 1 0 3))', "(zpad " + cat(1, "{a}", "{b}") + " 1 0 0)",
      {"a": [4, 3], "b": [4, 2]}, ()),
@@ -460,6 +502,18 @@ def test_masked_scatter_splits_where_a_rank_block_ends():
     reached, _ = proves("(mscatter {g} {ids} 0 7)", cat(0, *blocks), shapes, present=blocks)
     assert reached
     reached, saturated = proves("(mscatter {g} {ids} 0 7)", cat(0, *blocks), shapes)
+    assert saturated and not reached
+
+
+def test_masked_placement_splits_where_a_rank_block_ends():
+    """The columns of a loss gradient's masked placement split at the blocks the ranks computed
+    (the vocab-parallel cross-entropy's gradient), three blocks nesting in the head; without them
+    no split."""
+    shapes = {"v": [2, 3], "t": ([2, 3], "int64")}
+    blocks = ("(mplace {v} {t} 0 2)", "(mplace {v} {t} 2 3)", "(mplace {v} {t} 5 2)")
+    reached, _ = proves("(mplace {v} {t} 0 7)", cat(2, *blocks), shapes, present=blocks)
+    assert reached
+    reached, saturated = proves("(mplace {v} {t} 0 7)", cat(2, *blocks), shapes)
     assert saturated and not reached
 
 

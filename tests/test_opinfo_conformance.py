@@ -181,6 +181,73 @@ def test_nll_loss_ignore_index_and_reductions():
     assert v.kind == "refused", v.nodes
 
 
+def _nll_backward(g, L, t, reduction, c):
+    _, tw = torch.ops.aten.nll_loss_forward(L, t, None, reduction, c)
+    return torch.ops.aten.nll_loss_backward(g, L, t, None, reduction, c, tw)
+
+
+def _node(v, target):
+    (nv,) = [nv for nv in v.nodes if nv.target == target]
+    return nv
+
+
+def test_nll_loss_backward_ignore_index_and_reductions():
+    """nll_loss_backward on every reduction (0 none, 1 mean, 2 sum), 1-D and 2-D, with the ignore
+    index absent, present, negative, among the classes and outside them, all targets ignored
+    (mean: total_weight 0); a class weight is refused."""
+    g = torch.Generator().manual_seed(2)
+    L = torch.randn(6, 5, generator=g, dtype=torch.float64).log_softmax(-1)
+    t = torch.tensor([0, 4, 2, -100, 1, 3])
+    for red in (0, 1, 2):
+        for c, tt in ((-100, t), (-100, t.clamp(min=0)), (2, t.clamp(min=0)), (-1, torch.full((6,), -1)),
+                      (7, t.clamp(min=0)), (4, torch.full((6,), 4))):
+            go = torch.randn(6 if red == 0 else (), generator=g, dtype=torch.float64)
+            v = _agree(_nll_backward, go, L, tt, red, c)
+            assert _node(v, "aten.nll_loss_backward.default").kind == "agree"
+        for ti in (t[1], t[3]):                   # one sample: [C], a 0-D target (kept, ignored)
+            _agree(_nll_backward, torch.randn((), generator=g, dtype=torch.float64), L[0], ti, red, -100)
+    w = torch.rand(5, dtype=torch.float64)
+    v = C.check_sample(lambda go, L, t, w: torch.ops.aten.nll_loss_backward(
+        go, L, t, w, 1, -100, torch.ops.aten.nll_loss_forward(L, t, w, 1, -100)[1]),
+        _sample(torch.ones((), dtype=torch.float64), L, t.clamp(min=0), w))
+    assert _node(v, "aten.nll_loss_backward.default").kind == "refused", v.nodes
+
+
+def test_log_softmax_backward_data():
+    g = torch.Generator().manual_seed(3)
+    for shape in ((4, 6), (6,), (2, 3, 4), (3, 1), ()):
+        x = torch.randn(shape, generator=g, dtype=torch.float64)
+        for d in range(-max(len(shape), 1), max(len(shape), 1)):
+            y = torch.log_softmax(x, d)
+            go = torch.randn(shape, generator=g, dtype=torch.float64)
+            v = _agree(lambda go, y, d: torch.ops.aten._log_softmax_backward_data(go, y, d, torch.float64), go, y, d)
+            assert _node(v, "aten._log_softmax_backward_data.default").kind == "agree"
+    # a float32 gradient of a float64 input (input_dtype: a cast back) is refused
+    x = torch.randn(3, 4)
+    v = C.check_sample(lambda go, y: torch.ops.aten._log_softmax_backward_data(go, y, 1, torch.float64),
+                       _sample(torch.randn(3, 4), torch.log_softmax(x, 1)))
+    assert v.kind == "refused", v.nodes
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_cross_entropy_gradient_as_autograd_computes_it(reduction):
+    """The whole gradient of cross_entropy as autograd traces it (log_softmax, nll_loss_forward,
+    nll_loss_backward, _log_softmax_backward_data): every node's term is torch's value."""
+    def grad(x, t, c):
+        x = x.detach().requires_grad_(True)
+        with torch.enable_grad():
+            out = torch.nn.functional.cross_entropy(x, t, reduction=reduction, ignore_index=c)
+            return torch.autograd.grad(out.sum(), x)[0]
+    g = torch.Generator().manual_seed(4)
+    for x, t, c in ((torch.randn(6, 5, generator=g, dtype=torch.float64), torch.tensor([0, 4, 2, -100, 1, 3]), -100),
+                    (torch.randn(4, 3, generator=g, dtype=torch.float64), torch.tensor([2, 0, 1, 1]), 1),
+                    (torch.randn(7, generator=g, dtype=torch.float64), torch.tensor(3), -100)):
+        v = C.check_sample(grad, _sample(x, t, c))
+        assert not v.disagreements and v.kind in ("agree", "opaque"), v.nodes   # ones_like: an allocation
+        for target in ("aten.nll_loss_backward.default", "aten._log_softmax_backward_data.default"):
+            assert _node(v, target).kind == "agree"
+
+
 def test_log_softmax_casts():
     x = torch.randn(3, 7)
     _agree(torch.log_softmax, x, 1)

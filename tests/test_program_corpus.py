@@ -34,12 +34,6 @@ XFAIL = {
                                    "to nll_loss's tcount when the ignore index occurs",
     "adv3_all_float[forward]": "lemma gap: amin of a float cast of a bool mask (lowered -amax(-x)) over ranks is not "
                                "related to all of the concat (a cast commutes with a min; -max(-x) is a min)",
-    # helper-jtb: the vocab-parallel cross-entropy gradient
-    "vocab_cross_entropy_correct[joint]": "the sequential gradient is nll_loss_backward and "
-        "_log_softmax_backward_data, both opaque (no term), and its total_weight is a tcount no rank "
-        "computes (it divides by 6): needs their lowerings (place of -g/tw at t; go - exp(out) * sum(go)) "
-        "and lemmas: a masked place is a slice of the place (as mscatter), sum of a place = its values, "
-        "exp of a log_softmax = exp(z) / sum exp(z)",
     # helper-moe: expert parallelism, joint (topk's backward scatter is a place, select_backward a zpad)
     "moe_ep_correct[joint]": "limit (exit 3) at topk's backward x.new_zeros([6, 2]) (float32), the buffer its "
         "scatter writes into: new_zeros is opaque, and the sequential new_zeros of concat(sum_3) cannot be "

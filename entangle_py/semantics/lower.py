@@ -95,8 +95,7 @@ OPAQUE_PURE = {
     "aten.new_zeros.default", "aten.scalar_tensor.default",
     "aten.slice_scatter.default", "aten.select_scatter.default", "aten.index_select.default",
     "aten._to_copy.default", "aten.sigmoid_backward.default", "aten.tanh_backward.default",
-    "aten.silu_backward.default", "aten.nll_loss_backward.default",
-    "aten._log_softmax_backward_data.default", "aten.bitwise_not.default", "aten.clamp.default",
+    "aten.silu_backward.default", "aten.bitwise_not.default", "aten.clamp.default",
     "aten.tril.default", "aten.triu.default", "aten.squeeze.dims", "aten.sum.dim_IntList",
     "apex.fused_layer_norm_affine_fwd.default", "apex.fused_layer_norm_affine_bwd.default",
     "aten.eye.default", "aten.eye.m",
@@ -777,6 +776,78 @@ class Lowerer:
             out = total if reduction == 2 else f"(binary \"div\" {total} {count})"
             tw = count
         return TupleTerms((Term(out), Term(tw)))
+
+    @lowers("aten.nll_loss_backward.default")
+    def _h_nll_loss_backward_default(self, n):
+        """The gradient of nll_loss over log-probabilities L [C] or [N, C] given the output's
+        gradient g: each target's term is -L[..., t], so -g (none: g per target; sum: g; mean:
+        g / total_weight, as torch's kernel divides) placed at the target along the class dim,
+        zero rows where t is the ignore index (``tplace``).  total_weight is read by the mean
+        only (torch's kernel ignores it otherwise); a class weight is refused."""
+        g, x, t = (self._arg(n, i, name) for i, name in enumerate(("grad_output", "self", "target")))
+        weight = self._arg(n, 3, "weight")
+        reduction = self._arg(n, 4, "reduction", 1)
+        c = self._arg(n, 5, "ignore_index", -100)
+        tw = self._arg(n, 6, "total_weight")
+        if not all(isinstance(a, Ref) for a in (g, x, t)):
+            return Refused(n.target, "self", "a gradient of non-tensor operands")
+        if weight is not None:
+            return Refused(n.target, "weight", "a class weight")
+        if reduction not in (0, 1, 2) or isinstance(reduction, bool):
+            return Refused(n.target, "reduction", f"reduction={reduction!r}")
+        if not isinstance(c, int) or isinstance(c, bool):
+            return Refused(n.target, "ignore_index", f"ignore_index={c!r}")
+        xs, ts, gs = (tuple(self.shape(a.name)) for a in (x, t, g))
+        if len(xs) not in (1, 2) or ts != xs[:-1] or self._dtype(t.name) not in INT_DTYPES:
+            return Refused(n.target, "target", f"targets {ts} for log-probabilities {xs}")
+        width = xs[-1]
+        if not isinstance(width, int):
+            return Refused(n.target, "self", f"a class dim of symbolic size {width}")
+        dt = n.val.dtype
+        if dt not in FLOAT_DTYPES or self._dtype(x.name) != dt or self._dtype(g.name) != dt:
+            return Refused(n.target, "grad_output", f"gradient {self._dtype(g.name)} of nll_loss of "
+                                                    f"{self._dtype(x.name)} to {dt}")
+        if gs != (ts if reduction == 0 else ()):
+            return Refused(n.target, "grad_output", f"a gradient of shape {list(gs)} for reduction={reduction}")
+        gt = self.t(g)
+        if reduction != 0 and ts:         # one gradient for every target
+            gt = f"(expand {gt} {self._shape_list(ts)})"
+        if reduction == 1:
+            if not isinstance(tw, Ref) or tuple(self.shape(tw.name)) != () or self._dtype(tw.name) != dt:
+                return Refused(n.target, "total_weight", f"total_weight={tw!r}")
+            gt = f"(binary \"div\" {gt} {self.t(tw)})"
+        return Term(f"(tplace (unary \"neg\" {gt}) {self.t(t)} {c} {width})")
+
+    @lowers("aten._log_softmax_backward_data.default")
+    def _h__log_softmax_backward_data_default(self, n):
+        """The gradient of y = log_softmax(x, d) given the output's gradient g: g - exp(y) sum(g, d)
+        (keepdim), as torch computes it, written g + exp(y) (-sum(g, d)) (exactly the same: negation
+        is exact) with the sum reduced without keepdim and viewed back.  A 0-D y: as a vector of
+        one element, viewed back.  An input dtype other than the gradient's (a cast back) is refused."""
+        g, y = self._arg(n, 0, "grad_output"), self._arg(n, 1, "output")
+        dim, input_dtype = self._arg(n, 2, "dim"), self._arg(n, 3, "input_dtype")
+        if not (isinstance(g, Ref) and isinstance(y, Ref)):
+            return Refused(n.target, "grad_output", "a gradient of non-tensor operands")
+        src = self._dtype(g.name)
+        if not (isinstance(input_dtype, TorchConst) and input_dtype.kind == "dtype" and input_dtype.value == src
+                and self._dtype(y.name) == src and n.val.dtype == src and src in FLOAT_DTYPES):
+            return Refused(n.target, "input_dtype", f"gradient {src}, output {self._dtype(y.name)}, "
+                                                    f"input_dtype={input_dtype!r}")
+        shape = tuple(self.shape(y.name))
+        if tuple(self.shape(g.name)) != shape:
+            return Refused(n.target, "grad_output", f"gradient of shape {list(self.shape(g.name))} for an "
+                                                    f"output of shape {list(shape)}")
+        gt, yt = self.t(g), self.t(y)
+        if not shape:
+            one = self._shape_list((1,))
+            gt, yt, shape = f"(view {gt} {one})", f"(view {yt} {one})", (1,)
+        d = self._dim(dim, len(shape))
+        keep = shape[:d] + (1,) + shape[d + 1:]
+        total = f"(view (unary \"neg\" (reduce \"sum\" {gt} (ICons {d} (INil)) 0)) {self._shape_list(keep)})"
+        t = f"(binary \"add\" {gt} (binary \"mul\" (unary \"exp\" {yt}) {total}))"
+        if tuple(n.val.shape) != shape:
+            t = f"(view {t} {self._shape_list(n.val.shape)})"
+        return Term(t)
 
     @lowers("aten.gather.default")
     def _h_gather_default(self, n):

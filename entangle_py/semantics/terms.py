@@ -501,6 +501,42 @@ def _place(v, idx, n: int):
     return out.scatter_add(-1, idx.long().unsqueeze(-1), v.unsqueeze(-1))
 
 
+def _tplace(v, t, c: int, n: int):
+    """The gradient of a loss's target pick (nll_loss_backward): ``v`` placed at the targets ``t``
+    along a new last dim of size n, a zero row where t is the ignore index ``c``.  Undefined (torch
+    raises) where a target other than ``c`` is not in ``[0, n)``: targets do not wrap."""
+    if t.dtype not in (torch.int64, torch.int32) or tuple(t.shape) != tuple(v.shape):
+        raise ValueError(f"tplace: values of shape {tuple(v.shape)} at targets of shape {tuple(t.shape)}")
+    keep = t != int(c)
+    if not isinstance(n, int) or n < 0 or bool(((t[keep] < 0) | (t[keep] >= n)).any()):
+        raise ValueError(f"tplace: a target outside [0, {n})")
+    out = torch.zeros(tuple(v.shape) + (n,), dtype=v.dtype)
+    if not bool(keep.any()):
+        return out
+    return out.scatter_add(-1, t.masked_fill(~keep, 0).long().unsqueeze(-1),
+                           v.masked_fill(~keep, 0).unsqueeze(-1))
+
+
+def _mplace(v, t, lo: int, n: int):
+    """Columns lo .. lo + n - 1 of the placement of ``v`` at ``t`` (v broadcast to t's shape, which
+    it may not enlarge): ``v`` at column t - lo where ``lo <= t < lo + n``, a zero row elsewhere
+    (any t): a vocab-parallel rank's block of a loss gradient."""
+    if t.dtype not in (torch.int64, torch.int32):
+        raise ValueError("mplace needs integer indices")
+    if tuple(torch.broadcast_shapes(tuple(v.shape), tuple(t.shape))) != tuple(t.shape):
+        raise ValueError(f"mplace: values of shape {tuple(v.shape)} at indices of shape {tuple(t.shape)}")
+    if not isinstance(n, int) or n < 0:
+        raise ValueError(f"mplace of width {n!r}")
+    v = v.expand(tuple(t.shape))
+    rel = t - int(lo)
+    valid = (rel >= 0) & (rel < n)
+    out = torch.zeros(tuple(t.shape) + (n,), dtype=v.dtype)
+    if n == 0 or not bool(valid.any()):
+        return out
+    return out.scatter_add(-1, rel.masked_fill(~valid, 0).long().unsqueeze(-1),
+                           v.masked_fill(~valid, 0).unsqueeze(-1))
+
+
 # The gradient of a slice (slice_backward): the gradient placed in a zero tensor, i.e. padded with
 # zeros along one dim (``zpad``).  A concat is the sum of its parts each padded to the whole (the
 # gradient of a weight every rank slices its own rows of: a sum over ranks).
@@ -617,6 +653,10 @@ CONSTRUCTORS: list[Constructor] = [
     _c("scatter", "T T i64", "T", BIG, False, _scatter),
     _c("mscatter", "T T i64 i64", "T", BIG, False, _mscatter),
     _c("place", "T T i64", "T", BIG, False, _place),
+    # a loss's target gradient (nll_loss_backward, zero rows at the ignore index) and its
+    # vocab-parallel (masked) block of columns (see _tplace, _mplace)
+    _c("tplace", "T T i64 i64", "T", BIG, False, _tplace),
+    _c("mplace", "T T i64 i64", "T", BIG, False, _mplace),
     _c("zpad", "T i64 i64 i64", "T", CLEAN_COST, True, _pad),
     _c("rowwise", "String T", "T", BIG, False, _rowwise),     # an op on each last-dim row alone
 

@@ -496,3 +496,11 @@ def logical_not_dtype_terms(rng):
     facts = [f'(= (dtype t) "{n}")' for n in ("float64", "int64", "bool")]
     for v in (x, x > 0, x.to(torch.int64)):
         yield '(unary "logical_not" x)', {"x": v}, facts
+
+
+def neg_neg(rng):
+    for shape in ([2, 3], [], [0, 2], [4]):
+        x = tensor(rng, *shape)
+        yield {"x": x}
+        yield {"x": (x * 4).round().long()}
+    yield {"x": torch.tensor([float("inf"), float("-inf"), float("nan"), -0.0], dtype=torch.float64)}

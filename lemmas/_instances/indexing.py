@@ -404,3 +404,125 @@ def pick_bsame_terms(rng):
         i = _ids(rng, lead, 0, a_shape[-1])
         yield (f'(pick (binary "sub" a (view y {s})) i)', {"a": a, "y": y, "i": i},
                [f"(bsame a y {i})" for i in range(len(y_shape) + 1)])
+
+
+# -- a loss's target gradient (tplace) and its vocab-parallel blocks (mplace)
+
+def _place_instance(rng, lo=0, spread=0):
+    lead = _lead(rng)
+    n = rng.randint(1, 7)
+    return {"v": tensor(rng, *lead), "t": _ids(rng, lead, lo - spread, lo + n + spread), "n": n}
+
+
+@repeat(8)
+def tplace_valid(rng):
+    inst = _place_instance(rng)
+    inst["c"] = rng.choice([-100, -1, -rng.randint(1, 20)])
+    return inst
+
+
+def tplace_ignored(rng):
+    """Targets equal to the ignore index, a class: the loss gradient's row is zero, the placement's
+    is not (the condition c < 0 excludes it)."""
+    for _ in range(4):
+        inst = _place_instance(rng)
+        inst["c"] = rng.randrange(inst["n"])
+        inst["t"].view(-1)[0] = inst["c"]
+        yield inst
+
+
+@repeat(8)
+def place_mplace(rng):
+    return _place_instance(rng)
+
+
+def _mplace_instance(rng):
+    lead = _lead(rng)
+    w = rng.randint(1, 7)
+    lo = rng.randint(-4, 20)
+    return {"v": tensor(rng, *lead), "t": _ids(rng, lead, lo - 6, lo + w + 6), "lo": lo, "hi": lo + w, "w": w}
+
+
+def mplace_intro(rng):
+    for _ in range(10):
+        yield _mplace_instance(rng)
+    for _ in range(3):           # the values broadcast against the targets (one gradient for all)
+        inst = _mplace_instance(rng)
+        inst["v"] = tensor(rng, *([1] * rng.randint(0, inst["t"].dim())))
+        yield inst
+
+
+@repeat(4)
+def mplace_intro_bad(rng):
+    inst = _mplace_instance(rng)
+    inst["hi"] = inst["hi"] + rng.choice([-1, 1])              # the mask is not the rank's columns
+    return inst
+
+
+def _mplace_split_instance(rng):
+    lo = rng.randint(-4, 6)
+    n = rng.randint(2, 9)
+    lo2 = lo + rng.randint(1, n - 1)
+    lead = _lead(rng)
+    return {"v": tensor(rng, *lead), "t": _ids(rng, lead, lo - 3, lo + n + 3), "lo": lo, "n": n, "lo2": lo2,
+            "m": lo + n - lo2, "k": len(lead)}
+
+
+@repeat(8)
+def mplace_split(rng):
+    return _mplace_split_instance(rng)
+
+
+def mplace_split_bad(rng):
+    for k in range(4):
+        inst = _mplace_split_instance(rng)
+        if k % 2 == 0:
+            inst["m"] += 1                                      # the block does not end where the columns do
+        else:
+            inst["lo2"], inst["m"] = inst["lo"], inst["n"]      # no split (the same block)
+        yield inst
+
+
+def place_sum(rng):
+    for _ in range(8):
+        inst = _place_instance(rng)
+        yield {**inst, "k": inst["v"].dim(), "f": "float64"}
+    inst = _place_instance(rng)                                 # one value per row: 0-D values
+    yield {"v": tensor(rng), "t": _ids(rng, [], 0, inst["n"]), "n": inst["n"], "k": 0, "f": "float64"}
+
+
+def place_sum_bad(rng):
+    """Integer values (a sum of int32 is int64) and a sum over another dim than the placed one."""
+    for _ in range(2):
+        inst = _place_instance(rng)
+        yield {**inst, "v": (inst["v"] * 4).round().int(), "k": inst["v"].dim(), "f": "int32"}
+        yield {**inst, "k": 0, "f": "float64"}
+
+
+@repeat(8)
+def tcount_div_any(rng):
+    inst = next(tcount_div(rng))
+    inst["x"] = tensor(rng, *_lead(rng)[: rng.randint(0, 2)])
+    inst["f"] = "float64"
+    return inst
+
+
+def tcount_div_any_bad(rng):
+    """A class among the targets as the ignore index; half-precision counts (2049 is 2048 in float16)."""
+    for _ in range(2):
+        inst = next(tcount_div_any(rng))
+        inst["t"].view(-1)[0] = inst["c"] = 0
+        yield inst
+    t = torch.zeros(2049, dtype=torch.int64)
+    yield {"L": tensor(rng, 2049, 3).half(), "t": t, "c": -100, "n": "2049.0", "x": tensor(rng, 3).half(),
+           "f": "float16"}
+
+
+def tplace_terms(rng):
+    for _ in range(3):
+        n = rng.randint(1, 5)
+        for lead in (_lead(rng), []):
+            ids = _ids(rng, lead, 0, n)
+            yield (f"(tplace v i -100 {n})", {"v": tensor(rng, *ids.shape), "i": ids})
+            yield (f"(mplace v i 2 {n})", {"v": tensor(rng, *ids.shape), "i": ids})
+            yield (f"(place v i {n})", {"v": tensor(rng, *ids.shape).float(), "i": ids})

@@ -330,3 +330,40 @@ def zip_place_misaligned(rng):
     shape[d] = 3
     b = _slots(rng, tensor(rng, *shape), 2)
     return {"a": a, "r1": [], "b": b, "r2": [], "n": 2, "d": d}
+
+
+def _softmax_case(rng):
+    nd = rng.randint(1, 3)
+    shape = [rng.randint(1, 4) for _ in range(nd)]
+    x = tensor(rng, *shape) * rng.choice([1.0, 5.0, 20.0, 300.0])
+    if rng.random() < 0.3:              # infinities: -inf logits, a +inf one (nan rows)
+        x.view(-1)[rng.randrange(x.numel())] = rng.choice([float("-inf"), float("inf")])
+    c = tensor(rng, *shape[:-1]) * rng.choice([1.0, 1e3])
+    if rng.random() < 0.2:
+        c.view(-1)[0] = rng.choice([float("inf"), float("nan"), 0.0])
+    return {"x": x, "k": nd - 1, "s": shape[:-1] + [1], "f": "float64", "c": c, "m": nd - 1}
+
+
+@repeat(10)
+def exp_log_softmax(rng):
+    return _softmax_case(rng)
+
+
+def exp_log_softmax_int(rng):
+    """Integer logits: x - max(x) wraps (int8: -128 - 1 is 127), exp overflows, inf / inf."""
+    x = torch.tensor([[-128, 1]], dtype=torch.int8)
+    yield {"x": x, "k": 1, "s": [1, 1], "f": "int8", "c": torch.ones(1), "m": 1}
+
+
+@repeat(10)
+def softmax_mul(rng):
+    return _softmax_case(rng)
+
+
+def softmax_mul_bad(rng):
+    """A factor of another shape than the sums (broadcast against them, or more of them)."""
+    for _ in range(3):
+        inst = _softmax_case(rng)
+        inst["c"] = tensor(rng, *(list(inst["c"].shape) + [2]))
+        yield inst
+    yield from exp_log_softmax_int(rng)

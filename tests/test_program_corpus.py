@@ -30,10 +30,6 @@ XFAIL = {
                                  "alias check)",
     "adv3_ppv_both[forward]": "buggy, capture refuses (exit 2): the base of the view received into is read after the "
                               "receive; torch's graph gives it the old contents (it refined before the alias check)",
-    "adv3_xenti_correct[forward]": "lemma gap: the mean's count as an all-reduced (target != c).sum() is not related "
-                                   "to nll_loss's tcount when the ignore index occurs",
-    "adv3_all_float[forward]": "lemma gap: amin of a float cast of a bool mask (lowered -amax(-x)) over ranks is not "
-                               "related to all of the concat (a cast commutes with a min; -max(-x) is a min)",
     "adv2_ln_hidden_correct[joint]": "the ranks' layer-norm backward of their zero-padded output gradients, "
         "reduce-scattered, is the sequential one only by linearity of the (decomposed) layer-norm backward in its "
         "upstream gradient: a product of a tensor (xhat, rstd) with a sum over ranks, mul(y, rsum(l)) = "

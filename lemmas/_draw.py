@@ -39,7 +39,7 @@ _FUNCS = {
     "dle": (("Dim", "Dim"), "bool"),
     "cmul": (("String", "String"), "String"),
     "dtype": (("T",), "String"), "fdtype": (("String",), "bool"), "glinear": (("String",), "bool"),
-    "fcast": (("String",), "bool"),
+    "fcast": (("String",), "bool"), "fexact": (("String",), "i64"),
 }
 for _op in ("+", "-", "*", "/", "%"):
     _FUNCS[_op] = (("i64", "i64"), "i64")
@@ -54,7 +54,7 @@ _STRING_KIND = {
     ("zip_binary", 0): "binary", ("zip_ranks", 0): "binary",
     ("reduce", 0): "reduce", ("map_reduce", 0): "reduce",
     ("layernorm", 4): "eps", ("map_layernorm", 4): "eps",
-    ("iscalar", 0): "iscalar", ("cst", 0): "const", ("tcount", 3): "count",
+    ("iscalar", 0): "iscalar", ("map_iscalar", 0): "iscalar", ("cst", 0): "const", ("tcount", 3): "count",
     ("rowwise", 0): "rowwise", ("map_rowwise", 0): "rowwise",
     ("zip_where", 0): "where",
 }
@@ -400,6 +400,10 @@ class Drawer:
         self.conds = set()
         for t in _texts(lemma):
             _cond_vars(parse_sexpr(t), self.conds)
+        # tensors whose dtype the condition names ((= "bool" (dtype b))): often drawn of it
+        self.dtypes = {}
+        for c in self.when:
+            _dtype_vars(c, self.dtypes)
 
     def draw(self, rng: random.Random) -> dict:
         ctx = _Ctx(rng)
@@ -422,6 +426,10 @@ class Drawer:
                 env[v] = rng.randrange(len(ctx.base))
             else:
                 env[v] = _DRAW[s](ctx)
+        for v, name in self.dtypes.items():
+            if isinstance(env.get(v), torch.Tensor) and rng.random() < 0.7:
+                x = env[v]
+                env[v] = (x > 0) if name == "bool" else x.to(getattr(torch, name, x.dtype))
         for v in self.conds:
             if v in env and rng.random() < 0.9:
                 x = env[v]
@@ -510,6 +518,16 @@ def _cond_vars(e, out: set, cond=False):
     head = e[0].name
     for i, a in enumerate(e[1:], 1):
         _cond_vars(a, out, _CONDS.get(head) == i or (cond and head == "Cons"))
+
+
+def _dtype_vars(c, out: dict):
+    """v -> the dtype name of a condition (= "name" (dtype v)) (either order) on a variable."""
+    if not (isinstance(c, tuple) and c[0] == Var("=") and len(c) == 3):
+        return
+    for a, b in ((c[1], c[2]), (c[2], c[1])):
+        if (isinstance(a, str) and isinstance(b, tuple) and b[0] == Var("dtype") and isinstance(b[1], Var)
+                and isinstance(getattr(torch, a, None), torch.dtype)):
+            out[b[1].name] = a
 
 
 def _cons_pairs(e, out: dict):

@@ -10,7 +10,7 @@ from lemmas._instances.elementwise import (
     unary_concat, where_concat,
     where_concat_misaligned, zip_binary, zip_binary_mismatch, zip_ranks, zip_where_cons, zip_where_misaligned,
     zip_where_nil)
-from lemmas._instances.elementwise import cast_not, cast_not_bad, logical_not_dtype_terms
+from lemmas._instances.elementwise import cast_not, cast_not_bad, compare_dtype_terms, iscalar_concat, logical_not_dtype_terms, map_iscalar
 
 # (unary op (not b)) with b a bool tensor and op a cast to a float dtype
 _CAST_NOT = '(unary op (unary "logical_not" b))'
@@ -28,6 +28,11 @@ LEMMAS = [
     Lemma("map-scalar-nil", "(map_scalar op (Nil) c)", "(Nil)", instances=fixed({"op": "mul", "c": "2"})),
     Lemma("map-scalar-cons", "(map_scalar op (Cons x r) c)", "(Cons (scalar op x c) (map_scalar op r c))",
           instances=map_scalar),
+    # ... and an integer one (a mask of targets against an ignore index, of ids against a bound)
+    Lemma("iscalar-concat", "(iscalar op (concat l d) c)", "(concat (map_iscalar op l c) d)", instances=iscalar_concat),
+    Lemma("map-iscalar-nil", "(map_iscalar op (Nil) c)", "(Nil)", instances=fixed({"op": "ne", "c": 0})),
+    Lemma("map-iscalar-cons", "(map_iscalar op (Cons x r) c)", "(Cons (iscalar op x c) (map_iscalar op r c))",
+          instances=map_iscalar),
     # binary op of two concats along the same axis (aligned from the right, as broadcasting does)
     Lemma("binary-concat-concat", "(binary op (concat l1 d1) (concat l2 d2))", "(concat (zip_binary op l1 l2 d1 d2) d1)",
           when=("(= (- (ndim (concat l1 d1)) d1) (- (ndim (concat l2 d2)) d2))",
@@ -129,10 +134,15 @@ LEMMAS = [
           instances=cast_not, rejects=cast_not_bad),
 ]
 
-# logical_not's dtype is bool whatever its operand's (torch.all lowered as not amax(not x))
+# logical_not's dtype is bool whatever its operand's (torch.all lowered as not amax(not x)); so is a
+# comparison's with a constant (a mask counted: (t != c).sum())
 RULES = [
     Rule("dtype-logical-not", '(rule ((= y (unary "logical_not" x))) ((set (dtype y) "bool")) :ruleset shapes)',
          check_terms=logical_not_dtype_terms),
+    Rule("dtype-compare", "\n".join(
+        f'(rule ((= y ({head} "{op}" x c))) ((set (dtype y) "bool")) :ruleset shapes)'
+        for head in ("iscalar", "scalar") for op in ("eq", "ne", "lt", "le", "gt", "ge")),
+         check_terms=compare_dtype_terms),
 ]
 
 

@@ -18,6 +18,10 @@ from lemmas._instances.reduction import (
     amax_dtype_terms, cast_rmax_bool, cast_rmax_float, pick_concat_rows, pick_log_softmax, pick_log_softmax_overflow,
     place_concat_rows, zip_pick, zip_pick_misaligned, zip_place, zip_place_misaligned)
 from lemmas._instances.reduction import exp_log_softmax, exp_log_softmax_int, softmax_mul, softmax_mul_bad
+from lemmas._instances.reduction import (
+    amin_cast_bool, amin_cast_bool_bad, cast_count, cast_count_past_exact, tcount_count, tcount_count_bad,
+    tpick_concat_rows, zip_tpick, zip_tpick_misaligned)
+from entangle_py.semantics.terms import FLOAT_DTYPES
 
 # s is x with its dims a and a+1 merged: the other dims of x, before and after, are kept
 _MERGED = ("(= n (ndim x))", "(= m (dlen s))", "(= n (+ m 1))", "(vpfx x s a)", "(vsfx x s (- m (+ a 1)))")
@@ -68,6 +72,21 @@ LEMMAS = [
     Lemma("cast-rmax-bool", "(unary op (rmax l))", "(rmax (map_unary op l))",
           when=('(= "bool" (dtype (rmax l)))', "(fcast op)"),
           instances=cast_rmax_bool, rejects=cast_rmax_float),
+    # a min of a bool mask cast to a float dtype (amin lowered -max(-x)) is the cast of all() of it
+    # (lowered not max(not b)): 1 where the mask holds along d, else 0 (-(-0.0) is +0.0).  Only over
+    # a non-empty d: the term language's max of nothing is -inf (a min of nothing +inf), all of
+    # nothing is true (1).  Bool masks and float casts only (the min of 0.5 is not all's 1)
+    Lemma("amin-cast-bool", '(unary "neg" (reduce "amax" (unary "neg" (unary op b)) (ICons d (INil)) k))',
+          '(unary op (unary "logical_not" (reduce "amax" (unary "logical_not" b) (ICons d (INil)) k)))',
+          when=('(= "bool" (dtype b))', "(fcast op)", "(= s (dim b d))", "(dle (DLit 1) s)"),
+          instances=amin_cast_bool, rejects=amin_cast_bool_bad),
+    # a mask's count (a sum of bools: the int64 sum of the int64 cast) cast to a float dtype is the
+    # float sum of the mask cast to it, when the dim holds at most (fexact op) elements: every
+    # partial sum is then an integer the dtype holds exactly, in any order (bfloat16: 256)
+    Lemma("cast-count", '(unary op (reduce "sum" (unary "to_int64" b) (ICons d (INil)) k))',
+          '(reduce "sum" (unary op b) (ICons d (INil)) k)',
+          when=('(= "bool" (dtype b))', "(= m (fexact op))", "(= s (dim b d))", "(dle s (DLit m))"),
+          instances=cast_count, rejects=cast_count_past_exact),
     Lemma("map-reduce-nil", "(map_reduce op (Nil) dims k)", "(Nil)", instances=fixed({"op": "sum", "dims": [0], "k": 1})),
     Lemma("map-reduce-cons", "(map_reduce op (Cons x r) dims k)", "(Cons (reduce op x dims k) (map_reduce op r dims k))",
           instances=map_reduce),
@@ -100,6 +119,12 @@ LEMMAS = [
     Lemma("zip-pick-nil", "(zip_pick (Nil) (Nil) d)", "(Nil)", instances=fixed({"d": 0})),
     Lemma("zip-pick-cons", "(zip_pick (Cons a r1) (Cons b r2) d)", "(Cons (pick a b) (zip_pick r1 r2 d))",
           when=("(= (dim a d) (dim b d))",), instances=zip_pick, rejects=zip_pick_misaligned),
+    # ... and so does a loss's target pick (the ignore index is per element)
+    Lemma("tpick-concat-rows", "(tpick (concat l d) (concat m d) c)", "(concat (zip_tpick l m c d) d)",
+          instances=tpick_concat_rows),
+    Lemma("zip-tpick-nil", "(zip_tpick (Nil) (Nil) c d)", "(Nil)", instances=fixed({"c": 0, "d": 0})),
+    Lemma("zip-tpick-cons", "(zip_tpick (Cons a r1) (Cons b r2) c d)", "(Cons (tpick a b c) (zip_tpick r1 r2 c d))",
+          when=("(= (dim a d) (dim b d))",), instances=zip_tpick, rejects=zip_tpick_misaligned),
     # a placement (the gradient of a pick, of topk's values) writes each element's row alone: the
     # placements of value parts at their index parts along a dim d of the values (never the new last
     # dim) are the parts of the placement, if the parts pair up along d
@@ -134,6 +159,15 @@ LEMMAS = [
     Lemma("map-layernorm-cons", "(map_layernorm (Cons x r) w b k e)",
           "(Cons (layernorm x w b k e) (map_layernorm r w b k e))", instances=map_layernorm),
 ]
+
+# a loss's count of targets other than the ignore index c (tcount, of the log-probabilities' dtype f)
+# is what a program counts: (t != c).sum() (lowered as the int64 sum of the int64 cast) cast to f.
+# Exact (tcount's meaning); 1-D targets (a 0-D one has no dim to sum over)
+LEMMAS += [
+    Lemma(f"tcount-count-{f}", "(tcount L t c n)",
+          f'(unary "to_{f}" (reduce "sum" (unary "to_int64" (iscalar "ne" t c)) (ICons 0 (INil)) 0))',
+          when=(f'(= "{f}" (dtype L))', "(= 1 (ndim t))"), instances=tcount_count(f), rejects=tcount_count_bad(f))
+    for f in FLOAT_DTYPES]
 
 # a max keeps its operand's dtype (bool: torch.all lowered as not amax(not x))
 RULES = [

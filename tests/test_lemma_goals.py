@@ -89,6 +89,13 @@ _ONE_MINUS = '(scalar "rsub" (unary "to_float32" ' + _ALL + ') "1.0")'
 _ANY_FALSE = '(unary "to_float32" (reduce "amax" (unary "logical_not" {x}) (ICons 1 (INil)) 1))'
 _ALL_RANKS = ('(scalar "rsub" (rmax (Cons ' + _ANY_FALSE.format(x="{a}") + " (Cons " + _ANY_FALSE.format(x="{b}")
               + ' (Nil)))) "1.0")')
+# a rank's amin of its float mask (lowered -max(-x)), and 1 - max over ranks of 1 - that
+_AMIN = '(unary "neg" (reduce "amax" (unary "neg" (unary "to_float32" {x})) (ICons 1 (INil)) 1))'
+_ONE_MINUS_AMIN = '(scalar "rsub" ' + _AMIN + ' "1.0")'
+# a rank's loss sum with ignore index 0, and its count (t != 0).sum() cast to float32, as the float
+# sum of its mask (what the count as lowered, the int64 sum of the int64 cast, is cast to float32)
+_LOSS0 = '(reduce "sum" (unary "neg" (tpick {L} {t} 0)) (ICons 0 (INil)) 0)'
+_COUNT0 = '(reduce "sum" (unary "to_float32" (iscalar "ne" {t} 0)) (ICons 0 (INil)) 0)'
 # its normal form over rank parts of 4 rows in all: a part's loss sum over 4
 _XENT_PART = '(scalar "div" (reduce "sum" (unary "neg" (pick {L} {t})) (ICons 0 (INil)) 0) "4.0")'
 
@@ -294,6 +301,21 @@ POSITIVE = [
      _ALL_RANKS, {"a": ([4, 2], "bool"), "b": ([4, 3], "bool")}, ()),
     ("elementwise", '(scalar "rsub" (unary "to_float16" (unary "logical_not" {a})) "1.0")', '(unary "to_float16" {a})',
      {"a": ([3], "bool")}, ()),
+    # ... and so is the ranks' 1 - max(1 - amin(float(x_r))) (the min of a float mask is all's cast)
+    ("reduction", f'(scalar "rsub" (rmax {cons(_ONE_MINUS_AMIN.format(x="{a}"), _ONE_MINUS_AMIN.format(x="{b}"))}) "1.0")',
+     _ALL_RANKS, {"a": ([4, 2], "bool"), "b": ([4, 3], "bool")}, ()),
+    # data-parallel cross-entropy with an ignore index (0) that may occur: the mean over the batch is
+    # the sum over ranks of their loss sums over the sum over ranks of their counts (t != 0).sum()
+    ("reduction", _XENT_MEAN.format(L=cat(0, "{a}", "{b}"), t=cat(0, "{s}", "{u}"), n="4.0").replace("-100", "0"),
+     f'(binary "div" (rsum {cons(_LOSS0.format(L="{a}", t="{s}"), _LOSS0.format(L="{b}", t="{u}"))}) '
+     f'(rsum {cons(_COUNT0.format(t="{s}"), _COUNT0.format(t="{u}"))}))',
+     {"a": [3, 5], "b": [1, 5], "s": ([3], "int64"), "u": ([1], "int64")}, ()),
+    # a mask's count cast to bfloat16 is the bfloat16 sum of the mask, up to 256 elements
+    ("reduction", '(unary "to_bfloat16" (reduce "sum" (unary "to_int64" {m}) (ICons 0 (INil)) 0))',
+     '(reduce "sum" (unary "to_bfloat16" {m}) (ICons 0 (INil)) 0)', {"m": ([256], "bool")}, ()),
+    # elementwise: an integer comparison of a concat (targets sharded over ranks against an ignore index)
+    ("elementwise", f'(iscalar "ne" {cat(0, "{s}", "{u}")} 0)', cat(0, '(iscalar "ne" {s} 0)', '(iscalar "ne" {u} 0)'),
+     {"s": ([3], "int64"), "u": ([1], "int64")}, ()),
     # the target's log-probability without the row max subtracted (a vocab-parallel loss), assuming
     # exp does not overflow
     ("reduction", _PICK_LSM.format(k=1), '(binary "sub" (pick {x} {t}) (unary "log" (reduce "sum" (unary "exp" {x}) (ICons 1 (INil)) 0)))',
@@ -451,6 +473,12 @@ NEGATIVE = [
      {"a": [3]}, ()),
     ("reduction", f'(unary "to_float16" (rmax {cons("{a}", "{b}")}))',
      "(rmax " + cons('(unary "to_float16" {a})', '(unary "to_float16" {b})') + ")", {"a": [3], "b": [3]}, ()),
+    # the min of a float mask over an empty dim (+inf) is not all's cast (1), nor is a min of floats
+    ("reduction", _AMIN.format(x="{a}"), f'(unary "to_float32" {_ALL.format(x="{a}")})', {"a": ([4, 0], "bool")}, ()),
+    ("reduction", _AMIN.format(x="{a}"), f'(unary "to_float32" {_ALL.format(x="{a}")})', {"a": ([4, 2], "float32")}, ()),
+    # a count past 256 is not exact in bfloat16: its cast is not the bfloat16 sum of the mask
+    ("reduction", '(unary "to_bfloat16" (reduce "sum" (unary "to_int64" {m}) (ICons 0 (INil)) 0))',
+     '(reduce "sum" (unary "to_bfloat16" {m}) (ICons 0 (INil)) 0)', {"m": ([257], "bool")}, ()),
     # ... not without the assumption, nor with the shift along another dim than the picked one
     ("reduction", _PICK_LSM.format(k=1), '(binary "sub" (pick {x} {t}) (unary "log" (reduce "sum" (unary "exp" {x}) (ICons 1 (INil)) 0)))',
      {"x": [4, 5], "t": ([4], "int64")}, ()),

@@ -41,7 +41,7 @@ WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1,
                # the entries of p's inverse permutation, each drawn alone
                **{f"permute-inverse-{n}": 0 for n in range(3, 6)},
                # lists of index tensors, each of its partner part's leading shape
-               "pick-concat-rows": 0, "zip-pick-cons": 0,
+               "pick-concat-rows": 0, "zip-pick-cons": 0, "tpick-concat-rows": 0, "zip-tpick-cons": 0,
                # lists of index tensors in [0, n), each of its partner part's shape
                "place-concat-rows": 0, "zip-place-cons": 0,
                # two padded blocks of one padded shape, adjacent along the padded dim

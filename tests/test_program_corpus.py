@@ -30,10 +30,6 @@ XFAIL = {
                                  "alias check)",
     "adv3_ppv_both[forward]": "buggy, capture refuses (exit 2): the base of the view received into is read after the "
                               "receive; torch's graph gives it the old contents (it refined before the alias check)",
-    "adv3_xenti_correct[forward]": "lemma gap: the mean's count as an all-reduced (target != c).sum() is not related "
-                                   "to nll_loss's tcount when the ignore index occurs",
-    "adv3_all_float[forward]": "lemma gap: amin of a float cast of a bool mask (lowered -amax(-x)) over ranks is not "
-                               "related to all of the concat (a cast commutes with a min; -max(-x) is a min)",
     # helper-moe: expert parallelism, joint (topk's backward scatter is a place, select_backward a zpad)
     "moe_ep_correct[joint]": "limit (exit 3) at topk's backward x.new_zeros([6, 2]) (float32), the buffer its "
         "scatter writes into: new_zeros is opaque, and the sequential new_zeros of concat(sum_3) cannot be "

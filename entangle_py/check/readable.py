@@ -103,6 +103,7 @@ def _offset(lo, k):
 _HELPERS = {
     "map_unary": ((1,), lambda a, e, k: _app("unary", a[0], e[0])),
     "map_scalar": ((1,), lambda a, e, k: _app("scalar", a[0], e[0], a[2])),
+    "map_iscalar": ((1,), lambda a, e, k: _app("iscalar", a[0], e[0], a[2])),
     "map_binary_l": ((1,), lambda a, e, k: _app("binary", a[0], e[0], a[2])),
     "map_binary_r": ((2,), lambda a, e, k: _app("binary", a[0], a[1], e[0])),
     "zip_binary": ((1, 2), lambda a, e, k: _app("binary", a[0], e[0], e[1])),
@@ -128,6 +129,7 @@ _HELPERS = {
     "zip_ranks": ((1, 2), lambda a, e, k: _app("binary", a[0], e[0], e[1])),
     "zip_where": ((1, 2, 3), lambda a, e, k: _app("where", e[0], e[1], e[2])),
     "zip_pick": ((0, 1), lambda a, e, k: _app("pick", e[0], e[1])),
+    "zip_tpick": ((0, 1), lambda a, e, k: _app("tpick", e[0], e[1], a[2])),
     "zip_place": ((0, 1), lambda a, e, k: _app("place", e[0], e[1], a[2])),
     "bc_like": ((1,), lambda a, e, k: a[0]),
     "map_expand_at": ((0,), lambda a, e, k: _app("expand", e[0], _dims_with(a[1], a[3], _INFERRED) or a[1])),

@@ -1167,17 +1167,24 @@ class Lowerer:
 
     def _reduce_term(self, n, op, x, dims, keepdim, dtype=None, operand=None):
         """(reduce op x dims keepdim) with dims normalised (sorted, non-negative); None when the
-        result's dtype differs from the input's (a cast or promotion we do not model, e.g. a sum
-        of bools) or the dims are not plain ints."""
+        result's dtype differs from the input's (a cast we do not model) or the dims are not plain
+        ints.  torch's one promotion of a sum is modelled: a sum of bools or of a narrower integer
+        type is the int64 sum of x cast to int64 (exact: the cast is, and int64 sums wrap alike in
+        any order), the count of a mask; so is a 0-D one (the cast alone)."""
         src = self.g.node(x.name).val
         if not isinstance(src, TensorMeta) or not isinstance(n.val, (TensorMeta, tuple)):
             return None
         out = n.val[0] if isinstance(n.val, tuple) else n.val
-        if not isinstance(out, TensorMeta) or out.dtype != src.dtype:   # also covers a dtype= argument
+        if not isinstance(out, TensorMeta):
             return None
+        operand = operand or self.t(x)
+        if out.dtype != src.dtype:      # also covers a dtype= argument
+            if not (op == "sum" and out.dtype == "int64" and src.dtype in INT_DTYPES | {"bool"}):
+                return None
+            operand = f'(unary "to_int64" {operand})'
         nd = len(src.shape)
-        if nd == 0:
-            return Identity(x.name)     # a reduction of a 0-D tensor is the tensor (same dtype)
+        if nd == 0:     # a reduction of a 0-D tensor is the tensor (same dtype), or its cast
+            return Identity(x.name) if out.dtype == src.dtype else operand
         if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
             dims = list(range(nd))
         elif isinstance(dims, int) and not isinstance(dims, bool):
@@ -1188,7 +1195,7 @@ class Lowerer:
         if any(not 0 <= d < max(nd, 1) for d in dims):
             return None
         lst = int_list(dims)
-        return f"(reduce {str_lit(op)} {operand or self.t(x)} {lst} {1 if keepdim else 0})"
+        return f"(reduce {str_lit(op)} {operand} {lst} {1 if keepdim else 0})"
 
     def _filled(self, text, shape, dtype) -> str:
         """A tensor of ``shape`` holding the constant ``text`` in ``dtype`` (``cst`` is float64)."""
@@ -1303,6 +1310,27 @@ class Lowerer:
                 t = f"(view {t} {back})"
             items.append(Term(t))
         return TupleTerms(tuple(items))
+
+    @lowers("aten.count_nonzero.default", "aten.count_nonzero.dim_IntList")
+    def _h_count_nonzero(self, n):
+        """count_nonzero(x, dims) = the int64 sum of (x != 0) over dims, written with the cast to
+        bool (x != 0; NaN counts) as a sum of bools is lowered; no dim (None, []) is every dim;
+        a 0-D x is its one element's count."""
+        x = n.args[0]
+        dims = self._arg(n, 1, "dim")
+        if not isinstance(n.val, TensorMeta) or n.val.dtype != "int64":
+            return None
+        nd = self.ndim(x.name)
+        dims = [] if dims is None else [dims] if isinstance(dims, int) and not isinstance(dims, bool) else dims
+        if not isinstance(dims, (list, tuple)) or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
+            return Refused(n.target, "dim", f"dim={dims!r}")
+        if any(not -max(nd, 1) <= d < max(nd, 1) for d in dims):
+            return Refused(n.target, "dim", f"dim={dims!r} of a {nd}-D tensor")
+        mask = f'(unary "to_int64" (unary "to_bool" {self.t(x)}))'
+        if nd == 0:
+            return Term(mask)
+        lst = int_list(sorted({self._dim(d, nd) for d in dims}) if dims else list(range(nd)))
+        return Term(f'(reduce "sum" {mask} {lst} 0)')
 
     @lowers("aten.all.default", "aten.all.dim", "aten.all.dims", "aten.any.default", "aten.any.dim", "aten.any.dims")
     def _h_all_any(self, n):

@@ -644,6 +644,10 @@ CONSTRUCTORS: list[Constructor] = [
     # a loss target (what the valid_indices assumption speaks of)
     _c("tpick", "T T i64", "T", BIG, False, _tpick),
     _c("tcount", "T T i64 String", "T", BIG, False, _tcount),
+    # the loss's target picks of row parts: pairs of a concat of log-probabilities and one of their
+    # targets along d, each with ignore index c
+    _c("zip_tpick", "TList TList i64 i64", "TList", BIG, False,
+       lambda l1, l2, c, d: [_tpick(a, b, c) for a, b in _zip_aligned(l1, l2, d, d)]),
     _c("map_mtake", "TList T i64", "TList", BIG, False,
        lambda l, ids, lo: _map_offsets(_mtake, l, ids, lo, 0)),
     _c("map_mpick", "TList T i64", "TList", BIG, False,
@@ -664,6 +668,7 @@ CONSTRUCTORS: list[Constructor] = [
     # too: they are dirty (cost BIG) until rewritten away, so an unfinished walk is never extracted.
     _c("map_unary", "String TList", "TList", BIG, False, lambda op, l: [_unary(op, x) for x in l]),
     _c("map_scalar", "String TList String", "TList", BIG, False, lambda op, l, c: [_scalar(op, x, c) for x in l]),
+    _c("map_iscalar", "String TList i64", "TList", BIG, False, lambda op, l, c: [_iscalar(op, x, c) for x in l]),
     _c("map_binary_l", "String TList T", "TList", BIG, False, lambda op, l, y: [_binary(op, x, y) for x in l]),
     _c("map_binary_r", "String T TList", "TList", BIG, False, lambda op, y, l: [_binary(op, y, x) for x in l]),
     _c("zip_binary", "String TList TList i64 i64", "TList", BIG, False,
@@ -759,6 +764,7 @@ PRIMITIVES: dict[str, Callable] = {
     "fdtype": lambda t: t in FLOAT_DTYPES,
     "glinear": lambda op: op in GRAD_LINEAR,
     "fcast": lambda op: op in FLOAT_CASTS,
+    "fexact": lambda op: _fexact(op),
 }
 
 # Element types.  (dtype x) is the name of tensor x's dtype ("float32", "int64", "bool"): every
@@ -769,6 +775,15 @@ PRIMITIVES: dict[str, Callable] = {
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 # (fcast op): op is the unary cast to a floating dtype
 FLOAT_CASTS = tuple(f"to_{t}" for t in FLOAT_DTYPES)
+# (fexact op) = n for the cast op to a floating dtype: every integer in [0, n] is exact in that
+# dtype (n = 2 ** significand bits), so a sum of at most n zeros and ones is exact in any order
+FLOAT_EXACT = {"to_float16": 2 ** 11, "to_bfloat16": 2 ** 8, "to_float32": 2 ** 24, "to_float64": 2 ** 53}
+
+
+def _fexact(op: str) -> int:
+    if op not in FLOAT_EXACT:
+        raise ValueError(f"{op} is not a cast to a floating dtype")
+    return FLOAT_EXACT[op]
 
 
 def dtype_name(x) -> str:
@@ -812,6 +827,7 @@ FUNCTIONS_TEXT = """
 (relation fdtype (String))
 (relation glinear (String))
 (relation fcast (String))
+(function fexact (String) i64 :merge old)
 """
 
 
@@ -828,6 +844,7 @@ def declarations() -> str:
     lines.append(FUNCTIONS_TEXT)
     lines += [f"(fdtype {str_lit(t)})" for t in FLOAT_DTYPES] + [f"(glinear {str_lit(op)})" for op in GRAD_LINEAR]
     lines += [f"(fcast {str_lit(op)})" for op in FLOAT_CASTS]
+    lines += [f"(set (fexact {str_lit(op)}) {n})" for op, n in FLOAT_EXACT.items()]
     # size arithmetic: literals fold here; symbolic terms are canonicalized and compared by dims.py
     lines += [
         "(rewrite (dadd (DLit a) (DLit b)) (DLit (+ a b)) :ruleset shapes)",

@@ -504,3 +504,33 @@ def neg_neg(rng):
         yield {"x": x}
         yield {"x": (x * 4).round().long()}
     yield {"x": torch.tensor([float("inf"), float("-inf"), float("nan"), -0.0], dtype=torch.float64)}
+
+
+def _int_parts(rng, nd, d):
+    """Integer concat parts (ids, targets) along d: uneven sizes, values in [-3, 6)."""
+    g = torch.Generator().manual_seed(rng.randrange(2**31))
+    return [torch.randint(-3, 6, tuple(p.shape), generator=g) for p in concat_parts(rng, nd, d)]
+
+
+@repeat(8)
+def iscalar_concat(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    return {"op": rng.choice(["ne", "eq", "lt", "ge", "add", "sub", "mul"]), "l": _int_parts(rng, nd, d), "d": d,
+            "c": rng.randint(-2, 4)}
+
+
+@repeat(4)
+def map_iscalar(rng):
+    l = _int_parts(rng, 2, 0)
+    return {"op": rng.choice(["ne", "add"]), "x": l[0], "r": l[1:], "c": rng.randint(-1, 3)}
+
+
+def compare_dtype_terms(rng):
+    """A comparison with a constant is a bool tensor, whatever its operand's dtype."""
+    x = tensor(rng, 2, 3)
+    i = x.mul(3).round().to(torch.int64)
+    facts = [f'(= (dtype t) "{n}")' for n in ("float64", "int64", "bool")]
+    for op in ("eq", "ne", "lt", "le", "gt", "ge"):
+        yield f'(iscalar "{op}" x 1)', {"x": i}, facts
+        yield f'(scalar "{op}" x "0.5")', {"x": x}, facts

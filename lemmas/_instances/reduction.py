@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from entangle_py.semantics import terms
 from lemmas._instances import concat_parts, ilist, repeat, tensor
 
 @repeat(6)
@@ -367,3 +368,108 @@ def softmax_mul_bad(rng):
         inst["c"] = tensor(rng, *(list(inst["c"].shape) + [2]))
         yield inst
     yield from exp_log_softmax_int(rng)
+
+
+_FLOATS = ("float16", "bfloat16", "float32", "float64")
+
+
+def _amin_case(rng, empty=False):
+    nd = rng.randint(1, 3)
+    shape = [rng.randint(0, 3) for _ in range(nd)]
+    d = rng.randrange(nd)
+    shape[d] = 0 if empty else rng.randint(1, 4)
+    b = tensor(rng, *shape) > (rng.choice([-3.0, 0.0]))     # often all true along d
+    return {"op": f"to_{rng.choice(_FLOATS)}", "b": b, "d": d, "k": rng.randint(0, 1), "s": shape[d]}
+
+
+@repeat(10)
+def amin_cast_bool(rng):
+    return _amin_case(rng)
+
+
+def amin_cast_bool_bad(rng):
+    """What the condition refuses: an empty reduced dim (min of nothing +inf, all of nothing 1), float
+    values (min 0.5; all of nonzero values is 1), a cast to an int, and an op that is not a cast."""
+    yield _amin_case(rng, empty=True)
+    yield {"op": "to_float32", "b": torch.tensor([[0.5, 1.0]]), "d": 1, "k": 0, "s": 2}
+    yield {"op": "to_int64", "b": torch.tensor([[True, False]]), "d": 1, "k": 0, "s": 2}
+    yield {"op": "exp", "b": torch.tensor([[True, False]]), "d": 1, "k": 0, "s": 2}
+
+
+def _count_case(rng, op=None, n=None):
+    op = op or f"to_{rng.choice(_FLOATS)}"
+    nd = rng.randint(1, 3)
+    shape = [rng.randint(0, 3) for _ in range(nd)]
+    d = rng.randrange(nd)
+    shape[d] = rng.randint(0, 9) if n is None else n
+    b = tensor(rng, *shape) > rng.choice([-3.0, 0.0])
+    return {"op": op, "b": b, "d": d, "k": rng.randint(0, 1), "s": shape[d], "m": terms.FLOAT_EXACT.get(op, 0)}
+
+
+@repeat(10)
+def cast_count(rng):
+    return _count_case(rng)
+
+
+def cast_count_past_exact(rng):
+    """Counts past the dtype's exact integers: 2 ** 8 + 1 ones in bfloat16 (257 is not a bfloat16), and
+    an int mask (counts of ints are not counts of ones), a cast to an int, exp (not a cast)."""
+    inst = _count_case(rng, "to_bfloat16", 2 ** 8 + 1)
+    inst["b"] = torch.ones_like(inst["b"])
+    yield inst
+    yield {**_count_case(rng, "to_float32", 3), "b": torch.tensor([[2, 3, 4]])}
+    yield {**_count_case(rng, "to_int32", 3), "m": 0}
+    yield {**_count_case(rng, "exp", 3), "m": 0}
+
+
+def _loss_targets(rng):
+    n = rng.randint(0, 6)
+    w = rng.randint(1, 5)
+    c = rng.choice([-100, 0, w - 1])
+    g = torch.Generator().manual_seed(rng.randrange(2**31))
+    return {"L": tensor(rng, n, w).to(getattr(torch, rng.choice(_FLOATS))),
+            "t": torch.randint(0, w, (n,), generator=g), "c": c, "n": repr(float(n))}
+
+
+def tcount_count(dtype):
+    def gen(rng):
+        for _ in range(6):
+            inst = _loss_targets(rng)
+            inst["L"] = inst["L"].to(getattr(torch, dtype))
+            yield inst
+    gen.__name__ = f"tcount_count_{dtype}"
+    return gen
+
+
+def tcount_count_bad(dtype):
+    """Log-probabilities of another dtype (the count is cast to theirs), and a 0-D target (a loss over
+    one row of log-probabilities: nothing to sum over)."""
+    def gen(rng):
+        inst = _loss_targets(rng)
+        inst["L"] = inst["L"].to(torch.float64 if dtype != "float64" else torch.float32)
+        yield inst
+        yield {"L": tensor(rng, 4).to(getattr(torch, dtype)), "t": torch.tensor(1), "c": 0, "n": "1.0"}
+    gen.__name__ = f"tcount_count_bad_{dtype}"
+    return gen
+
+
+@repeat(8)
+def tpick_concat_rows(rng):
+    nd = rng.randint(2, 3)
+    d = rng.randrange(nd - 1)
+    l = concat_parts(rng, nd, d)
+    m = [_targets(rng, p) for p in l]
+    return {"l": l, "m": m, "d": d, "c": rng.choice([-100, 0, 1])}
+
+
+@repeat(6)
+def zip_tpick(rng):
+    inst = tpick_concat_rows(rng).__next__()
+    l, m = inst["l"], inst["m"]
+    return {"a": l[0], "r1": l[1:], "b": m[0], "r2": m[1:], "c": inst["c"], "d": inst["d"]}
+
+
+@repeat(3)
+def zip_tpick_misaligned(rng):
+    inst = zip_pick_misaligned(rng).__next__()
+    return {**inst, "c": 0}

@@ -58,9 +58,11 @@ LEMMAS = [
     # a loss (nll_loss) whose ignore index is negative ignores no target: the targets are classes
     Lemma("tpick-valid", "(tpick L t c)", "(pick L t)", when=("(< c 0)",), assumes=("valid_indices",),
           instances=tpick_valid, rejects=tpick_ignored),
-    # the mean: the sum of the targets' terms over their count (both of L's dtype)
+    # the mean: the sum of the targets' terms over their count (both of L's dtype; float32 / float64
+    # only: in float16 2049 targets count 2048, while the scalar n divides exactly)
     Lemma("tcount-div-valid", f'(binary "div" {_LOSS_SUM} (tcount L t c n))', f'(scalar "div" {_LOSS_SUM} n)',
-          when=("(< c 0)", '(!= n "")'), assumes=("valid_indices",),
+          when=("(< c 0)", '(!= n "")', "(= f (dtype L))", "(fdtype f)", '(!= f "float16")', '(!= f "bfloat16")'),
+          assumes=("valid_indices",),
           instances=tcount_div, rejects=tcount_div_bad),
     # the pick of an elementwise op with a term constant along the picked dim (log_softmax's
     # log-sum-exp, viewed with a trailing 1) is the op of the pick and that term

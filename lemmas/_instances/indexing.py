@@ -348,15 +348,19 @@ def tcount_div(rng):
     nd = inst["t"].dim()
     inst["dims"] = sorted(rng.sample(range(nd), rng.randint(1, nd)))
     inst["n"] = repr(float(inst["t"].numel()))
+    inst["f"] = str(inst["L"].dtype).removeprefix("torch.")
     return inst
 
 
 def tcount_div_bad(rng):
-    """An ignore index that is a class and is among the targets (the condition excludes it)."""
+    """An ignore index that is a class and is among the targets (the condition excludes it); a
+    half-precision count (2049 targets count 2048 in float16)."""
     for _ in range(4):
         inst = next(tcount_div(rng))
         inst["t"].view(-1)[0] = inst["c"] = 0
         yield inst
+    yield {"L": tensor(rng, 2049, 3).half(), "t": torch.zeros(2049, dtype=torch.int64), "c": -100, "n": "2049.0",
+           "dims": [0], "f": "float16"}
 
 
 def _pick_bcast_instance(rng):

@@ -470,7 +470,7 @@ def test_padded_table_gradient_splits_into_rank_blocks():
     [3, 7): the split, the last part flattened and the head grouped as rank 0's block.  Without
     rank 0's block in the e-graph, no grouping."""
     shapes = {"g": [2, 3, 4], "ids": [2, 3]}
-    row = '(unary "to_float32" (cst "0.0" (DCons (DLit 1) (DCons (DLit 4) (DNil)))))'
+    row = '(cst "0.0" (DCons (DLit 1) (DCons (DLit 4) (DNil))) "float32")'
     r0, r1 = cat(0, row, "(mscatter {g} {ids} 1 2)"), "(mscatter {g} {ids} 3 4)"
     start = cat(0, row, "(mscatter {g} {ids} 1 6)")
     reached, _ = proves(start, cat(0, r0, r1), shapes, present=(r0, r1))

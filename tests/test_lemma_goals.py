@@ -539,3 +539,16 @@ def test_expand_split_beside_a_smaller_expand():
     # ... into as many copies as the sizes say, not more
     reached, saturated = proves(whole, cat(1, half, half, half), shapes, present=(half,))
     assert saturated and not reached
+
+
+def test_transposes_of_a_view_dropping_a_size_one_dim_saturate():
+    """A 3-D weight of one expert ([1, 5, 4]) viewed 2-D, transposed and transposed back (the
+    backward of an expert-parallel MoE): the view drops the size-1 dim, and the transpose of it is
+    the view of one transpose of the weight.  Read as a merge of the size-1 dim with either
+    neighbour too, the transposes back would nest transposes of the weight without end."""
+    for x, moved in (([1, 5, 4], "(transpose {x} 1 2)"), ([5, 4, 1], "(transpose {x} 0 1)"),
+                     ([5, 1, 4], "(transpose (transpose {x} 1 2) 0 1)")):
+        t = f"(transpose (view {{x}} {dlist([5, 4])}) 0 1)"
+        reached, saturated = proves(t, f"(view {moved} {dlist([4, 5])})", {"x": x},
+                                    present=(f"(transpose {t} 0 1)",))
+        assert reached and saturated, x

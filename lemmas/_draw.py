@@ -54,7 +54,8 @@ _STRING_KIND = {
     ("zip_binary", 0): "binary", ("zip_ranks", 0): "binary",
     ("reduce", 0): "reduce", ("map_reduce", 0): "reduce",
     ("layernorm", 4): "eps", ("map_layernorm", 4): "eps",
-    ("iscalar", 0): "iscalar", ("map_iscalar", 0): "iscalar", ("cst", 0): "const", ("tcount", 3): "count",
+    ("iscalar", 0): "iscalar", ("map_iscalar", 0): "iscalar", ("cst", 0): "const", ("cst", 2): "dtype",
+    ("tcount", 3): "count",
     ("rowwise", 0): "rowwise", ("map_rowwise", 0): "rowwise",
     ("zip_where", 0): "where",
 }
@@ -80,6 +81,8 @@ def string_domain(kind: str) -> list[str]:
         return list(EPS)
     if kind == "rowwise":    # top-k of small k (a k past a row's length is undefined: drawn, rejected)
         return [f"topk:{k}:{a}:{b}:{i}" for k in (0, 1, 2) for a in (0, 1) for b in (0, 1) for i in (0, 1)]
+    if kind == "dtype":      # a constant's dtype (an int or bool one undefined for most constants)
+        return list(terms.CASTS)
     if kind == "count":      # a number of elements as a float text, or "" (not known)
         return [repr(float(n)) for n in range(9)] + [""]
     return list(CONSTS)

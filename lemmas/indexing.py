@@ -190,6 +190,7 @@ RULES = [
     Rule("ask-bsame-pick", "(rule ((= z (pick (binary op a (view y s)) t))) ((bsame a y 0)) :ruleset shapes)",
          check_terms=pick_bsame_terms),
     Rule("shape-cst", (
-        "(rule ((= y (cst c s)) (= n (dlen s))) ((set (ndim y) n)) :ruleset shapes)\n"
-        "(rule ((= y (cst c s)) (= v (dat s i))) ((set (dim y i) v)) :ruleset shapes)"), check_terms=cst_terms),
+        "(rule ((= y (cst c s t)) (= n (dlen s))) ((set (ndim y) n)) :ruleset shapes)\n"
+        "(rule ((= y (cst c s t)) (= v (dat s i))) ((set (dim y i) v)) :ruleset shapes)\n"
+        "(rule ((= y (cst c s t))) ((set (dtype y) t)) :ruleset shapes)"), check_terms=cst_terms),
 ]

@@ -17,7 +17,8 @@ from lemmas._instances.movement import (
     permute_concat_bad, permute_terms, repl_more, repl_zero, scalar_view, single, slice_first, slice_other, slice_rest, slice_same,
     slice_straddling, transpose_concat_d_is_a, transpose_concat_d_is_b, transpose_concat_d_not_a,
     transpose_concat_d_not_b, transpose_concat_d_other, transpose_concat_d_swapped, transpose_merged_left,
-    transpose_merged_left_bad, transpose_merged_right, transpose_rsum, permute_rsum, permute_slice, permute_slice_bad, transpose_twice, transpose_view_mixing,
+    transpose_merged_left_bad, transpose_merged_right, transpose_merged_right_bad, transpose_rsum, permute_rsum,
+    permute_slice, permute_slice_bad, transpose_twice, transpose_view_mixing,
     transpose_view_prefix, transpose_view_suffix, unary_view, view_keep_prefix, view_keep_suffix,
     view_kept_dims_terms, expand_not_self, view_last, view_last_bad, view_merge, view_merge_into_axis, view_not_self, view_rsum,
     view_self, view_split, view_view)
@@ -207,16 +208,22 @@ LEMMAS = [
           when=("(= n (ndim x))", "(= m (dlen s))", "(vsfx x s (- m a))", "(vsfx x s (- m b))", "(= va (dat s a))",
                 "(= vb (dat s b))"),
           instances=transpose_view_suffix, rejects=transpose_view_mixing),
-    # transpose of a dim with its neighbour that the view merged from two dims of x
+    # transpose of a dim with its neighbour that the view merged from two dims of x.  Not where a
+    # merged dim is 1 (merged-left: its first): that view only drops the dim, and the lemmas above
+    # (or merged-left, for merged-right's first) state the transpose of it already.  Two readings
+    # of one view keep building transposes of transposes of x that never cancel (a 3-D weight of
+    # one expert viewed 2-D: transpose-transpose undoes one reading, never a mix of the two);
+    # one reading each, and the view's transpose transposed back is x again.
     Lemma("transpose-view-merged-right", "(transpose (view x s) a b)",
           "(view (transpose (transpose x a b) b (+ b 1)) (dset (dset s a vb) b va))",
           when=("(= b (+ a 1))", "(= n (ndim x))", "(= m (dlen s))", "(= (+ m 1) n)", "(vpfx x s b)",
-                "(vsfx x s (- m (+ b 1)))", "(= va (dat s a))", "(= vb (dat s b))"),
-          instances=transpose_merged_right, rejects=transpose_view_mixing),
+                "(vsfx x s (- m (+ b 1)))", "(= va (dat s a))", "(= vb (dat s b))",
+                "(!= (dim x b) (DLit 1))", "(!= (dim x (+ b 1)) (DLit 1))"),
+          instances=transpose_merged_right, rejects=transpose_merged_right_bad),
     Lemma("transpose-view-merged-left", "(transpose (view x s) a b)",
           "(view (transpose (transpose x b (+ b 1)) a b) (dset (dset s a vb) b va))",
           when=("(= b (+ a 1))", "(= n (ndim x))", "(= m (dlen s))", "(= (+ m 1) n)", "(vpfx x s a)",
-                "(vsfx x s (- m b))", "(= va (dat s a))", "(= vb (dat s b))"),
+                "(vsfx x s (- m b))", "(= va (dat s a))", "(= vb (dat s b))", "(!= (dim x a) (DLit 1))"),
           instances=transpose_merged_left, rejects=transpose_merged_left_bad),
     # an expand that keeps the concat axis (its size there unchanged: leading dims may be added,
     # size-1 dims elsewhere broadcast) expands every part alike (the backward of a mean over a dim

@@ -562,7 +562,7 @@ def test_padded_table_gradient_splits_into_rank_blocks():
     [3, 7): the split, the last part flattened and the head grouped as rank 0's block.  Without
     rank 0's block in the e-graph, no grouping."""
     shapes = {"g": [2, 3, 4], "ids": [2, 3]}
-    row = '(unary "to_float32" (cst "0.0" (DCons (DLit 1) (DCons (DLit 4) (DNil)))))'
+    row = '(cst "0.0" (DCons (DLit 1) (DCons (DLit 4) (DNil))) "float32")'
     r0, r1 = cat(0, row, "(mscatter {g} {ids} 1 2)"), "(mscatter {g} {ids} 3 4)"
     start = cat(0, row, "(mscatter {g} {ids} 1 6)")
     reached, _ = proves(start, cat(0, r0, r1), shapes, present=(r0, r1))
@@ -631,3 +631,16 @@ def test_expand_split_beside_a_smaller_expand():
     # ... into as many copies as the sizes say, not more
     reached, saturated = proves(whole, cat(1, half, half, half), shapes, present=(half,))
     assert saturated and not reached
+
+
+def test_transposes_of_a_view_dropping_a_size_one_dim_saturate():
+    """A 3-D weight of one expert ([1, 5, 4]) viewed 2-D, transposed and transposed back (the
+    backward of an expert-parallel MoE): the view drops the size-1 dim, and the transpose of it is
+    the view of one transpose of the weight.  Read as a merge of the size-1 dim with either
+    neighbour too, the transposes back would nest transposes of the weight without end."""
+    for x, moved in (([1, 5, 4], "(transpose {x} 1 2)"), ([5, 4, 1], "(transpose {x} 0 1)"),
+                     ([5, 1, 4], "(transpose (transpose {x} 1 2) 0 1)")):
+        t = f"(transpose (view {{x}} {dlist([5, 4])}) 0 1)"
+        reached, saturated = proves(t, f"(view {moved} {dlist([4, 5])})", {"x": x},
+                                    present=(f"(transpose {t} 0 1)",))
+        assert reached and saturated, x

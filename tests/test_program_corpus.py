@@ -30,19 +30,6 @@ XFAIL = {
                                  "alias check)",
     "adv3_ppv_both[forward]": "buggy, capture refuses (exit 2): the base of the view received into is read after the "
                               "receive; torch's graph gives it the old contents (it refined before the alias check)",
-    # helper-moe: expert parallelism, joint (topk's backward scatter is a place, select_backward a zpad)
-    "moe_ep_correct[joint]": "limit (exit 3) at topk's backward x.new_zeros([6, 2]) (float32), the buffer its "
-        "scatter writes into: new_zeros is opaque, and the sequential new_zeros of concat(sum_3) cannot be "
-        "related by congruence to the ranks' new_zeros of [3, 2]; it would be deferred (no clean consumer reads "
-        "it: the scatter's place term does not), but the window's backward transposes of the expert weight never "
-        "saturate (transpose-transpose / transpose-view-merged-left/right keep adding ~10 e-nodes an iteration), "
-        "so it is a limit, not a deferral.  With new_zeros lowered to a float64 (cst \"0.0\" s) it refines "
-        "(80 operators, recheck agrees) but that cst has the wrong dtype for float32: needs a clean zeros constant "
-        "of a dtype, or termination of the transpose/view lemmas",
-    "moe_ep_wrong_block[joint]": "buggy; limit (exit 3) instead of fails at the forward mul_3 (outs[e] * mask, "
-        "the bug's line): the joint window's backward transposes of the expert weight never saturate "
-        "(transpose-transpose / transpose-view-merged-left/right), so the missing clean term is a limit; the "
-        "forward twin fails there (exit 1)",
 }
 XFAIL = {k: v for k, v in XFAIL.items() if v}
 

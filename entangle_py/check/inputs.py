@@ -26,7 +26,8 @@ def declared_constant(spec: S.Spec, sizes: Sizes, port: str, val, graph) -> str 
     if port in spec.constants and isinstance(val, G.TensorMeta):
         text = L.fill_text(spec.constants[port], val.dtype)
         if text is not None:
-            return f"(cst {str_lit(text)} {L.shape_list(val.shape, lambda s: sizes.canonical(s, graph))})"
+            return (f"(cst {str_lit(text)} {L.shape_list(val.shape, lambda s: sizes.canonical(s, graph))} "
+                    f"{str_lit(val.dtype)})")
     return None
 
 

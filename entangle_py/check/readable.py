@@ -305,7 +305,7 @@ class Printer:
                         f".{'indices' if ps[3] == '1' else 'values'}")
             return f"{a[0]}({s(a[1])}, each last-dim row)"
         if h == "cst":
-            return f"full({s(a[1])}, {a[0]})"
+            return f"full({s(a[1])}, {a[0]}, {a[2]})"
         if h == "layernorm":
             return f"layer_norm({s(a[0])}, weight={s(a[1])}, bias={s(a[2])}, last {a[3]} dims, eps={a[4]})"
         if h in _HELPERS:      # a helper over a list nobody knows yet: what it would mean per part

@@ -92,7 +92,7 @@ OPAQUE_PURE = {
     "aten.threshold_backward.default",
     "aten.zeros.default", "aten.ones.default", "aten.full.default", "aten.zeros_like.default",
     "aten.ones_like.default", "aten.full_like.default", "aten.arange.default", "aten.arange.start",
-    "aten.new_zeros.default", "aten.scalar_tensor.default",
+    "aten.new_zeros.default", "aten.new_ones.default", "aten.new_full.default", "aten.scalar_tensor.default",
     "aten.slice_scatter.default", "aten.select_scatter.default", "aten.index_select.default",
     "aten._to_copy.default", "aten.sigmoid_backward.default", "aten.tanh_backward.default",
     "aten.silu_backward.default", "aten.bitwise_not.default", "aten.clamp.default",
@@ -771,7 +771,7 @@ class Lowerer:
         total = f"(reduce \"sum\" {each} (ICons 0 (INil)) 0)" if ts else each
         if reduction == 0:
             out = each
-            tw = f"(unary {str_lit('to_' + dt)} (cst \"0.0\" (DNil)))" if ts else count
+            tw = self._filled("0.0", [], dt) if ts else count
         else:
             out = total if reduction == 2 else f"(binary \"div\" {total} {count})"
             tw = count
@@ -901,10 +901,55 @@ class Lowerer:
         return Term(f"(view (place (view {self.t(src)} {col}) (view {self.t(idx)} {col}) {width}) "
                     f"{self._shape_list(xs)})")
 
+    # -- constants: zeros, ones, full and their new_ / _like forms -----------------------------
+    # target -> (position of the fill value, or the value itself; position of the size, or None
+    # for the _like forms, whose size is their input's)
+    _FILLS = {
+        "aten.zeros.default": (0, 0), "aten.ones.default": (1, 0), "aten.full.default": ((1,), 0),
+        "aten.new_zeros.default": (0, 1), "aten.new_ones.default": (1, 1), "aten.new_full.default": ((2,), 1),
+        "aten.zeros_like.default": (0, None), "aten.ones_like.default": (1, None),
+        "aten.full_like.default": ((1,), None),
+    }
+    _FILL_KWARGS = {"dtype", "layout", "device", "pin_memory", "memory_format"}
+
+    @lowers(*_FILLS)
+    def _h_fill(self, n):
+        """A tensor of one number (``cst``) of the output's shape and dtype: what size (or the
+        input's shape, for the _like forms) and dtype= (or the input's dtype, for the new_ and _like
+        forms) give it; the device, a dense layout and the memory format do not change a value.  A
+        fill value that is not a number of the dtype (or symbolic), or a sparse layout: declined
+        (opaque)."""
+        value, at = self._FILLS[n.target]
+        if isinstance(value, tuple):
+            value = self._arg(n, value[0], "fill_value")
+        meta = n.val
+        if not isinstance(meta, TensorMeta) or not set(n.kwargs) <= self._FILL_KWARGS:
+            return None
+        layout = n.kwargs.get("layout")
+        if layout is not None and not (isinstance(layout, TorchConst) and layout.value == "strided"):
+            return None
+        dtype = n.kwargs.get("dtype")
+        if dtype is not None and not (isinstance(dtype, TorchConst) and dtype.value == meta.dtype):
+            return None
+        if at is not None:
+            size = self._arg(n, at, "size")
+            if not isinstance(size, (list, tuple)) or len(size) != len(meta.shape):
+                return None
+            if any(isinstance(a, int) and a != b for a, b in zip(size, meta.shape)):
+                return None
+        elif not isinstance(n.args[0], Ref) or tuple(self.shape(n.args[0].name)) != tuple(meta.shape):
+            return None
+        if not isinstance(value, (int, float)):        # bool is an int
+            return None
+        text = fill_text(value, meta.dtype)
+        if text is None:
+            return None
+        return Term(self._filled(text, meta.shape, meta.dtype))
+
     @lowers("aten.constant_pad_nd.default")
     def _h_constant_pad_nd_default(self, n):
         """pad = (left, right) per dim from the last one back: a negative side cuts (a slice), a
-        positive one adds a constant block (``cst`` cast to the tensor's dtype) by a concat."""
+        positive one adds a constant block (``cst`` of the tensor's dtype) by a concat."""
         x, pad = n.args[:2]
         value = self._arg(n, 2, "value", 0)
         shape = list(self.shape(x.name))
@@ -913,8 +958,7 @@ class Lowerer:
                 or not all(isinstance(p, int) and not isinstance(p, bool) for p in pad)):
             return Refused(n.target, "pad", f"pad={pad!r}")
         text = fill_text(value, dt) if isinstance(value, (int, float)) else None
-        if (text is None or dt not in CASTS or (dt in INT_DTYPES and abs(int(text)) >= 2**53)
-                or self._dtype(x.name) != dt):
+        if text is None or self._dtype(x.name) != dt:
             return Refused(n.target, "value", f"value={value!r} for a {dt} tensor")
         t = self.t(x)
         for i in range(len(pad) // 2):
@@ -985,7 +1029,7 @@ class Lowerer:
         text = fill_text(self.constants[port], n.val.dtype)
         if text is None:
             return Free(port)
-        return Term(f"(cst {str_lit(text)} {self._shape_list(n.val.shape)})")
+        return Term(self._filled(text, n.val.shape, n.val.dtype))
 
     @lowers("aten.embedding.default")
     def _h_embedding_default(self, n):
@@ -1198,9 +1242,8 @@ class Lowerer:
         return f"(reduce {str_lit(op)} {operand} {lst} {1 if keepdim else 0})"
 
     def _filled(self, text, shape, dtype) -> str:
-        """A tensor of ``shape`` holding the constant ``text`` in ``dtype`` (``cst`` is float64)."""
-        block = f"(cst {str_lit(text)} {self._shape_list(shape)})"
-        return block if dtype == "float64" else f"(unary {str_lit('to_' + dtype)} {block})"
+        """A tensor of ``shape`` holding the constant ``text`` (``fill_text``) in ``dtype``."""
+        return f"(cst {str_lit(text)} {self._shape_list(shape)} {str_lit(dtype)})"
 
     def _float_zeros(self, name) -> bool:
         """Whether ``name`` is a float buffer of zeros (``ops.ZERO_FILLS``, through identities)."""

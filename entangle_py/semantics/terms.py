@@ -422,8 +422,21 @@ def _tcount(x, t, c: int, n: str):
     return (t != int(c)).sum().to(x.dtype)
 
 
-def _cst(c: str, shape):
-    return torch.full(tuple(shape), float(c), dtype=torch.float64)
+# (cst c s t): a tensor of shape s holding the constant c (a text: "0.0", "-inf", "3") in dtype t
+# (a float, int or bool dtype name).  Undefined where c is not a value of t (a fraction or a
+# non-finite value for an integer dtype, past 0/1 for bool).
+def _cst(c: str, shape, dt: str):
+    dtype = getattr(torch, dt, None) if isinstance(dt, str) else None
+    if not isinstance(dtype, torch.dtype) or dtype.is_complex:
+        raise ValueError(f"cst of dtype {dt!r}")
+    v = float(c)
+    if not dtype.is_floating_point:
+        if not math.isfinite(v) or v != int(v) or (dtype == torch.bool and v not in (0, 1)):
+            raise ValueError(f"cst {c} in {dt}")
+        v = int(c) if c.lstrip("-").isdigit() else int(v)     # exact past 2**53
+        if dtype != torch.bool and not torch.iinfo(dtype).min <= v <= torch.iinfo(dtype).max:
+            raise ValueError(f"cst {c} in {dt}")
+    return torch.full(tuple(shape), v, dtype=dtype)
 
 
 def _map_offsets(fn, parts, x, lo, axis):
@@ -634,7 +647,7 @@ CONSTRUCTORS: list[Constructor] = [
     # integer scalar ops, constants, table lookups and picks (indexing; offsets are i64 so
     # lemmas can add part widths)
     _c("iscalar", "String T i64", "T", BIG, False, _iscalar),       # x op c, integer x and c
-    _c("cst", "String DList", "T", CLEAN_COST, True, _cst),          # a constant tensor of a shape
+    _c("cst", "String DList String", "T", CLEAN_COST, True, _cst),   # a constant tensor of a shape and dtype
     _c("arange", "i64 i64 Dim", "T", CLEAN_COST, True, _arange),     # positions (see _arange)
     _c("take", "T T", "T", BIG, False, _take),
     _c("mtake", "T T i64", "T", BIG, False, _mtake),
@@ -1075,7 +1088,7 @@ def clean_meta(t, leaf, size, same) -> tuple[tuple, str]:
               f"{list(shape)} expanded to {list(new)}")
         return new, dtype
     if head == "cst":
-        return tuple(dims(a[1])), None
+        return tuple(dims(a[1])), a[2]
     if head == "unary" and a[0] == "neg":      # a spec's neg(...) (input relations, expectations)
         return sub(a[1])
     if head == "arange":

@@ -176,7 +176,7 @@ def iscalar_terms(rng):
 
 @repeat(2)
 def cst_terms(rng):
-    return ('(cst "0.0" (DCons (DLit 2) (DCons (DLit 3) (DNil))))', {})
+    return ('(cst "0.0" (DCons (DLit 2) (DCons (DLit 3) (DNil))) "float32")', {})
 
 
 

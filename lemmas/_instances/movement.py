@@ -487,13 +487,21 @@ def transpose_view_mixing(rng):
     return {"x": x, "s": s, "a": 0, "b": 1, "va": s[0], "vb": s[1], "n": 3, "m": 2}
 
 
-def _transpose_merged(rng, side):
+def _transpose_merged(rng, side, one=None):
     """x [.., A, B, C, ..]: the view merges B,C (side 'right') or A,B ('left') and the transpose
-    swaps the merged dim with its neighbour."""
+    swaps the merged dim with its neighbour.  The merged dims the lemma requires not to be 1 are
+    drawn from 2..3 (``one``: that dim, 'first' or 'second' of the merged pair, is 1 instead)."""
     n = rng.randint(3, 5)
-    x = tensor(rng, *[rng.randint(1, 3) for _ in range(n)])
+    sizes = [rng.randint(1, 3) for _ in range(n)]
     a = rng.randrange(n - 2)
     b = a + 1
+    at = {"first": b if side == "right" else a}
+    at["second"] = at["first"] + 1
+    for which in ("first", "second") if side == "right" else ("first",):
+        sizes[at[which]] = rng.randint(2, 3)
+    if one is not None:
+        sizes[at[one]] = 1
+    x = tensor(rng, *sizes)
     sh = list(x.shape)
     if side == "right":        # s[a] = x[a], s[b] = x[b]*x[b+1]
         s = sh[:b] + [sh[b] * sh[b + 1]] + sh[b + 2:]
@@ -510,6 +518,16 @@ def transpose_merged_right(rng):
 @repeat(6)
 def transpose_merged_left(rng):
     return _transpose_merged(rng, "left")
+
+
+# a size-1 dim merged: the view drops it, and transpose-view-front / -back or the other merged
+# lemma state the same transpose (two readings of one view would build ever longer transposes)
+def transpose_merged_right_one(rng):
+    return [_transpose_merged(rng, "right", one) for one in ("first", "second")]
+
+
+def transpose_merged_left_one(rng):
+    return [_transpose_merged(rng, "left", "first")]
 
 
 @repeat(6)
@@ -574,7 +592,12 @@ def map_view_merge_bad(rng):
 
 
 def transpose_merged_left_bad(rng):
-    return [{"x": tensor(rng, 2, 3, 4), "s": [2, 12], "a": 0, "b": 1, "va": 2, "vb": 12, "n": 3, "m": 2}]
+    return [{"x": tensor(rng, 2, 3, 4), "s": [2, 12], "a": 0, "b": 1, "va": 2, "vb": 12, "n": 3, "m": 2}] \
+        + transpose_merged_left_one(rng)
+
+
+def transpose_merged_right_bad(rng):
+    return list(transpose_view_mixing(rng)) + transpose_merged_right_one(rng)
 
 
 # ----------------------------------------------------------------------------- rule checks

@@ -1,12 +1,12 @@
 """Elementwise unary, scalar and binary ops versus concat and sums over ranks."""
 from entangle_py.engine.lemma import Lemma, Rule
 from entangle_py.semantics.terms import WHERE_PATTERNS
-from lemmas._instances import fixed
+from lemmas._instances import cons, fixed
 from lemmas._instances.elementwise import (
     add_comm, add_rsum, add_zero, add_zero_int, bc_like_cons, bc_like_nil, bc_like_varying, bcast_absent,
     bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat, binary_concat_misaligned,
     div_binary, div_binary_bad, div_rsum, div_rsum_zero, mul_rsum, mul_rsum_inf, map_binary, map_binary_l_nil,
-    map_scalar, map_unary, neg_neg, neg_sub, rsum_pair, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat,
+    map_scalar, map_unary, neg_neg, iscalar_concat_arith, neg_sub, rsum_pair, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat,
     unary_concat, where_concat,
     where_concat_misaligned, zip_binary, zip_binary_mismatch, zip_ranks, zip_where_cons, zip_where_misaligned,
     zip_where_nil)
@@ -29,7 +29,13 @@ LEMMAS = [
     Lemma("map-scalar-cons", "(map_scalar op (Cons x r) c)", "(Cons (scalar op x c) (map_scalar op r c))",
           instances=map_scalar),
     # ... and an integer one (a mask of targets against an ignore index, of ids against a bound)
-    Lemma("iscalar-concat", "(iscalar op (concat l d) c)", "(concat (map_iscalar op l c) d)", instances=iscalar_concat),
+    # ... for a comparison (a mask of targets), where the first part's is there already (a rank's
+    # own mask): a shift of positions split at every rank (add, with arange-add, arange-inside and
+    # slice-cover) makes positions at ever larger offsets
+    Lemma("iscalar-concat", "(iscalar op (concat (Cons x r) d) c)", "(concat (map_iscalar op (Cons x r) c) d)",
+          trigger=("(iscalar op (concat (Cons x r) d) c)", "(iscalar op x c)"),
+          when=tuple(f'(!= op "{op}")' for op in ("add", "sub", "mul", "pow")),
+          instances=cons(iscalar_concat), rejects=cons(iscalar_concat_arith)),
     Lemma("map-iscalar-nil", "(map_iscalar op (Nil) c)", "(Nil)", instances=fixed({"op": "ne", "c": 0})),
     Lemma("map-iscalar-cons", "(map_iscalar op (Cons x r) c)", "(Cons (iscalar op x c) (map_iscalar op r c))",
           instances=map_iscalar),

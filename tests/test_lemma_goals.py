@@ -304,18 +304,9 @@ POSITIVE = [
     # ... and so is the ranks' 1 - max(1 - amin(float(x_r))) (the min of a float mask is all's cast)
     ("reduction", f'(scalar "rsub" (rmax {cons(_ONE_MINUS_AMIN.format(x="{a}"), _ONE_MINUS_AMIN.format(x="{b}"))}) "1.0")',
      _ALL_RANKS, {"a": ([4, 2], "bool"), "b": ([4, 3], "bool")}, ()),
-    # data-parallel cross-entropy with an ignore index (0) that may occur: the mean over the batch is
-    # the sum over ranks of their loss sums over the sum over ranks of their counts (t != 0).sum()
-    ("reduction", _XENT_MEAN.format(L=cat(0, "{a}", "{b}"), t=cat(0, "{s}", "{u}"), n="4.0").replace("-100", "0"),
-     f'(binary "div" (rsum {cons(_LOSS0.format(L="{a}", t="{s}"), _LOSS0.format(L="{b}", t="{u}"))}) '
-     f'(rsum {cons(_COUNT0.format(t="{s}"), _COUNT0.format(t="{u}"))}))',
-     {"a": [3, 5], "b": [1, 5], "s": ([3], "int64"), "u": ([1], "int64")}, ()),
     # a mask's count cast to bfloat16 is the bfloat16 sum of the mask, up to 256 elements
     ("reduction", '(unary "to_bfloat16" (reduce "sum" (unary "to_int64" {m}) (ICons 0 (INil)) 0))',
      '(reduce "sum" (unary "to_bfloat16" {m}) (ICons 0 (INil)) 0)', {"m": ([256], "bool")}, ()),
-    # elementwise: an integer comparison of a concat (targets sharded over ranks against an ignore index)
-    ("elementwise", f'(iscalar "ne" {cat(0, "{s}", "{u}")} 0)', cat(0, '(iscalar "ne" {s} 0)', '(iscalar "ne" {u} 0)'),
-     {"s": ([3], "int64"), "u": ([1], "int64")}, ()),
     # the target's log-probability without the row max subtracted (a vocab-parallel loss), assuming
     # exp does not overflow
     ("reduction", _PICK_LSM.format(k=1), '(binary "sub" (pick {x} {t}) (unary "log" (reduce "sum" (unary "exp" {x}) (ICons 1 (INil)) 0)))',
@@ -644,3 +635,41 @@ def test_transposes_of_a_view_dropping_a_size_one_dim_saturate():
         reached, saturated = proves(t, f"(view {moved} {dlist([4, 5])})", {"x": x},
                                     present=(f"(transpose {t} 0 1)",))
         assert reached and saturated, x
+
+
+def test_a_comparison_of_a_concat_splits_where_a_rank_compares_its_part():
+    """An integer comparison of a concat (targets sharded over ranks against an ignore index) is the
+    concat of the parts' comparisons, where rank 0's is in the e-graph; without it no split."""
+    shapes = {"s": ([3], "int64"), "u": ([1], "int64")}
+    start, goal = f'(iscalar "ne" {cat(0, "{s}", "{u}")} 0)', cat(0, '(iscalar "ne" {s} 0)', '(iscalar "ne" {u} 0)')
+    reached, _ = proves(start, goal, shapes, present=('(iscalar "ne" {s} 0)',))
+    assert reached
+    reached, saturated = proves(start, goal, shapes)
+    assert saturated and not reached
+
+
+def test_a_loss_mean_with_an_ignore_index_is_the_ranks_sums_over_their_counts():
+    """Data-parallel cross-entropy with an ignore index (0) that may occur: the mean over the batch
+    is the sum over ranks of their loss sums over the sum over ranks of their counts (t != 0).sum()
+    -- the ranks' counts being in the e-graph (they compute them)."""
+    shapes = {"a": [3, 5], "b": [1, 5], "s": ([3], "int64"), "u": ([1], "int64")}
+    counts = (_COUNT0.format(t="{s}"), _COUNT0.format(t="{u}"))
+    start = _XENT_MEAN.format(L=cat(0, "{a}", "{b}"), t=cat(0, "{s}", "{u}"), n="4.0").replace("-100", "0")
+    goal = (f'(binary "div" (rsum {cons(_LOSS0.format(L="{a}", t="{s}"), _LOSS0.format(L="{b}", t="{u}"))}) '
+            f'(rsum {cons(*counts)}))')
+    reached, _ = proves(start, goal, shapes, present=counts)
+    assert reached
+
+
+def test_a_mask_of_positions_split_at_the_ranks_saturates():
+    """A comparison of positions splits at the ranks' blocks (iscalar-concat) and saturates: the
+    ranks' shifted positions (add, arange-add) are not split in turn (their splits made positions
+    at ever larger offsets); a mask of a wrong threshold is not reached."""
+    ar = lambda a, n: f"(arange {a} 1 (DLit {n}))"
+    present = (f'(iscalar "gt" {ar(0, 3)} 2)', f'(iscalar "gt" (iscalar "add" {ar(0, 3)} 3) 2)')
+    start = f'(iscalar "gt" {ar(0, 6)} 2)'
+    reached, saturated = proves(start, cat(0, *present), {}, present=present)
+    assert reached and saturated
+    wrong = (present[0], f'(iscalar "gt" (iscalar "add" {ar(0, 3)} 3) 3)')
+    reached, saturated = proves(start, cat(0, *wrong), {}, present=wrong)
+    assert saturated and not reached

@@ -22,14 +22,6 @@ from corpus import CORPUS  # noqa: E402
 
 XFAIL = {
     # helper-adv2: correct twins the checker cannot prove yet (their buggy twins are refuted)
-    # helper-adv3: correct twins the checker cannot prove (or that capture misreads), a buggy one refused
-    "adv3_ppv_correct[forward]": "capture refuses (exit 2): the receive is into a view v = buf[:] and the program "
-                                 "reads buf after it; torch's graph reads buf's old contents",
-    "adv3_pp_view_old[forward]": "buggy, capture refuses (exit 2): a view of the buffer taken before the receive is "
-                                 "read after it; torch's graph gives it the old contents (it refined before the "
-                                 "alias check)",
-    "adv3_ppv_both[forward]": "buggy, capture refuses (exit 2): the base of the view received into is read after the "
-                              "receive; torch's graph gives it the old contents (it refined before the alias check)",
 }
 XFAIL = {k: v for k, v in XFAIL.items() if v}
 

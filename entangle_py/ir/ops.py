@@ -61,6 +61,14 @@ POINT_TO_POINT = {
 }
 IRECV = "_c10d_functional.irecv.default"
 BATCH_P2P = "_c10d_functional.batch_p2p_ops.default"
+# A batched receive into a view of a buffer writes the buffer too: capture writes the received
+# tensor back through each view of the chain with its scatter (the view's arguments follow the
+# base in both); an alias is the whole tensor.  Other views received into are refused.
+VIEW_SCATTER = {
+    "aten.slice.Tensor": "aten.slice_scatter.default",
+    "aten.select.int": "aten.select_scatter.default",
+    "aten.alias.default": None,
+}
 
 # Position of the group argument of every collective op the numeric oracle runs, by op name
 # (any collective namespace; ``_coalesced`` variants take the same position).

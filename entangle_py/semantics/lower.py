@@ -678,13 +678,14 @@ class Lowerer:
             return Refused(n.target, "dtype", f"{self._dtype(x.name)} -> {n.val.dtype}")
         return Term(f"(softmax {self.t(x)} {self._dim(dim, self.ndim(x.name))})")
 
-    @lowers("aten._softmax_backward_data.default")
-    def _h__softmax_backward_data_default(self, n):
-        """The gradient of y = softmax(x, d) given the output's gradient g: g y - y sum(g y, d)
-        (keepdim), as torch's decomposition computes it.  A 0-D y: as a vector of one element,
-        viewed back.  An input dtype other than the gradient's (a cast back) is refused."""
+    def _softmax_grad_operands(self, n):
+        """(grad term, output term, shape, dim) of a (log-)softmax backward -- a 0-D output as a
+        vector of one element -- or Refused: non-tensor operands, an input dtype other than the
+        gradient's (a cast back), a gradient of another shape."""
         g, y = self._arg(n, 0, "grad_output"), self._arg(n, 1, "output")
         dim, input_dtype = self._arg(n, 2, "dim"), self._arg(n, 3, "input_dtype")
+        if not (isinstance(g, Ref) and isinstance(y, Ref)):
+            return Refused(n.target, "grad_output", "a gradient of non-tensor operands")
         src = self._dtype(g.name)
         if not (isinstance(input_dtype, TorchConst) and input_dtype.kind == "dtype" and input_dtype.value == src
                 and self._dtype(y.name) == src and n.val.dtype == src and src in FLOAT_DTYPES):
@@ -698,7 +699,17 @@ class Lowerer:
         if not shape:
             one = self._shape_list((1,))
             gt, yt, shape = f"(view {gt} {one})", f"(view {yt} {one})", (1,)
-        d = self._dim(dim, len(shape))
+        return gt, yt, shape, self._dim(dim, len(shape))
+
+    @lowers("aten._softmax_backward_data.default")
+    def _h__softmax_backward_data_default(self, n):
+        """The gradient of y = softmax(x, d) given the output's gradient g: g y - y sum(g y, d)
+        (keepdim), as torch's decomposition computes it.  A 0-D y: as a vector of one element,
+        viewed back.  An input dtype other than the gradient's (a cast back) is refused."""
+        ops_ = self._softmax_grad_operands(n)
+        if isinstance(ops_, Refused):
+            return ops_
+        gt, yt, shape, d = ops_
         gy = f"(binary \"mul\" {gt} {yt})"
         t = f"(binary \"sub\" {gy} (binary \"mul\" {yt} (reduce \"sum\" {gy} (ICons {d} (INil)) 1)))"
         if tuple(n.val.shape) != shape:
@@ -824,24 +835,10 @@ class Lowerer:
         (keepdim), as torch computes it, written g + exp(y) (-sum(g, d)) (exactly the same: negation
         is exact) with the sum reduced without keepdim and viewed back.  A 0-D y: as a vector of
         one element, viewed back.  An input dtype other than the gradient's (a cast back) is refused."""
-        g, y = self._arg(n, 0, "grad_output"), self._arg(n, 1, "output")
-        dim, input_dtype = self._arg(n, 2, "dim"), self._arg(n, 3, "input_dtype")
-        if not (isinstance(g, Ref) and isinstance(y, Ref)):
-            return Refused(n.target, "grad_output", "a gradient of non-tensor operands")
-        src = self._dtype(g.name)
-        if not (isinstance(input_dtype, TorchConst) and input_dtype.kind == "dtype" and input_dtype.value == src
-                and self._dtype(y.name) == src and n.val.dtype == src and src in FLOAT_DTYPES):
-            return Refused(n.target, "input_dtype", f"gradient {src}, output {self._dtype(y.name)}, "
-                                                    f"input_dtype={input_dtype!r}")
-        shape = tuple(self.shape(y.name))
-        if tuple(self.shape(g.name)) != shape:
-            return Refused(n.target, "grad_output", f"gradient of shape {list(self.shape(g.name))} for an "
-                                                    f"output of shape {list(shape)}")
-        gt, yt = self.t(g), self.t(y)
-        if not shape:
-            one = self._shape_list((1,))
-            gt, yt, shape = f"(view {gt} {one})", f"(view {yt} {one})", (1,)
-        d = self._dim(dim, len(shape))
+        ops_ = self._softmax_grad_operands(n)
+        if isinstance(ops_, Refused):
+            return ops_
+        gt, yt, shape, d = ops_
         keep = shape[:d] + (1,) + shape[d + 1:]
         total = f"(view (unary \"neg\" (reduce \"sum\" {gt} (ICons {d} (INil)) 0)) {self._shape_list(keep)})"
         t = f"(binary \"add\" {gt} (binary \"mul\" (unary \"exp\" {yt}) {total}))"

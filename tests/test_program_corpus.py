@@ -87,8 +87,6 @@ def test_no_buggy_program_refines(entry, tmp_path):
 
 # Buggy programs whose failure is reported far from the bug's line, and why.
 FAR = {
-    "adv3_all_sum[forward]": "the ranks' verdicts summed (line 132) are only seen wrong at the sequential all "
-                             "(line 125, the operator with no clean term); the report names no G_d culprit line",
 }
 NEAR = 5     # lines
 

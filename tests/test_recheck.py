@@ -67,13 +67,14 @@ def test_missing_allreduce_prints_a_confirmed_witness(tmp_path, capsys):
     assert main(["check", *_paths("mlp_tp2_missing_allreduce")[:2], "--spec",
                  _paths("mlp_tp2_missing_allreduce")[2], "--json", str(out), "-v"]) == 1
     text = capsys.readouterr().out
-    assert "numeric witness: confirmed: the distributed program computes something else here (at add: r0.out differs" \
+    # the best term add(sum(r0.x, r1.x), bias) does equal G_s (it is not what any rank holds), so
+    # what goes wrong is downstream of add: the output, computed by each rank without the all-reduce
+    assert "numeric witness: confirmed: the distributed program computes something else here (at output out: r" \
         in text, text
     assert "expected" in text and "numeric check:" in text
     num = json.loads(out.read_text())["numeric"]
-    assert num["status"] == "confirmed" and num["candidate"] == "r0.out"
-    # the best term add(sum(r0.x, r1.x), bias) does equal G_s: it is not what any rank holds
-    assert num["best_term_equal"] is True
+    assert num["status"] == "confirmed" and num["candidate"] in ("r0.out", "r1.out")
+    assert num["best_term_equal"] is True and num["output_sources"]
 
 
 def test_a_wrong_output_names_where_the_program_computes_it(tmp_path, capsys):

@@ -552,7 +552,7 @@ def witness(checker, result, draws: int = DEFAULT_DRAWS, budget_bytes: int = DEF
                                f"for {family}; probably not a bug")
         else:
             same = _label(checker, 0, f.node) if f and not equal_local else None
-            where, label, diff = _closest(local, f.node if f else None, outputs, same)
+            where, label, diff = _closest(local, f.node if f else None, outputs, same, downstream=bool(best_equal))
             out.update(status="confirmed", at=where, candidate=label, diff=diff,
                        verdict=f"confirmed: the distributed program computes something else here "
                                f"({where}: {label} differs, {_diff_text(diff)})")
@@ -613,16 +613,20 @@ def _prefer(labels, same_name):
     return same_name if same_name in labels else labels[0]
 
 
-def _closest(local: dict, node, outputs: dict, same_name=None):
+def _closest(local: dict, node, outputs: dict, same_name=None, downstream=False):
     """(where, label, diff) for a confirmed verdict: the rank-0 tensor of the failing node's name,
-    else the closest held candidate, else the first output that differs."""
-    if same_name in local:
+    else the closest held candidate, else the first output that differs.  ``downstream``: the best
+    term over the ranks' tensors holds the failing node's value, so what is wrong comes after it
+    (a rank's own tensor of that name may differ only because it is a shard's): an output first."""
+    if same_name in local and not downstream:
         return f"at {node}", same_name, local[same_name]["worst"]
     for port, cands in outputs.items():
         if not any(v["equal"] for v in cands.values()):
             label = min(cands, key=lambda k: cands[k]["worst"]["max_abs"] if cands[k]["worst"]["max_abs"] is not None
                         else math.inf)
             return f"at output {port}", label, cands[label]["worst"]
+    if same_name in local:
+        return f"at {node}", same_name, local[same_name]["worst"]
     if local and same_name is not None:
         label = min(local, key=lambda k: local[k]["worst"]["max_abs"] if local[k]["worst"]["max_abs"] is not None
                     else math.inf)

@@ -48,7 +48,7 @@ def check_entry(entry, tmp):
         if f:
             src = (f.get("source") or "").replace("examples/programs/", "")
             where = f"`{f.get('node')}` ({f.get('target')}) at {src}"
-            lines = _failure_lines(f, data.get("numeric") or {})
+        lines = _failure_lines(f, data.get("numeric") or {})
     if rc != 0 and not where:
         said = [ln.strip() for ln in text.splitlines() if ln.strip()]
         message = said[-1][:300] if said else ""

@@ -556,9 +556,10 @@ def witness(checker, result, draws: int = DEFAULT_DRAWS, budget_bytes: int = DEF
             out.update(status="confirmed", at=where, candidate=label, diff=diff,
                        verdict=f"confirmed: the distributed program computes something else here "
                                f"({where}: {label} differs, {_diff_text(diff)})")
-            if where.startswith("at output ") and best_equal:
-                # the failing operator's value is right: what goes wrong is how the program
-                # computes the output, so name where it does
+            if where.startswith("at output ") and (best_equal or f is None):
+                # the failing operator's value is right, or no operator failed (an output's
+                # relation names tensors the program does not return): what goes wrong is how the
+                # program computes the output, so name where it does
                 out["output_sources"] = output_sources(checker, where[len("at output "):])
         out["candidates"] = len(local)
         if unsound is not None:

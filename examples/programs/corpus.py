@@ -353,6 +353,11 @@ CORPUS = [
     _e("adv4_tvm_reshape", "adv4_tvm", "joint", bug=("_adv4.py", "a reshape for a transpose")),
     _e("adv4_amin_correct", "adv4_amin"),
     _e("adv4_amin_dim1", "adv4_amin", bug=("_adv4.py", "the dim of the min")),
+    _e("adv4_mulrs_inner", "adv4_mulrs", ws=4),
+    _e("adv4_mulrs_local", "adv4_mulrs", bug=("_adv4.py", "the partials multiplied, then summed"), ws=4),
+    _e("adv4_mulrs_inner", "adv4_mulrs", "joint", ws=4),
+    _e("adv4_mulrs_inner_ident", "adv4_mulrs", "joint", bug=("_adv4.py", "the inner all-reduce's backward"), ws=4),
+    _e("adv4_xpad_batch", "adv4_xpad", bug=("_adv4.py", "divided by the batch size, padding targets included"), ws=4),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}

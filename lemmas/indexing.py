@@ -55,14 +55,17 @@ LEMMAS = [
           instances=take_valid, rejects=take_negative),
     Lemma("pick-valid-masked", "(pick L t)", "(mpick L t 0)", assumes=("valid_indices",),
           instances=pick_valid, rejects=pick_negative),
-    # a loss (nll_loss) whose ignore index is negative ignores no target: the targets are classes
-    Lemma("tpick-valid", "(tpick L t c)", "(pick L t)", when=("(< c 0)",), assumes=("valid_indices",),
+    # a loss (nll_loss) whose ignore index is negative ignores no target: the targets are classes.
+    # valid ids alone do not say so (labels padded with -100 are the ignore index, not classes): the
+    # user states it apart (no_ignored_targets), or "loss sum / batch size" would pass for the mean
+    Lemma("tpick-valid", "(tpick L t c)", "(pick L t)", when=("(< c 0)",),
+          assumes=("valid_indices", "no_ignored_targets"),
           instances=tpick_valid, rejects=tpick_ignored),
     # the mean: the sum of the targets' terms over their count (both of L's dtype; float32 / float64
     # only: in float16 2049 targets count 2048, while the scalar n divides exactly)
     Lemma("tcount-div-valid", f'(binary "div" {_LOSS_SUM} (tcount L t c n))', f'(scalar "div" {_LOSS_SUM} n)',
           when=("(< c 0)", '(!= n "")', "(= f (dtype L))", "(fdtype f)", '(!= f "float16")', '(!= f "bfloat16")'),
-          assumes=("valid_indices",),
+          assumes=("valid_indices", "no_ignored_targets"),
           instances=tcount_div, rejects=tcount_div_bad),
     # the pick of an elementwise op with a term constant along the picked dim (log_softmax's
     # log-sum-exp, viewed with a trailing 1) is the op of the pick and that term
@@ -114,13 +117,14 @@ LEMMAS = [
           instances=mscatter_split, rejects=mscatter_split_bad),
     # the gradient of a loss's target pick (nll_loss_backward) whose ignore index is negative
     # ignores no target: the targets are classes
-    Lemma("tplace-valid", "(tplace v t c n)", "(place v t n)", when=("(< c 0)",), assumes=("valid_indices",),
+    Lemma("tplace-valid", "(tplace v t c n)", "(place v t n)", when=("(< c 0)",),
+          assumes=("valid_indices", "no_ignored_targets"),
           instances=tplace_valid, rejects=tplace_ignored),
     # a division by the count of such a loss's targets is one by their number: the count is exact in
     # float32 / float64 (in float16 2049 targets count 2048) and both divide in that dtype
     Lemma("tcount-div-valid-any", '(binary "div" x (tcount L t c n))', '(scalar "div" x n)',
           when=("(< c 0)", '(!= n "")', "(= f (dtype x))", "(= f (dtype L))", "(fdtype f)", '(!= f "float16")',
-                '(!= f "bfloat16")'), assumes=("valid_indices",),
+                '(!= f "bfloat16")'), assumes=("valid_indices", "no_ignored_targets"),
           instances=tcount_div_any, rejects=tcount_div_any_bad),
     # a placement (torch raises on an index outside [0, n)) is the masked placement of columns [0, n)
     Lemma("place-mplace", "(place v t n)", "(mplace v t 0 n)", instances=place_mplace),

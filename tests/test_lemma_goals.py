@@ -116,12 +116,12 @@ POSITIVE = [
     # a loss's target gradient with a negative ignore index, targets being classes: a placement,
     # the masked one of columns [0, 5), and its sum along the classes is the values
     ("indexing", "(tplace {v} {t} -100 5)", "(mplace {v} {t} 0 5)", {"v": [4], "t": ([4], "int64")},
-     ("valid_indices",)),
+     ("valid_indices", "no_ignored_targets")),
     ("indexing", red("sum", "(tplace {v} {t} -100 5)", [1], 0), "{v}", {"v": [4], "t": ([4], "int64")},
-     ("valid_indices",)),
+     ("valid_indices", "no_ignored_targets")),
     # ... the mean's division by the targets' count is one by their number
     ("indexing", '(binary "div" {g} (tcount {L} {t} -100 "4.0"))', '(scalar "div" {g} "4.0")',
-     {"g": [4], "L": [4, 5], "t": ([4], "int64")}, ("valid_indices",)),
+     {"g": [4], "L": [4, 5], "t": ([4], "int64")}, ("valid_indices", "no_ignored_targets")),
     # a rank's masked placement (foreign targets zeroed at column 0) is its block of columns
     ("indexing", _MPLACE.format(lo=3, hi=5, w=2), "(mplace {v} {t} 3 2)", {"v": [4], "t": ([4], "int64")}, ()),
     # -(-x) = x
@@ -230,10 +230,10 @@ POSITIVE = [
     ("linalg", f"(bmm {cat(1, '{a}', '{b}')} {{w}})", cat(1, "(bmm {a} {w})", "(bmm {b} {w})"),
      {"a": [2, 3, 4], "b": [2, 1, 4], "w": [2, 4, 5]}, ()),
     # a loss's target pick with a negative ignore index, targets being classes: the masked pick at 0
-    ("indexing", "(tpick {L} {t} -100)", "(mpick {L} {t} 0)", {"L": [4, 5], "t": [4]}, ("valid_indices",)),
+    ("indexing", "(tpick {L} {t} -100)", "(mpick {L} {t} 0)", {"L": [4, 5], "t": [4]}, ("valid_indices", "no_ignored_targets")),
     # ... and its mean: the sum over the count of targets is the sum over their number
     ("indexing", f'(binary "div" {red("sum", _NLL, [0], 0)} (tcount {{L}} {{t}} -100 "4.0"))',
-     f'(scalar "div" {red("sum", _NLL, [0], 0)} "4.0")', {"L": [4, 5], "t": [4]}, ("valid_indices",)),
+     f'(scalar "div" {red("sum", _NLL, [0], 0)} "4.0")', {"L": [4, 5], "t": [4]}, ("valid_indices", "no_ignored_targets")),
     # the pick of log_softmax: the log-sum-exp, constant along the picked dim, comes out
     ("indexing", f'(pick (binary "sub" {{a}} (view {{y}} {dlist([4, 1])})) {{t}})', '(binary "sub" (pick {a} {t}) {y})',
      {"a": [4, 5], "y": [4], "t": [4]}, ()),
@@ -289,10 +289,10 @@ POSITIVE = [
     # counts, no target ignored: classes, ignore index -100)
     ("reduction", f'(scalar "div" (rsum {cons(_XENT_MEAN.format(L="{a}", t="{s}", n="2.0"), _XENT_MEAN.format(L="{b}", t="{u}", n="2.0"))}) "2.0")',
      f"(rsum {cons(_XENT_PART.format(L='{a}', t='{s}'), _XENT_PART.format(L='{b}', t='{u}'))})",
-     {"a": [2, 5], "b": [2, 5], "s": ([2], "int64"), "u": ([2], "int64")}, ("valid_indices",)),
+     {"a": [2, 5], "b": [2, 5], "s": ([2], "int64"), "u": ([2], "int64")}, ("valid_indices", "no_ignored_targets")),
     ("reduction", _XENT_MEAN.format(L=cat(0, "{a}", "{b}"), t=cat(0, "{s}", "{u}"), n="4.0"),
      f"(rsum {cons(_XENT_PART.format(L='{a}', t='{s}'), _XENT_PART.format(L='{b}', t='{u}'))})",
-     {"a": [2, 5], "b": [2, 5], "s": ([2], "int64"), "u": ([2], "int64")}, ("valid_indices",)),
+     {"a": [2, 5], "b": [2, 5], "s": ([2], "int64"), "u": ([2], "int64")}, ("valid_indices", "no_ignored_targets")),
     # torch.all over a sharded dim: all of the concat, and the ranks' 1 - max(1 - float(all_r)), are
     # both 1 - the max over ranks of float(any element false)
     ("reduction", f'(unary "to_float32" {_ALL.format(x=cat(1, "{a}", "{b}"))})', _ALL_RANKS,
@@ -319,7 +319,7 @@ NEGATIVE = [
     ("indexing", "(tplace {v} {t} 1 5)", "(place {v} {t} 5)", {"v": [4], "t": ([4], "int64")}, ("valid_indices",)),
     # ... nor the count of a float16 loss's targets (it rounds: 2049 counts 2048)
     ("indexing", '(binary "div" {g} (tcount {L} {t} -100 "4.0"))', '(scalar "div" {g} "4.0")',
-     {"g": ([4], "float16"), "L": ([4, 5], "float16"), "t": ([4], "int64")}, ("valid_indices",)),
+     {"g": ([4], "float16"), "L": ([4, 5], "float16"), "t": ([4], "int64")}, ("valid_indices", "no_ignored_targets")),
     # the mask of other columns than the placement's width
     ("indexing", _MPLACE.format(lo=3, hi=6, w=2), "(mplace {v} {t} 3 2)", {"v": [4], "t": ([4], "int64")}, ()),
     # the sum of an integer placement is int64, not the values
@@ -437,6 +437,12 @@ NEGATIVE = [
     # a loss's ignore index is dropped only when targets are assumed classes, and only a negative one
     ("indexing", "(tpick {L} {t} -100)", "(pick {L} {t})", {"L": [4, 5], "t": [4]}, ()),
     ("indexing", "(tpick {L} {t} 1)", "(pick {L} {t})", {"L": [4, 5], "t": [4]}, ("valid_indices",)),
+    # ... nor, a negative one, on valid ids alone: labels padded with the ignore index (-100) are ids
+    # no table is indexed with, and a mean over them divides by the unpadded count (no_ignored_targets)
+    ("indexing", "(tpick {L} {t} -100)", "(pick {L} {t})", {"L": [4, 5], "t": [4]}, ("valid_indices",)),
+    ("indexing", "(tplace {v} {t} -100 5)", "(place {v} {t} 5)", {"v": [4], "t": ([4], "int64")}, ("valid_indices",)),
+    ("indexing", '(binary "div" {g} (tcount {L} {t} -100 "4.0"))', '(scalar "div" {g} "4.0")',
+     {"g": [4], "L": [4, 5], "t": ([4], "int64")}, ("valid_indices",)),
     # a masked pick at offset 0 (rank 0's vocabulary shard) is not a plain pick, even assuming valid ids
     ("indexing", "(mpick {L} {t} 0)", "(pick {L} {t})", {"L": [4, 5], "t": [4]}, ("valid_indices",)),
     # the log-sum-exp broadcast along a leading dim of the picked tensor does not come out

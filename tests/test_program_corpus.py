@@ -22,6 +22,27 @@ from corpus import CORPUS  # noqa: E402
 
 XFAIL = {
     # helper-adv2: correct twins the checker cannot prove yet (their buggy twins are refuted)
+    # helper-adv4: correct twins the checker cannot prove yet (their buggy twins are refuted)
+    'adv4_vpnll_correct[forward]': "no lemma relates nll_loss's pick of a masked local target (foreign targets set to the ignore index -100: tpick(z, masked_fill(t - lo, mask, -100), -100)) to the sequential log-softmax's pick; only the gather-and-mask form (mpick) is known, so the sequential _log_softmax has no clean term",
+    'adv4_vpnll_full[forward]': "no lemma relates nll_loss's pick of a masked local target (foreign targets set to the ignore index -100: tpick(z, masked_fill(t - lo, mask, -100), -100)) to the sequential log-softmax's pick; only the gather-and-mask form (mpick) is known, so the sequential _log_softmax has no clean term",
+    'adv4_vpnllm_correct[forward]': "no lemma relates nll_loss's pick of a masked local target (foreign targets set to the ignore index -100: tpick(z, masked_fill(t - lo, mask, -100), -100)) to the sequential log-softmax's pick; only the gather-and-mask form (mpick) is known, so the sequential _log_softmax has no clean term",
+    'adv4_vpnll_correct[joint]': "no lemma relates nll_loss's pick of a masked local target (foreign targets set to the ignore index -100: tpick(z, masked_fill(t - lo, mask, -100), -100)) to the sequential log-softmax's pick; only the gather-and-mask form (mpick) is known, so the sequential _log_softmax has no clean term",
+    'adv4_vpnllm_correct[joint]': "no lemma relates nll_loss's pick of a masked local target (foreign targets set to the ignore index -100: tpick(z, masked_fill(t - lo, mask, -100), -100)) to the sequential log-softmax's pick; only the gather-and-mask form (mpick) is known, so the sequential _log_softmax has no clean term",
+    'adv4_lsmv_correct[joint]': "the sequential log-softmax's log-sum-exp is a view of a sum without keepdim, the ranks' a keepdim sum all-reduced: no lemma relates view(log(rsum(sum(exp, keepdim=0)))) to log(rsum(sum(exp, keepdim=1)))",
+    'adv4_nllb_correct[joint]': "no lemma splits a loss gradient's placement (tplace) along rows of a concat, as tpick-concat-rows does the pick: nll_loss_backward of row-sharded targets is not related",
+    'adv4_rsp_alt[forward]': 'no lemma composes two permutes: permute(2, 1, 0) around the reduce-scatter is not undone (the (2, 0, 1) / (1, 2, 0) pair of rsp_correct is related)',
+    'adv4_rsp_slice[joint]': 'the backward of the block taken between two movedims is the tangent zero-padded along dim 0 of the moved tensor and all-reduced; that sum of padded blocks is not related to the concat of the tangent the sequential mm needs',
+    'adv4_fdt_correct[forward]': "no lemma splits a constant block (cst) along a concat axis: x + full_like(x, 0.1) of row-sharded x is not related to the ranks' x + new_full",
+    'adv4_zpad_correct[forward]': "a concat of zero blocks (new_zeros) around each rank's rows, all-reduced, is not related to the concat of the rows (the zpad sum lemma does not read a cst block as padding)",
+    'adv4_zpad_correct[forward@4]': "a concat of zero blocks (new_zeros) around each rank's rows, all-reduced, is not related to the concat of the rows (the zpad sum lemma does not read a cst block as padding)",
+    'adv4_cnt_cnz[forward]': "count_nonzero of a bool mask is lowered as the sum of to_bool(mask): no lemma drops a cast to the operand's own dtype",
+    'adv4_xignm_correct[forward]': "the loss's target count divided by is the all-reduced int64 count of targets != 0 (not cast to the logits' dtype, as adv3_xenti's is): tcount-count-* gives the cast form only",
+    'adv4_tvm_correct[forward]': "bmm of a one-expert batch is the rank's mm of the 2-D views: no lemma relates view(mm(view x, view w)) to bmm of a batch of 1",
+    'adv4_tvm_tt[forward]': "bmm of a one-expert batch is the rank's mm of the 2-D views: no lemma relates view(mm(view x, view w)) to bmm of a batch of 1",
+    'adv4_tvm_correct[joint]': "bmm of a one-expert batch is the rank's mm of the 2-D views: no lemma relates view(mm(view x, view w)) to bmm of a batch of 1",
+    'adv4_amin_correct[forward]': "the ranks' float verdicts are combined as -max(-ok) (adv3_all_float's 1 - max(1 - ok) is related): no lemma moves the negation through the max over ranks to reach all()'s logical_not form",
+    'adv4_xpad_correct[forward]': "the divisor is the all-reduced int64 count of targets != -100 (not cast to the "
+        "logits' dtype): tcount-count-* gives the cast form only",
 }
 XFAIL = {k: v for k, v in XFAIL.items() if v}
 

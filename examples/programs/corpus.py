@@ -293,6 +293,21 @@ CORPUS = [
     _e("adv3_amax_local", "adv3_red1", bug=("_adv3.py", "the ranks' maxima combined")),
     _e("adv3_mean_correct", "adv3_red1"),
     _e("adv3_mean_no_div", "adv3_red1", bug=("_adv3.py", "the ranks' means combined")),
+    # helper-j1: joint mode for attention (GQA, CP, RoPE under CP), SP dropout, DTensor SP
+    _e("gqa_causal_correct", "gqa_causal", "joint"),
+    _e("gqa_causal_repeat", "gqa_causal", "joint", bug=("_attn.py", "j % kvh")),
+    _e("cp_attention_correct", "cp_attention", "joint"),
+    _e("cp_attention_local_mask", "cp_attention", "joint", bug=("_cp_attn.py", "local query positions")),
+    _e("rope_cp_correct", "rope_cp", "joint"),
+    _e("rope_cp_local_positions", "rope_cp", "joint", bug=("_rope.py", "restart at 0")),
+    _e("sp_dropout_correct", "sp_dropout", "joint"),
+    _e("sp_dropout_wrong_p", "sp_dropout", "joint", bug=("_sp_dropout.py", "attention dropout rate")),
+    _e("dtensor_sp_correct", "dtensor_sp", "joint"),
+    # ... and their classic backward bugs: a gradient never all-reduced / reduce-scattered
+    _e("gqa_causal_x_grad_not_reduced", "gqa_causal", "joint", bug=("_attn.py", "without copy_to")),
+    _e("cp_attention_kv_grad_split", "cp_attention", "joint", bug=("_cp_attn.py", "keeps this rank's slice")),
+    _e("rope_cp_bwd_local_positions", "rope_cp", "joint", bug=("_rope.py", "hand-written backward")),
+    _e("sp_dropout_scale_grad_not_reduced", "sp_dropout", "joint", bug=("_sp_dropout.py", "never all-reduced")),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}

@@ -4,9 +4,9 @@ over the 4-D (or any n-D) forms; heads split across ranks are a concat along a b
 from entangle_py.engine.lemma import Lemma, Rule
 from lemmas._instances import fixed
 from lemmas._instances.linalg import (
-    bmm_concat_batch, bmm_rows, bmm_terms, bmm_view, bmm_view_batch_terms, map_bmm_l, map_bmm_l_nil, bmm_view_swapped, col, div_mm,
+    bmm_concat_batch, bmm_inner, bmm_rows, bmm_terms, bmm_view, bmm_view_batch_terms, map_bmm_l, map_bmm_l_nil, bmm_view_swapped, col, div_mm,
     div_mm_bad, inner, map_mm_l, map_mm_l_nil, map_mm_r,
-    map_mm_r_nil, bmm_matmul, matmul_concat, matmul_concat_rows, matmul_terms, row, rsum_left, rsum_right, zip_matmul,
+    map_mm_r_nil, bmm_matmul, matmul_concat, matmul_concat_rows, matmul_terms, row, rsum_left, rsum_right, zip_bmm, zip_bmm_mismatch, zip_matmul,
     zip_matmul_mismatch, zip_mm, zip_mm_mismatch)
 
 LEMMAS = [
@@ -33,6 +33,13 @@ LEMMAS = [
     Lemma("bmm-concat-rows", "(bmm (concat l 1) w)", "(concat (map_bmm_l l w) 1)", instances=bmm_rows),
     Lemma("map-bmm-l-nil", "(map_bmm_l (Nil) w)", "(Nil)", instances=map_bmm_l_nil),
     Lemma("map-bmm-l-cons", "(map_bmm_l (Cons x r) w)", "(Cons (bmm x w) (map_bmm_l r w))", instances=map_bmm_l),
+    # a batched product whose contraction dim is split (A's last dim against B's middle one) is the
+    # sum of the parts' products, the parts lining up (a context-parallel K/V gradient: P^T dO with
+    # each rank's queries, before its reduce-scatter)
+    Lemma("bmm-concat-inner", "(bmm (concat l1 2) (concat l2 1))", "(rsum (zip_bmm l1 l2))", instances=bmm_inner),
+    Lemma("zip-bmm-nil", "(zip_bmm (Nil) (Nil))", "(Nil)", instances=fixed({})),
+    Lemma("zip-bmm-cons", "(zip_bmm (Cons a r1) (Cons b r2))", "(Cons (bmm a b) (zip_bmm r1 r2))",
+          when=("(= (dim a 2) (dim b 1))",), instances=zip_bmm, rejects=zip_bmm_mismatch),
     Lemma("zip-mm-nil", "(zip_mm (Nil) (Nil))", "(Nil)", instances=fixed({})),
     Lemma("zip-mm-cons", "(zip_mm (Cons a r1) (Cons b r2))", "(Cons (mm a b) (zip_mm r1 r2))",
           when=("(= (dim a 1) (dim b 0))",), instances=zip_mm, rejects=zip_mm_mismatch),

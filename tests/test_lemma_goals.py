@@ -169,6 +169,10 @@ POSITIVE = [
     ("linalg", f"(mm {cat(1, '{x0}', '{x1}')} {cat(0, '{w0}', '{w1}')})",
      f"(rsum {cons('(mm {x0} {w0})', '(mm {x1} {w1})')})",
      {"x0": [2, 3], "x1": [2, 2], "w0": [3, 4], "w1": [2, 4]}, ()),
+    # linalg: a batched product with its contraction dim split (a context-parallel K/V gradient)
+    ("linalg", f"(bmm {cat(2, '{x0}', '{x1}')} {cat(1, '{w0}', '{w1}')})",
+     f"(rsum {cons('(bmm {x0} {w0})', '(bmm {x1} {w1})')})",
+     {"x0": [2, 4, 3], "x1": [2, 4, 2], "w0": [2, 3, 5], "w1": [2, 2, 5]}, ()),
     # elementwise: a unary op of a concat is the concat of the op on the parts
     ("elementwise", f'(unary "exp" {cat(0, "{a}", "{b}")})', cat(0, '(unary "exp" {a})', '(unary "exp" {b})'),
      {"a": [2, 3], "b": [1, 3]}, ()),
@@ -367,6 +371,10 @@ NEGATIVE = [
     ("linalg", f"(mm {cat(1, '{x0}', '{x1}')} {cat(0, '{w0}', '{w1}')})",
      f"(rsum {cons('(mm {x0} {w0})', '(mm {x1} {w1})')})",
      {"x0": [2, 3], "x1": [2, 2], "w0": [2, 4], "w1": [3, 4]}, ()),
+    # ... nor a batched one
+    ("linalg", f"(bmm {cat(2, '{x0}', '{x1}')} {cat(1, '{w0}', '{w1}')})",
+     f"(rsum {cons('(bmm {x0} {w0})', '(bmm {x1} {w1})')})",
+     {"x0": [2, 4, 3], "x1": [2, 4, 2], "w0": [2, 2, 5], "w1": [2, 3, 5]}, ()),
     # elementwise: a binary op of concats along different axes is not a concat of the parts' op
     ("elementwise", f'(binary "add" {cat(0, "{a}", "{b}")} {cat(1, "{c}", "{e}")})',
      cat(0, '(binary "add" {a} {c})', '(binary "add" {b} {e})'),

@@ -111,6 +111,7 @@ _HELPERS = {
     "map_mm_r": ((1,), lambda a, e, k: _app("mm", a[0], e[0])),
     "map_bmm_l": ((0,), lambda a, e, k: _app("bmm", e[0], a[1])),
     "zip_mm": ((0, 1), lambda a, e, k: _app("mm", e[0], e[1])),
+    "zip_bmm": ((0, 1), lambda a, e, k: _app("bmm", e[0], e[1])),
     "zip_matmul": ((0, 1), lambda a, e, k: _app("matmul", e[0], e[1])),
     "map_transpose": ((0,), lambda a, e, k: _app("transpose", e[0], a[1], a[2])),
     "map_softmax": ((0,), lambda a, e, k: _app("softmax", e[0], a[1])),

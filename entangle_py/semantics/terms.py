@@ -726,6 +726,10 @@ CONSTRUCTORS: list[Constructor] = [
     _c("dset", "DList i64 Dim", "DList", BIG, False, lambda s, i, v: _dset(s, i, v)),
     # a batched product of each part (rows of a context-parallel rank: bmm(concat(l, 1), w))
     _c("map_bmm_l", "TList T", "TList", BIG, False, lambda l, w: [torch.bmm(*_no_bool(x, w)) for x in l]),
+    # the batched products of pairs of parts (a bmm whose contraction dim is split: the rows of
+    # one operand's last dim against the other's middle dim, e.g. a context-parallel K/V gradient)
+    _c("zip_bmm", "TList TList", "TList", BIG, False,
+       lambda l1, l2: [torch.bmm(*_no_bool(a, b)) for a, b in _zip_exact(l1, l2)]),
     # walk helpers for lemmas over sums across ranks
     # op applied rank by rank: sum_r a_r + sum_r b_r = sum_r (a_r + b_r) (lists of equal length)
     _c("zip_ranks", "String TList TList", "TList", BIG, False,

@@ -3,7 +3,9 @@
 * ``gqa``: 8 query heads, 4 KV heads (head dim 2), each rank 4 query and 2 KV heads; K/V heads are
   expanded with ``repeat_interleave`` (query head j uses KV head j // 2).  Bug ``repeat``: the
   distributed code expands with ``repeat`` (query head j uses KV head j % 2), the wrong KV head
-  mapping (cf. vLLM/HF GQA head-mapping bugs).
+  mapping (cf. vLLM/HF GQA head-mapping bugs).  Bug ``x_grad_not_reduced`` (joint): the input
+  enters the head-parallel region without ``copy_to`` (Megatron's f), so its gradient is each
+  rank's partial sum over its own heads, never all-reduced.
 * ``mqa``: 4 query heads, ONE KV head whose projection is replicated on every rank; its gradient
   is a partial sum over the ranks' query heads and must be all-reduced.  Bug
   ``kv_grad_not_reduced``: it is not.  The causal mask is created inside forward WITHOUT a device
@@ -32,7 +34,10 @@ class Attention(nn.Module):
 
     def forward(self, x):
         b, s, _ = x.shape
-        x = copy_to(x, self.ws)
+        if self.bug == "x_grad_not_reduced":
+            x = x  # BUG: the input enters the head-parallel region without copy_to: its gradient is never all-reduced
+        else:
+            x = copy_to(x, self.ws)
         wk, wv = self.wk, self.wv
         if self.kv_replicated and self.bug != "kv_grad_not_reduced":
             wk, wv = copy_to(wk, self.ws), copy_to(wv, self.ws)

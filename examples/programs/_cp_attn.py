@@ -1,12 +1,15 @@
 """Context parallelism: q, k, v [B, S, D] sharded along the sequence; each rank all-gathers K and
 V and attends its queries over the whole sequence with a causal mask on GLOBAL positions (query i
-of rank r is position r * S/W + i).  Bug ``local_mask``: the causal mask uses local positions."""
+of rank r is position r * S/W + i).  Bug ``local_mask``: the causal mask uses local positions.
+Bug ``kv_grad_split`` (joint): K and V are all-gathered by an op whose backward takes the rank's own
+slice of the gradient (Megatron's gather_from_tp) instead of reduce-scattering it: every rank's
+queries attend to every key, so a key's gradient is a sum over the ranks."""
 import math
 
 import torch
 import torch.nn as nn
 
-from _common import gather
+from _common import gather, gather_split
 
 
 class CPAttention(nn.Module):
@@ -16,7 +19,11 @@ class CPAttention(nn.Module):
 
     def forward(self, q, k, v):
         s = q.shape[1]
-        k, v = gather(k, 1, self.ws), gather(v, 1, self.ws)
+        if self.bug == "kv_grad_split":
+            # BUG: K/V gathered with a backward that keeps this rank's slice, not reduce-scattered over the ranks' queries
+            k, v = gather_split(k, 1, self.rank, self.ws), gather_split(v, 1, self.rank, self.ws)
+        else:
+            k, v = gather(k, 1, self.ws), gather(v, 1, self.ws)
         offset = self.rank * s
         if self.bug == "local_mask":
             offset = 0  # BUG: causal mask on local query positions
@@ -29,5 +36,5 @@ class CPAttention(nn.Module):
 def make_build(bug=None):
     def build(rank, world_size):
         s = 6 // world_size
-        return CPAttention(rank, world_size, bug), {n: torch.randn(2, s, 5) for n in ("q", "k", "v")}
+        return CPAttention(rank, world_size, bug), {n: torch.randn(2, s, 5, requires_grad=True) for n in ("q", "k", "v")}
     return build

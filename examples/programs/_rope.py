@@ -1,7 +1,9 @@
 """Rotary position embedding (rotate-half) under context parallelism: x [B, S, heads, D] sharded
 along the sequence (dim 1); the cos/sin tables cover the whole sequence and are replicated, each
 rank uses the rows of its own positions.  Bug ``local_positions``: the rank uses positions
-0..S/W-1 instead of its global offset (the classic CP/SP RoPE-offset bug)."""
+0..S/W-1 instead of its global offset (the classic CP/SP RoPE-offset bug).  Bug
+``bwd_local_positions`` (joint): the forward is right, but a hand-written backward (a fused RoPE
+kernel's) rotates the gradient back by the angles of the local positions."""
 import torch
 import torch.nn as nn
 
@@ -22,8 +24,31 @@ class CPRoPE(nn.Module):
             start = 0  # BUG: positions restart at 0 on every rank
         cos = self.cos[start:start + s][None, :, None, :]
         sin = self.sin[start:start + s][None, :, None, :]
-        x1, x2 = x.chunk(2, dim=-1)
-        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+        if self.bug == "bwd_local_positions":
+            # BUG: the hand-written backward rotates the gradient by the table rows of positions 0..S/W-1
+            bcos, bsin = self.cos[:s][None, :, None, :], self.sin[:s][None, :, None, :]
+            return _RoPE.apply(x, cos, sin, bcos, bsin)
+        return _rotate(x, cos, sin)
+
+
+def _rotate(x, cos, sin):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+
+class _RoPE(torch.autograd.Function):
+    """Rotate-half RoPE with a hand-written backward (as fused RoPE kernels have): the gradient is
+    rotated back, by the angles of the tables ``bcos`` / ``bsin`` (the forward's, when correct)."""
+
+    @staticmethod
+    def forward(ctx, x, cos, sin, bcos, bsin):
+        ctx.save_for_backward(bcos, bsin)
+        return _rotate(x, cos, sin)
+
+    @staticmethod
+    def backward(ctx, grad):
+        bcos, bsin = ctx.saved_tensors
+        return _rotate(grad, bcos, -bsin), None, None, None, None
 
 
 def make_build(bug=None):

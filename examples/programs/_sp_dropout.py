@@ -2,7 +2,9 @@
 replicated elementwise scale.  Under ``same_rng`` each rank's mask is its rows of the sequential
 mask.  Bug ``wrong_p``: the distributed program passes the attention-dropout rate where the hidden
 dropout rate is configured (a config mix-up; e.g. Megatron ``hidden_dropout`` vs
-``attention_dropout``).
+``attention_dropout``).  Bug ``scale_grad_not_reduced`` (joint): the replicated scale is used
+without ``copy_to``, so its gradient is a sum over the rank's rows of the sequence only (the classic
+sequence-parallel missing gradient all-reduce of a replicated parameter).
 
 On gloo (run_gloo.py) dropout is replaced by its expectation-preserving deterministic part (mask of
 ones, scale 1/(1-p)) so that the label can be confirmed: a different ``p`` changes the scale."""
@@ -22,10 +24,14 @@ class SPDropout(nn.Module):
         self.scale = nn.Parameter(torch.empty(hidden))
 
     def forward(self, x):
+        if self.bug == "scale_grad_not_reduced":
+            scale = self.scale  # BUG: the replicated scale's gradient is this rank's rows only, never all-reduced
+        else:
+            scale = copy_to(self.scale, self.ws)
         p = HIDDEN_DROPOUT
         if self.bug == "wrong_p" and self.ws > 1:
             p = ATTENTION_DROPOUT  # BUG: the attention dropout rate is used for the hidden dropout
-        return F.dropout(x, p, training=True) * copy_to(self.scale, self.ws)
+        return F.dropout(x, p, training=True) * scale
 
 
 def make_build(bug=None):

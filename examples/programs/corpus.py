@@ -358,6 +358,21 @@ CORPUS = [
     _e("adv4_mulrs_inner", "adv4_mulrs", "joint", ws=4),
     _e("adv4_mulrs_inner_ident", "adv4_mulrs", "joint", bug=("_adv4.py", "the inner all-reduce's backward"), ws=4),
     _e("adv4_xpad_batch", "adv4_xpad", bug=("_adv4.py", "divided by the batch size, padding targets included"), ws=4),
+    # helper-j1: joint mode for attention (GQA, CP, RoPE under CP), SP dropout, DTensor SP
+    _e("gqa_causal_correct", "gqa_causal", "joint"),
+    _e("gqa_causal_repeat", "gqa_causal", "joint", bug=("_attn.py", "j % kvh")),
+    _e("cp_attention_correct", "cp_attention", "joint"),
+    _e("cp_attention_local_mask", "cp_attention", "joint", bug=("_cp_attn.py", "local query positions")),
+    _e("rope_cp_correct", "rope_cp", "joint"),
+    _e("rope_cp_local_positions", "rope_cp", "joint", bug=("_rope.py", "restart at 0")),
+    _e("sp_dropout_correct", "sp_dropout", "joint"),
+    _e("sp_dropout_wrong_p", "sp_dropout", "joint", bug=("_sp_dropout.py", "attention dropout rate")),
+    _e("dtensor_sp_correct", "dtensor_sp", "joint"),
+    # ... and their classic backward bugs: a gradient never all-reduced / reduce-scattered
+    _e("gqa_causal_x_grad_not_reduced", "gqa_causal", "joint", bug=("_attn.py", "without copy_to")),
+    _e("cp_attention_kv_grad_split", "cp_attention", "joint", bug=("_cp_attn.py", "keeps this rank's slice")),
+    _e("rope_cp_bwd_local_positions", "rope_cp", "joint", bug=("_rope.py", "hand-written backward")),
+    _e("sp_dropout_scale_grad_not_reduced", "sp_dropout", "joint", bug=("_sp_dropout.py", "never all-reduced")),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}

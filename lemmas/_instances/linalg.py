@@ -39,6 +39,27 @@ def zip_mm_mismatch(rng):
 
 
 @repeat(6)
+def bmm_inner(rng):
+    b, n, m = rng.randint(1, 3), rng.randint(1, 4), rng.randint(1, 4)
+    ks = sizes(rng, rng.randint(1, 6))
+    return {"l1": [tensor(rng, b, n, k) for k in ks], "l2": [tensor(rng, b, k, m) for k in ks]}
+
+
+@repeat(6)
+def zip_bmm(rng):
+    b, n, m = rng.randint(1, 3), rng.randint(1, 4), rng.randint(1, 4)
+    ks = sizes(rng, rng.randint(1, 5))
+    l1, l2 = [tensor(rng, b, n, k) for k in ks], [tensor(rng, b, k, m) for k in ks]
+    return {"a": l1[0], "r1": l1[1:], "b": l2[0], "r2": l2[1:]}
+
+
+@repeat(3)
+def zip_bmm_mismatch(rng):
+    """Parts that do not line up (3 columns against 4 rows)."""
+    return {"a": tensor(rng, 2, 2, 3), "r1": [], "b": tensor(rng, 2, 4, 2), "r2": []}
+
+
+@repeat(6)
 def rsum_left(rng):
     n, k, m = rng.randint(1, 5), rng.randint(1, 5), rng.randint(1, 5)
     return {"l": [tensor(rng, n, k) for _ in range(rng.randint(1, 8))], "w": tensor(rng, k, m)}

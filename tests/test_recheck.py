@@ -167,3 +167,22 @@ def test_compare_equal_infinities_agree():
     assert recheck.compare(a, a.clone())["equal"]
     assert not recheck.compare(a, torch.tensor([float("inf"), 1.0, float("inf"), float("nan")]))["equal"]
     assert not recheck.compare(a, torch.tensor([-1e300, 1.0, float("inf"), float("nan")], dtype=torch.float64))["equal"]
+
+
+def test_loss_targets_are_drawn_with_padding_unless_assumed_absent(tmp_path):
+    """A data-parallel mean cross-entropy divided by the batch size instead of the number of real
+    targets is only wrong where labels are padded with the ignore index (-100): the witness draws
+    such labels (a quarter of them) unless the spec assumes no_ignored_targets, so it confirms the
+    bug instead of calling it a missing lemma."""
+    from entangle_py.frontend.capture import capture
+    from entangle_py.oracle.recheck import _ignore_some
+    import torch
+    programs = ROOT / "examples" / "programs"
+    seq, dist, out = tmp_path / "s.pt", tmp_path / "d.pt", tmp_path / "r.json"
+    G.save(capture(str(programs / "adv4_xpad_batch.py"), 1), seq)
+    G.save(capture(str(programs / "adv4_xpad_batch.py"), 2), dist)
+    assert main(["check", str(seq), str(dist), "--spec", str(programs / "adv4_xpad.toml"), "--json", str(out)]) == 1
+    assert json.loads(out.read_text())["numeric"]["status"] == "confirmed"
+    t = {"t": torch.arange(8), "one": torch.tensor([3])}
+    _ignore_some(t, {"t": -100, "one": -100}, torch.Generator().manual_seed(0))
+    assert int((t["t"] == -100).sum()) == 2 and t["one"].tolist() == [3]

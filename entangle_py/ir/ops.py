@@ -147,6 +147,11 @@ INDEXING = {
     "aten.nll_loss_backward.default": (2, 1, -1),
     "aten.nll_loss2d_backward.default": (2, 1, 1),
 }
+# Position of the ignore index of the losses above (a target equal to it is no class: it is skipped)
+IGNORE_INDEX_ARG = {
+    "aten.nll_loss_forward.default": 4, "aten.nll_loss2d_forward.default": 4, "aten.nll_loss.default": 4,
+    "aten.nll_loss_backward.default": 5, "aten.nll_loss2d_backward.default": 5,
+}
 INDEX_TENSOR = "aten.index.Tensor"        # args: (table, [index per dim, ...])
 
 # Uninitialised allocations: their contents are arbitrary, so each is a free tensor equal to

@@ -119,6 +119,8 @@ class Draw:
         g0 = checker.seq
         try:
             seq_in = placement.random_inputs(g0, gen, sizes=sizes, int_ranges=int_ranges(g0), float_dtype=F64)
+            if "no_ignored_targets" not in checker.spec.assume:   # else labels may be padding
+                _ignore_some(seq_in, ignored_targets(g0), gen)
             _set_constants(g0, seq_in, checker.spec.constants)
             spec = replace(checker.spec, inputs={**checker.spec.inputs, **getattr(checker, "inferred", {})})
             given = checker._given_tensors()
@@ -266,6 +268,45 @@ def int_ranges(g: G.RankGraph) -> dict:
                     break
         out[p.name] = (0, bound if isinstance(bound, int) and bound > 0 else 2)
     return out
+
+
+def ignored_targets(g: G.RankGraph) -> dict:
+    """{input port: the negative ignore index of a loss whose targets it is}: integer inputs read
+    as a loss's targets (through value-preserving ops) where the loss skips a target of that value."""
+    users = g.users()
+    out = {}
+    for p in g.inputs:
+        frontier, seen = [p.node], set()
+        while frontier:
+            cur = frontier.pop()
+            if cur in seen:
+                continue
+            seen.add(cur)
+            for u in users[cur]:
+                un = g.node(u)
+                if un.target in ops.IGNORE_INDEX_ARG:
+                    i_ids = ops.INDEXING[un.target][0]
+                    at = ops.IGNORE_INDEX_ARG[un.target]
+                    c = un.args[at] if len(un.args) > at else -100
+                    if (len(un.args) > i_ids and isinstance(un.args[i_ids], G.Ref) and un.args[i_ids].name == cur
+                            and isinstance(c, int) and not isinstance(c, bool) and c < 0):
+                        out[p.name] = c
+                elif un.target in ops.VALUE_PRESERVING:
+                    frontier.append(u)
+    return out
+
+
+def _ignore_some(inputs: dict, ignored: dict, gen: torch.Generator):
+    """A quarter of each loss target input of two or more elements (at least one) set to the
+    loss's ignore index: padded labels, which the programs must skip alike."""
+    for port, c in ignored.items():
+        t = inputs.get(port)
+        if not isinstance(t, torch.Tensor) or t.numel() < 2:
+            continue
+        k = max(1, t.numel() // 4)
+        flat = t.reshape(-1).clone()
+        flat[torch.randperm(t.numel(), generator=gen)[:k]] = c
+        inputs[port] = flat.reshape(t.shape)
 
 
 def _dim(g, name, d):

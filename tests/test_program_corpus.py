@@ -120,6 +120,10 @@ FAR = {
     "adv_pp_wrong_rank[forward]": "the bug is the spec's (fc2 named as rank 0's parameter, which rank 1 never "
                                   "reads): the report names where rank 1 computes the output with its own fc2 "
                                   "(_adv_pp.py:43), not the spec line",
+    "gqa_causal_x_grad_not_reduced[joint]": "the bug is a missing copy_to (no operator on its line, 38): the "
+        "report names the q/k/v projections that read x and whose gradients are never summed (lines 46-47)",
+    "sp_dropout_scale_grad_not_reduced[joint]": "the bug is a missing copy_to (no operator on its line, 28): the "
+        "report names where the scale is read (line 34), whose gradient is never all-reduced",
 }
 NEAR = 5     # lines
 

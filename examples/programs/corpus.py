@@ -316,7 +316,7 @@ CORPUS = [
     _e("adv4_rsp_back", "adv4_rsp", bug=("_adv4.py", "the permutes around the reduce-scatter")),
     _e("adv4_rsp_order", "adv4_rsp", bug=("_adv4.py", "the permutes around the reduce-scatter")),
     _e("adv4_rsp_slice", "adv4_rsp"),
-    _e("adv4_rsp_other", "adv4_rsp", bug=("_adv4.py", "the rank's block")),
+    _e("adv4_rsp_other", "adv4_rsp", bug=("_adv4.py", "(rsp): the rank's block")),
     _e("adv4_rsp_correct", "adv4_rsp", "joint"),
     _e("adv4_rsp_slice", "adv4_rsp", "joint"),
     _e("adv4_rsp_slice_ident", "adv4_rsp", "joint", bug=("_adv4.py", "the all-reduce's backward")),

@@ -1,6 +1,6 @@
 """Elementwise unary, scalar and binary ops versus concat and sums over ranks."""
 from entangle_py.engine.lemma import Lemma, Rule
-from entangle_py.semantics.terms import WHERE_PATTERNS
+from entangle_py.semantics.terms import CASTS, WHERE_PATTERNS
 from lemmas._instances import cons, fixed
 from lemmas._instances.elementwise import (
     add_comm, add_rsum, add_zero, add_zero_int, bc_like_cons, bc_like_nil, bc_like_varying, bcast_absent,
@@ -10,7 +10,7 @@ from lemmas._instances.elementwise import (
     unary_concat, where_concat,
     where_concat_misaligned, zip_binary, zip_binary_mismatch, zip_ranks, zip_where_cons, zip_where_misaligned,
     zip_where_nil)
-from lemmas._instances.elementwise import cast_not, cast_not_bad, compare_dtype_terms, iscalar_concat, logical_not_dtype_terms, map_iscalar
+from lemmas._instances.elementwise import cast_not, cast_not_bad, cast_same, cast_other, compare_dtype_terms, iscalar_concat, logical_not_dtype_terms, map_iscalar
 
 # (unary op (not b)) with b a bool tensor and op a cast to a float dtype
 _CAST_NOT = '(unary op (unary "logical_not" b))'
@@ -139,6 +139,12 @@ LEMMAS = [
     Lemma("cast-not-rsub-one", _CAST_NOT, '(scalar "rsub" (unary op b) "1.0")', when=_BOOL_TO_FLOAT,
           instances=cast_not, rejects=cast_not_bad),
 ]
+
+# a cast to its operand's own dtype is the operand (x.to(x.dtype) returns x): count_nonzero of a bool
+# mask, lowered as the count of to_bool(mask), is the mask's count.  One lemma per cast, asked of
+# that dtype only (a cast to another dtype rounds, truncates or tests for nonzero)
+LEMMAS += [Lemma(f"cast-same-{t}", f'(unary "to_{t}" x)', "x", when=(f'(= "{t}" (dtype x))',),
+                 instances=cast_same(t), rejects=cast_other(t)) for t in CASTS]
 
 # logical_not's dtype is bool whatever its operand's (torch.all lowered as not amax(not x)); so is a
 # comparison's with a constant (a mask counted: (t != c).sum())

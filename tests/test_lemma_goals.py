@@ -126,6 +126,9 @@ POSITIVE = [
     ("indexing", _MPLACE.format(lo=3, hi=5, w=2), "(mplace {v} {t} 3 2)", {"v": [4], "t": ([4], "int64")}, ()),
     # -(-x) = x
     ("elementwise", '(unary "neg" (unary "neg" {x}))', "{x}", {"x": [2, 3]}, ()),
+    # a cast to the operand's own dtype is the operand (count_nonzero of a bool mask)
+    ("elementwise", '(reduce "sum" (unary "to_int64" (unary "to_bool" {m})) (ICons 1 (INil)) 0)',
+     '(reduce "sum" (unary "to_int64" {m}) (ICons 1 (INil)) 0)', {"m": ([4, 3], "bool")}, ()),
     # exp of a log-softmax is the softmax; times a row factor, the factor over the sums times the exponentials
     ("reduction", '(unary "exp" ' + _LSM.format(k=1, s=dlist([4, 1])) + ")", _SOFTMAX.format(k=1, s=dlist([4, 1])),
      {"x": [4, 5]}, ()),
@@ -431,6 +434,9 @@ NEGATIVE = [
     # a sum over the list divided by a tensor is not split unless the divisor is assumed non-zero
     ("elementwise", f'(binary "div" (rsum {cons("{a}", "{b}")}) {{n}})',
      "(rsum " + cons('(binary "div" {a} {n})', '(binary "div" {b} {n})') + ")", {"a": [], "b": [], "n": []}, ()),
+    # a cast to another dtype is kept: to_bool of a float tests for nonzero, to_float16 rounds
+    ("elementwise", '(unary "to_bool" {x})', "{x}", {"x": [3]}, ()),
+    ("elementwise", '(unary "to_float16" {x})', "{x}", {"x": [3]}, ()),
     # an int accumulator at 0.0 is not dropped (int + 0.0 is a float tensor)
     ("elementwise", '(scalar "add" {a} "0.0")', "{a}", {"a": ([3], "int64")}, ()),
     # linalg: no product of int matrices scaled on one side

@@ -35,7 +35,6 @@ XFAIL = {
     'adv4_fdt_correct[forward]': "no lemma splits a constant block (cst) along a concat axis: x + full_like(x, 0.1) of row-sharded x is not related to the ranks' x + new_full",
     'adv4_zpad_correct[forward]': "a concat of zero blocks (new_zeros) around each rank's rows, all-reduced, is not related to the concat of the rows (the zpad sum lemma does not read a cst block as padding)",
     'adv4_zpad_correct[forward@4]': "a concat of zero blocks (new_zeros) around each rank's rows, all-reduced, is not related to the concat of the rows (the zpad sum lemma does not read a cst block as padding)",
-    'adv4_cnt_cnz[forward]': "count_nonzero of a bool mask is lowered as the sum of to_bool(mask): no lemma drops a cast to the operand's own dtype",
     'adv4_xignm_correct[forward]': "the loss's target count divided by is the all-reduced int64 count of targets != 0 (not cast to the logits' dtype, as adv3_xenti's is): tcount-count-* gives the cast form only",
     'adv4_tvm_correct[forward]': "bmm of a one-expert batch is the rank's mm of the 2-D views: no lemma relates view(mm(view x, view w)) to bmm of a batch of 1",
     'adv4_tvm_tt[forward]': "bmm of a one-expert batch is the rank's mm of the 2-D views: no lemma relates view(mm(view x, view w)) to bmm of a batch of 1",

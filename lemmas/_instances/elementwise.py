@@ -540,3 +540,33 @@ def compare_dtype_terms(rng):
     for op in ("eq", "ne", "lt", "le", "gt", "ge"):
         yield f'(iscalar "{op}" x 1)', {"x": i}, facts
         yield f'(scalar "{op}" x "0.5")', {"x": x}, facts
+
+
+def _any_dtype(rng, dtype):
+    """x of the given dtype: empty, 0-D and broadcast-free shapes; bools and ints from floats."""
+    shape = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
+    x = tensor(rng, *shape) * 4
+    if dtype == "bool":
+        return x > 0
+    return x.round().to(getattr(torch, dtype)) if dtype.startswith("int") else x.to(getattr(torch, dtype))
+
+
+def cast_same(dtype):
+    def gen(rng):
+        for _ in range(6):
+            yield {"x": _any_dtype(rng, dtype)}
+        if dtype in _FLOATS:
+            yield {"x": torch.tensor([float("inf"), float("nan"), -0.0, 1e-30]).to(getattr(torch, dtype))}
+    gen.__name__ = f"cast_same_{dtype}"
+    return gen
+
+
+def cast_other(dtype):
+    """x of every other dtype (a cast to float16 rounds a float32, to bool tests for nonzero, to an
+    int truncates)."""
+    def gen(rng):
+        for other in ("float16", "bfloat16", "float32", "float64", "int32", "int64", "bool"):
+            if other != dtype:
+                yield {"x": torch.tensor([0.3, -2.7, 70000.0, 0.0]).to(getattr(torch, other))}
+    gen.__name__ = f"cast_other_{dtype}"
+    return gen

@@ -1,6 +1,6 @@
 """Elementwise unary, scalar and binary ops versus concat and sums over ranks."""
 from entangle_py.engine.lemma import Lemma, Rule
-from entangle_py.semantics.terms import CASTS, WHERE_PATTERNS
+from entangle_py.semantics.terms import CASTS, FLOAT_DTYPES, WHERE_PATTERNS
 from lemmas._instances import cons, fixed
 from lemmas._instances.elementwise import (
     add_comm, add_rsum, add_zero, add_zero_int, bc_like_cons, bc_like_nil, bc_like_varying, bcast_absent,
@@ -10,7 +10,7 @@ from lemmas._instances.elementwise import (
     unary_concat, where_concat,
     where_concat_misaligned, zip_binary, zip_binary_mismatch, zip_ranks, zip_where_cons, zip_where_misaligned,
     zip_where_nil)
-from lemmas._instances.elementwise import cast_not, cast_not_bad, cast_same, cast_other, compare_dtype_terms, iscalar_concat, logical_not_dtype_terms, map_iscalar
+from lemmas._instances.elementwise import cast_not, cast_not_bad, cast_same, cast_other, div_int_cast, div_int_cast_bad, cast_dtype_terms, compare_dtype_terms, iscalar_concat, logical_not_dtype_terms, map_iscalar
 
 # (unary op (not b)) with b a bool tensor and op a cast to a float dtype
 _CAST_NOT = '(unary op (unary "logical_not" b))'
@@ -146,9 +146,21 @@ LEMMAS = [
 LEMMAS += [Lemma(f"cast-same-{t}", f'(unary "to_{t}" x)', "x", when=(f'(= "{t}" (dtype x))',),
                  instances=cast_same(t), rejects=cast_other(t)) for t in CASTS]
 
+# a float x divided by an int64 y divides by y cast to x's dtype: type promotion casts y so (a float
+# category beats an int one whatever the dims), and the cast is the same conversion.  A mean loss
+# divided by the all-reduced int64 count of its targets, against the float count (tcount-count-*).
+# Only for x of that float dtype (an int x divides in the default float dtype; a float64 x divides
+# a float32 cast of y, rounded, by y exactly) and an int64 y (a float64 y would be rounded by the cast)
+LEMMAS += [Lemma(f"div-int-cast-{f}", f'(binary "div" x (unary "to_{f}" y))', '(binary "div" x y)',
+                 when=(f'(= "{f}" (dtype x))', '(= "int64" (dtype y))'),
+                 instances=div_int_cast(f), rejects=div_int_cast_bad(f)) for f in FLOAT_DTYPES]
+
 # logical_not's dtype is bool whatever its operand's (torch.all lowered as not amax(not x)); so is a
 # comparison's with a constant (a mask counted: (t != c).sum())
 RULES = [
+    # a cast's dtype is the one it casts to (whatever its operand's)
+    Rule("dtype-cast", "\n".join(f'(rule ((= y (unary "to_{t}" x))) ((set (dtype y) "{t}")) :ruleset shapes)'
+                                  for t in CASTS), check_terms=cast_dtype_terms),
     Rule("dtype-logical-not", '(rule ((= y (unary "logical_not" x))) ((set (dtype y) "bool")) :ruleset shapes)',
          check_terms=logical_not_dtype_terms),
     Rule("dtype-compare", "\n".join(

@@ -15,7 +15,7 @@ from lemmas._instances.reduction import (
     map_reduce, map_softmax, reduce_not_size1, reduce_size1, reduce_concat_other_drop, reduce_concat_other_keep, reduce_concat_with_d_drop,
     reduce_concat_with_d_keep, reduce_rsum, reduce_view_merged, reduce_view_not_merged, softmax_other, softmax_same, sum_concat_other, sum_concat_with_d)
 from lemmas._instances.reduction import (
-    amax_dtype_terms, cast_rmax_bool, cast_rmax_float, pick_concat_rows, pick_log_softmax, pick_log_softmax_overflow,
+    amax_dtype_terms, int_sum_dtype_terms, cast_rmax_bool, cast_rmax_float, pick_concat_rows, pick_log_softmax, pick_log_softmax_overflow,
     place_concat_rows, zip_pick, zip_pick_misaligned, zip_place, zip_place_misaligned)
 from lemmas._instances.reduction import exp_log_softmax, exp_log_softmax_int, softmax_mul, softmax_mul_bad
 from lemmas._instances.reduction import (
@@ -169,8 +169,12 @@ LEMMAS += [
           when=(f'(= "{f}" (dtype L))', "(= 1 (ndim t))"), instances=tcount_count(f), rejects=tcount_count_bad(f))
     for f in FLOAT_DTYPES]
 
-# a max keeps its operand's dtype (bool: torch.all lowered as not amax(not x))
+# a max keeps its operand's dtype (bool: torch.all lowered as not amax(not x)); a sum of bools or
+# ints is int64 (a mask's count)
 RULES = [
+    Rule("dtype-int-sum", "\n".join(
+        f'(rule ((= y (reduce "sum" x dims k)) (= "{t}" (dtype x))) ((set (dtype y) "int64")) :ruleset shapes)'
+        for t in ("bool", "int32", "int64")), check_terms=int_sum_dtype_terms),
     Rule("dtype-amax", "(rule ((= y (reduce \"amax\" x dims k)) (= t (dtype x))) ((set (dtype y) t)) :ruleset shapes)",
          check_terms=amax_dtype_terms),
 ]

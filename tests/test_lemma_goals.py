@@ -126,6 +126,10 @@ POSITIVE = [
     ("indexing", _MPLACE.format(lo=3, hi=5, w=2), "(mplace {v} {t} 3 2)", {"v": [4], "t": ([4], "int64")}, ()),
     # -(-x) = x
     ("elementwise", '(unary "neg" (unary "neg" {x}))', "{x}", {"x": [2, 3]}, ()),
+    # a loss sum over its targets' count is the sum over the int64 count (a program's (t != c).sum())
+    ("reduction", '(binary "div" {x} (tcount {L} {t} 0 "4.0"))',
+     '(binary "div" {x} (reduce "sum" (unary "to_int64" (iscalar "ne" {t} 0)) (ICons 0 (INil)) 0))',
+     {"x": [], "L": [4, 5], "t": ([4], "int64")}, ()),
     # a cast to the operand's own dtype is the operand (count_nonzero of a bool mask)
     ("elementwise", '(reduce "sum" (unary "to_int64" (unary "to_bool" {m})) (ICons 1 (INil)) 0)',
      '(reduce "sum" (unary "to_int64" {m}) (ICons 1 (INil)) 0)', {"m": ([4, 3], "bool")}, ()),
@@ -437,6 +441,9 @@ NEGATIVE = [
     # a cast to another dtype is kept: to_bool of a float tests for nonzero, to_float16 rounds
     ("elementwise", '(unary "to_bool" {x})', "{x}", {"x": [3]}, ()),
     ("elementwise", '(unary "to_float16" {x})', "{x}", {"x": [3]}, ()),
+    # ... but not a float64 sum over the float32 count (a float32 cast of the int64 count rounds)
+    ("elementwise", '(binary "div" {x} (unary "to_float32" {y}))', '(binary "div" {x} {y})',
+     {"x": ([], "float64"), "y": ([], "int64")}, ()),
     # an int accumulator at 0.0 is not dropped (int + 0.0 is a float tensor)
     ("elementwise", '(scalar "add" {a} "0.0")', "{a}", {"a": ([3], "int64")}, ()),
     # linalg: no product of int matrices scaled on one side

@@ -570,3 +570,53 @@ def cast_other(dtype):
                 yield {"x": torch.tensor([0.3, -2.7, 70000.0, 0.0]).to(getattr(torch, other))}
     gen.__name__ = f"cast_other_{dtype}"
     return gen
+
+
+def _count(rng, shape, big=False):
+    g = torch.Generator().manual_seed(rng.randrange(2**31))
+    hi = 2 ** 40 if big else 20
+    return torch.randint(-hi, hi, tuple(shape), generator=g)
+
+
+def _div_case(rng, f):
+    """x of dtype f over an int64 y, either one 0-D or broadcast (size-1 or absent dims), y with
+    zeros (x / 0 is inf or nan on both sides) and counts past the dtype's exact integers."""
+    nd = rng.randint(0, 3)
+    shape = [rng.randint(0, 3) for _ in range(nd)]
+    yshape = [rng.choice([1, s]) for s in shape][rng.randint(0, nd):]
+    if rng.random() < 0.3:
+        shape, yshape = yshape, shape
+    x = (tensor(rng, *shape) * 100).to(getattr(torch, f))
+    return {"x": x, "y": _count(rng, yshape, big=rng.random() < 0.3)}
+
+
+def div_int_cast(f):
+    def gen(rng):
+        for _ in range(8):
+            yield _div_case(rng, f)
+        yield {"x": torch.tensor([1.0, -1.0, 0.0]).to(getattr(torch, f)), "y": torch.tensor([0, 0, 0])}
+        yield {"x": torch.tensor(3.0).to(getattr(torch, f)), "y": torch.tensor([2 ** 53 + 1, 70000, 257])}
+    gen.__name__ = f"div_int_cast_{f}"
+    return gen
+
+
+def div_int_cast_bad(f):
+    """x of another dtype (a float64 x over float32(y) != x / y; an int x divides in float32) and a
+    y that is not int64 (a float64 y cast to float16 rounds)."""
+    def gen(rng):
+        for other in _FLOATS + ("int64",):
+            if other != f:
+                yield {"x": torch.tensor([1.0, 3.0]).to(getattr(torch, other)), "y": torch.tensor([2 ** 53 + 1, 3])}
+        yield {"x": torch.tensor([1.0, 3.0]).to(getattr(torch, f)), "y": torch.tensor([70000.1, 3.3], dtype=torch.float64)}
+        yield {"x": torch.tensor([1.0, 3.0]).to(getattr(torch, f)), "y": torch.tensor([True, False])}
+    gen.__name__ = f"div_int_cast_bad_{f}"
+    return gen
+
+
+def cast_dtype_terms(rng):
+    """A cast's dtype is its target's, whatever its operand's."""
+    x = tensor(rng, 2, 3)
+    facts = [f'(= (dtype t) "{n}")' for n in ("float16", "float64", "int64", "bool")]
+    for v in (x, x > 0, x.to(torch.int64)):
+        for t in ("float16", "int64", "bool"):
+            yield f'(unary "to_{t}" x)', {"x": v}, facts

@@ -473,3 +473,12 @@ def zip_tpick(rng):
 def zip_tpick_misaligned(rng):
     inst = zip_pick_misaligned(rng).__next__()
     return {**inst, "c": 0}
+
+
+def int_sum_dtype_terms(rng):
+    """A sum of bools or ints is int64; of floats, their dtype (another rule's)."""
+    x = tensor(rng, 2, 3)
+    facts = [f'(= (dtype t) "{n}")' for n in ("float64", "int32", "int64", "bool")]
+    for v in (x, x > 0, x.to(torch.int32), x.to(torch.int64)):
+        for dims, k in (([1], 1), ([0, 1], 0)):
+            yield f'(reduce "sum" x {ilist(dims)} {k})', {"x": v}, facts

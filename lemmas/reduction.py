@@ -72,6 +72,14 @@ LEMMAS = [
     Lemma("cast-rmax-bool", "(unary op (rmax l))", "(rmax (map_unary op l))",
           when=('(= "bool" (dtype (rmax l)))', "(fcast op)"),
           instances=cast_rmax_bool, rejects=cast_rmax_float),
+    # ... and so does a min, written -max(-x): the cast of not(max over ranks of bools) (torch.all of a
+    # sharded dim, cast) is the min over ranks of the casts of their nots, -max(-float(not a_r)) (the
+    # ranks' float verdicts combined as -max(-ok)).  Exact: the values are 0 and 1 (-(-0.0) is +0.0).
+    # Bool parts and float casts only, as above
+    Lemma("cast-not-rmax-min", '(unary op (unary "logical_not" (rmax l)))',
+          '(unary "neg" (rmax (map_unary "neg" (map_unary op (map_unary "logical_not" l)))))',
+          when=('(= "bool" (dtype (rmax l)))', "(fcast op)"),
+          instances=cast_rmax_bool, rejects=cast_rmax_float),
     # a min of a bool mask cast to a float dtype (amin lowered -max(-x)) is the cast of all() of it
     # (lowered not max(not b)): 1 where the mask holds along d, else 0 (-(-0.0) is +0.0).  Only over
     # a non-empty d: the term language's max of nothing is -inf (a min of nothing +inf), all of

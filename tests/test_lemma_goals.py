@@ -92,6 +92,8 @@ _ALL_RANKS = ('(scalar "rsub" (rmax (Cons ' + _ANY_FALSE.format(x="{a}") + " (Co
 # a rank's amin of its float mask (lowered -max(-x)), and 1 - max over ranks of 1 - that
 _AMIN = '(unary "neg" (reduce "amax" (unary "neg" (unary "to_float32" {x})) (ICons 1 (INil)) 1))'
 _ONE_MINUS_AMIN = '(scalar "rsub" ' + _AMIN + ' "1.0")'
+_NEG_NOT = '(unary "neg" (unary "to_float32" (unary "logical_not" {x})))'
+_NEG_ALL = '(unary "neg" (unary "to_float32" ' + _ALL + '))'
 # a rank's loss sum with ignore index 0, and its count (t != 0).sum() cast to float32, as the float
 # sum of its mask (what the count as lowered, the int64 sum of the int64 cast, is cast to float32)
 _LOSS0 = '(reduce "sum" (unary "neg" (tpick {L} {t} 0)) (ICons 0 (INil)) 0)'
@@ -315,6 +317,10 @@ POSITIVE = [
     # ... and so is the ranks' 1 - max(1 - amin(float(x_r))) (the min of a float mask is all's cast)
     ("reduction", f'(scalar "rsub" (rmax {cons(_ONE_MINUS_AMIN.format(x="{a}"), _ONE_MINUS_AMIN.format(x="{b}"))}) "1.0")',
      _ALL_RANKS, {"a": ([4, 2], "bool"), "b": ([4, 3], "bool")}, ()),
+    # ... and so is the ranks' -max(-float(all_r)) (a min over ranks written with negations)
+    ("reduction", f'(unary "to_float32" {_ALL.format(x=cat(1, "{a}", "{b}"))})',
+     f'(unary "neg" (rmax {cons(_NEG_ALL.format(x="{a}"), _NEG_ALL.format(x="{b}"))}))',
+     {"a": ([4, 2], "bool"), "b": ([4, 3], "bool")}, ()),
     # a mask's count cast to bfloat16 is the bfloat16 sum of the mask, up to 256 elements
     ("reduction", '(unary "to_bfloat16" (reduce "sum" (unary "to_int64" {m}) (ICons 0 (INil)) 0))',
      '(reduce "sum" (unary "to_bfloat16" {m}) (ICons 0 (INil)) 0)', {"m": ([256], "bool")}, ()),
@@ -494,6 +500,10 @@ NEGATIVE = [
     # the min of a float mask over an empty dim (+inf) is not all's cast (1), nor is a min of floats
     ("reduction", _AMIN.format(x="{a}"), f'(unary "to_float32" {_ALL.format(x="{a}")})', {"a": ([4, 0], "bool")}, ()),
     ("reduction", _AMIN.format(x="{a}"), f'(unary "to_float32" {_ALL.format(x="{a}")})', {"a": ([4, 2], "float32")}, ()),
+    # not(max over ranks) is the min of the nots only over bools (not max(-1, 0) is 1, min(not -1, not 0) 0)
+    ("reduction", f'(unary "to_float32" (unary "logical_not" (rmax {cons("{a}", "{b}")})))',
+     '(unary "neg" (rmax ' + cons(_NEG_NOT.format(x="{a}"), _NEG_NOT.format(x="{b}")) + '))',
+     {"a": [4], "b": [4]}, ()),
     # a count past 256 is not exact in bfloat16: its cast is not the bfloat16 sum of the mask
     ("reduction", '(unary "to_bfloat16" (reduce "sum" (unary "to_int64" {m}) (ICons 0 (INil)) 0))',
      '(reduce "sum" (unary "to_bfloat16" {m}) (ICons 0 (INil)) 0)', {"m": ([257], "bool")}, ()),

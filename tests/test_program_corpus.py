@@ -38,7 +38,6 @@ XFAIL = {
     'adv4_tvm_correct[forward]': "bmm of a one-expert batch is the rank's mm of the 2-D views: no lemma relates view(mm(view x, view w)) to bmm of a batch of 1",
     'adv4_tvm_tt[forward]': "bmm of a one-expert batch is the rank's mm of the 2-D views: no lemma relates view(mm(view x, view w)) to bmm of a batch of 1",
     'adv4_tvm_correct[joint]': "bmm of a one-expert batch is the rank's mm of the 2-D views: no lemma relates view(mm(view x, view w)) to bmm of a batch of 1",
-    'adv4_amin_correct[forward]': "the ranks' float verdicts are combined as -max(-ok) (adv3_all_float's 1 - max(1 - ok) is related): no lemma moves the negation through the max over ranks to reach all()'s logical_not form",
     # helper-j1: context-parallel attention in joint mode
     "cp_attention_correct[joint]": "limit (exit 3, 400000 e-nodes) at bmm_4 (the K gradient dS^T Q): from "
                                    "_softmax_backward_data on, binary-concat-concat / scalar-concat pair every row-concat "

@@ -1,6 +1,6 @@
 """Sums and maxima over ranks (the meaning of all-reduce / reduce-scatter)."""
 from entangle_py.engine.lemma import Lemma
-from lemmas._instances.collective import single, slice_rsum_concat, slice_rsum_fold
+from lemmas._instances.collective import single, slice_rsum_concat, slice_rsum_fold, view_unary_rsum
 
 LEMMAS = [
     # one rank: the sum (max) over ranks is its own value
@@ -12,6 +12,11 @@ LEMMAS = [
     # is then the sum of one chunk ...
     Lemma("slice-rsum-concat", "(slice (rsum (Cons (concat m d) r)) d s e)",
           "(rsum (map_slice (Cons (concat m d) r) d s e))", instances=slice_rsum_concat),
+    # a view of an elementwise op of a sum over ranks is the op of the sum of the ranks' views
+    # (both commute with a view): the sequential log_softmax views the log of its all-reduced
+    # log-sum-exp, the ranks take the log of their all-reduced views (keepdim sums)
+    Lemma("view-unary-rsum", "(view (unary op (rsum l)) s)", "(unary op (rsum (map_view l s)))",
+          instances=view_unary_rsum),
     # ... and, where a sum over ranks of slices (x's first) is in the e-graph, the same slice of
     # the sum over ranks starting with x (with slice-cover, the chunks' sums tile that sum)
     Lemma("slice-rsum-fold", "(slice (rsum (Cons x r2)) d s e)", "(rsum (map_slice (Cons x r2) d s e))",

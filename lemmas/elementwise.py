@@ -10,7 +10,7 @@ from lemmas._instances.elementwise import (
     unary_concat, where_concat,
     where_concat_misaligned, zip_binary, zip_binary_mismatch, zip_ranks, zip_where_cons, zip_where_misaligned,
     zip_where_nil)
-from lemmas._instances.elementwise import cast_not, cast_not_bad, cast_same, cast_other, div_int_cast, div_int_cast_bad, cast_dtype_terms, compare_dtype_terms, iscalar_concat, logical_not_dtype_terms, map_iscalar
+from lemmas._instances.elementwise import cast_not, cast_not_bad, cast_same, cast_other, div_int_cast, div_int_cast_bad, cast_dtype_terms, add_mul_neg, add_mul_neg_bool, compare_dtype_terms, iscalar_concat, logical_not_dtype_terms, map_iscalar
 
 # (unary op (not b)) with b a bool tensor and op a cast to a float dtype
 _CAST_NOT = '(unary op (unary "logical_not" b))'
@@ -122,6 +122,12 @@ LEMMAS = [
     # -(a - b) = b - a, exactly (rounding is symmetric; int wrap-around too): a loss's negated
     # log-probability of the target, -(z_t - lse), is the lse - z_t that a vocab-parallel loss computes
     Lemma("neg-sub", '(unary "neg" (binary "sub" a b))', '(binary "sub" b a)', instances=neg_sub),
+    # a + b * (-c) = a - b * c exactly (a product's rounding is symmetric in sign, and IEEE subtraction
+    # is the addition of the negation; ints wrap alike): log_softmax's backward as lowered, g + exp(y)
+    # (-sum g), against the g - exp(y) * sum(g) a program writes.  Not for a bool a (torch refuses
+    # to subtract from a bool; it adds one)
+    Lemma("add-mul-neg", '(binary "add" a (binary "mul" b (unary "neg" c)))', '(binary "sub" a (binary "mul" b c))',
+          when=('(!= "bool" (dtype a))',), instances=add_mul_neg, rejects=add_mul_neg_bool),
     # -(-x) = x exactly (floats: negation flips the sign bit; ints: two's complement, even the least)
     Lemma("neg-neg", '(unary "neg" (unary "neg" x))', "x", instances=neg_neg),
     # a + b = b + a exactly (IEEE add, int wrap-around, bool or; promotion and broadcasting are

@@ -19,7 +19,7 @@ from lemmas._instances.reduction import (
     place_concat_rows, zip_pick, zip_pick_misaligned, zip_place, zip_place_misaligned)
 from lemmas._instances.reduction import exp_log_softmax, exp_log_softmax_int, softmax_mul, softmax_mul_bad
 from lemmas._instances.reduction import (
-    amin_cast_bool, amin_cast_bool_bad, cast_count, cast_count_past_exact, tcount_count, tcount_count_bad,
+    amin_cast_bool, amin_cast_bool_bad, reduce_drop_view, reduce_drop_view_bad, cast_count, cast_count_past_exact, tcount_count, tcount_count_bad,
     tpick_concat_rows, zip_tpick, zip_tpick_misaligned)
 from entangle_py.semantics.terms import FLOAT_DTYPES
 
@@ -107,6 +107,13 @@ LEMMAS = [
     Lemma("reduce-view-merged-drop", "(reduce op (view x s) (ICons a (INil)) 0)",
           "(reduce op x (ICons a (ICons (+ a 1) (INil))) 0)",
           when=_MERGED, instances=reduce_view_merged(0), rejects=reduce_view_not_merged(0)),
+    # a reduction over one dim d without keepdim, viewed with a 1 put back at d (and its other dims
+    # kept), is the reduction with keepdim (the sequential log_softmax's view of its log-sum-exp
+    # against the ranks' keepdim sums).  Not of a 0-D x: its keepdim reduction over dim 0 stays 0-D
+    Lemma("reduce-drop-view-keep", "(view (reduce op x (ICons d (INil)) 0) s)", "(reduce op x (ICons d (INil)) 1)",
+          when=("(= m (ndim (reduce op x (ICons d (INil)) 0)))", "(= (ndim x) (+ m 1))", "(= (dlen s) (+ m 1))", "(= (dat s d) (DLit 1))",
+                "(vpfx (reduce op x (ICons d (INil)) 0) s d)", "(vsfx (reduce op x (ICons d (INil)) 0) s (- m d))"),
+          instances=reduce_drop_view, rejects=reduce_drop_view_bad),
     # (layernorm x w b k eps) normalises over the last k dims: rows are independent, so a concat along
     # a dim before them is kept
     Lemma("layernorm-concat", "(layernorm (concat l d) w b k e)", "(concat (map_layernorm l w b k e) d)",

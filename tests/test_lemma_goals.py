@@ -132,6 +132,12 @@ POSITIVE = [
     ("reduction", '(binary "div" {x} (tcount {L} {t} 0 "4.0"))',
      '(binary "div" {x} (reduce "sum" (unary "to_int64" (iscalar "ne" {t} 0)) (ICons 0 (INil)) 0))',
      {"x": [], "L": [4, 5], "t": ([4], "int64")}, ()),
+    # the sequential log_softmax's viewed log of its sum without keepdim, over column parts, is the log
+    # of the ranks' all-reduced keepdim sums; its backward g + exp(y) (-s) is g - exp(y) s
+    ("reduction", f'(view (unary "log" {red("sum", cat(1, "{a}", "{b}"), [1], 0)}) {dlist([4, 1])})',
+     f'(unary "log" (rsum {cons(red("sum", "{a}", [1], 1), red("sum", "{b}", [1], 1))}))', {"a": [4, 2], "b": [4, 3]}, ()),
+    ("elementwise", '(binary "add" {g} (binary "mul" {e} (unary "neg" {s})))', '(binary "sub" {g} (binary "mul" {e} {s}))',
+     {"g": [4, 2], "e": [4, 2], "s": [4, 1]}, ()),
     # a cast to the operand's own dtype is the operand (count_nonzero of a bool mask)
     ("elementwise", '(reduce "sum" (unary "to_int64" (unary "to_bool" {m})) (ICons 1 (INil)) 0)',
      '(reduce "sum" (unary "to_int64" {m}) (ICons 1 (INil)) 0)', {"m": ([4, 3], "bool")}, ()),
@@ -444,6 +450,10 @@ NEGATIVE = [
     # a sum over the list divided by a tensor is not split unless the divisor is assumed non-zero
     ("elementwise", f'(binary "div" (rsum {cons("{a}", "{b}")}) {{n}})',
      "(rsum " + cons('(binary "div" {a} {n})', '(binary "div" {b} {n})') + ")", {"a": [], "b": [], "n": []}, ()),
+    # a view of a sum without keepdim is its keepdim form only with the 1 at the reduced dim
+    ("reduction", f'(view (unary "log" {red("sum", cat(1, "{a}", "{b}"), [1], 0)}) {dlist([1, 4])})',
+     f'(view (unary "log" (rsum {cons(red("sum", "{a}", [1], 1), red("sum", "{b}", [1], 1))})) {dlist([1, 4])})',
+     {"a": [4, 2], "b": [4, 3]}, ()),
     # a cast to another dtype is kept: to_bool of a float tests for nonzero, to_float16 rounds
     ("elementwise", '(unary "to_bool" {x})', "{x}", {"x": [3]}, ()),
     ("elementwise", '(unary "to_float16" {x})', "{x}", {"x": [3]}, ()),

@@ -36,3 +36,19 @@ def slice_rsum_fold(rng):
     r2 = [tensor(rng, *shape) for _ in range(rng.randint(0, 3))]
     r1 = [t.narrow(d, s, e - s) for t in r2]
     return {"x": x, "r2": r2, "r1": r1, "d": d, "s": s, "e": e}
+
+
+@repeat(8)
+def view_unary_rsum(rng):
+    from entangle_py.semantics.terms import UNARY_OPS
+    shape = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
+    l = [tensor(rng, *shape) for _ in range(rng.randint(1, 5))]
+    op = rng.choice(sorted(UNARY_OPS))
+    if rng.random() < 0.3:
+        l = [(x * 3).round().long() for x in l]
+        op = rng.choice(["neg", "abs", "to_float16", "to_bool", "exp"])
+    n = 1
+    for v in shape:
+        n *= v
+    s = rng.choice([[n], [n, 1], [1, n]] + ([shape[::-1]] if shape else [[]]))
+    return {"op": op, "l": l, "s": s}

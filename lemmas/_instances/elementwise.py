@@ -620,3 +620,19 @@ def cast_dtype_terms(rng):
     for v in (x, x > 0, x.to(torch.int64)):
         for t in ("float16", "int64", "bool"):
             yield f'(unary "to_{t}" x)', {"x": v}, facts
+
+
+@repeat(10)
+def add_mul_neg(rng):
+    """Broadcast operands of mixed dtypes, ints, and values where rounding matters."""
+    shapes = rng.choice([[[2, 3], [3], [1, 3], [], [2, 1]], [[0, 3], [3], [1, 3], [], [0, 1]]])
+    a, b, c = (tensor(rng, *rng.choice(shapes)) * 1e3 for i in range(3))
+    if rng.random() < 0.3:
+        a, b, c = ((v * 4).round().long() for v in (a, b, c))
+    elif rng.random() < 0.3:
+        a, c = a.to(torch.float16), c.to(torch.float32)
+    return {"a": a, "b": b, "c": c}
+
+
+def add_mul_neg_bool(rng):
+    yield {"a": torch.tensor([True, False]), "b": torch.tensor([1.0, 2.0]), "c": torch.tensor([0.5, 1.0])}

@@ -482,3 +482,33 @@ def int_sum_dtype_terms(rng):
     for v in (x, x > 0, x.to(torch.int32), x.to(torch.int64)):
         for dims, k in (([1], 1), ([0, 1], 0)):
             yield f'(reduce "sum" x {ilist(dims)} {k})', {"x": v}, facts
+
+
+def _drop_view_case(rng):
+    nd = rng.randint(1, 4)
+    shape = [rng.randint(0, 3) for _ in range(nd)]
+    d = rng.randrange(nd)
+    op = rng.choice(["sum", "mean", "amax"])
+    if op == "amax":
+        shape[d] = max(shape[d], 1)
+    x = tensor(rng, *shape)
+    if rng.random() < 0.3:
+        x = (x * 3).round().to(rng.choice([torch.int64, torch.float16]))
+        op = "sum" if op == "mean" else op
+    s = list(shape)
+    s[d] = 1
+    return {"op": op, "x": x, "d": d, "s": s, "m": nd - 1}
+
+
+@repeat(10)
+def reduce_drop_view(rng):
+    return _drop_view_case(rng)
+
+
+def reduce_drop_view_bad(rng):
+    """The 1 put at another place than the reduced dim, the other dims not kept (a transposed view),
+    and a view that merges dims."""
+    yield {"op": "sum", "x": tensor(rng, 2, 3), "d": 1, "s": [1, 2], "m": 1}
+    yield {"op": "sum", "x": tensor(rng, 2, 3, 4), "d": 1, "s": [4, 1, 2], "m": 2}
+    yield {"op": "amax", "x": tensor(rng, 2, 3, 4), "d": 2, "s": [6, 1], "m": 2}
+    yield {"op": "mean", "x": tensor(rng), "d": 0, "s": [1], "m": 0}

@@ -22,7 +22,7 @@ from lemmas._instances.movement import (
     transpose_view_prefix, transpose_view_suffix, unary_view, view_keep_prefix, view_keep_suffix,
     view_kept_dims_terms, expand_not_self, view_last, view_last_bad, view_merge, view_merge_into_axis, view_not_self, view_rsum,
     view_self, view_split, view_view)
-from lemmas._instances.movement import permute_inverse, permute_not_inverse
+from lemmas._instances.movement import permute_inverse, permute_not_inverse, expand_split_absent, expand_split_absent_bad
 from lemmas._instances.movement import concat_zpad, concat_zpad_bad, map_zpad, map_zpad_bad, zpad_terms
 from lemmas._instances.movement import (slice_zpad_apart, slice_zpad_inner, slice_zpad_outer, slice_zpad_straddle,
     zpad_add_adjacent, zpad_add_apart, zpad_add_bsame_terms, zpad_none)
@@ -247,6 +247,14 @@ LEMMAS = [
                 "(> q 0)", "(< q p)",
                 "(= (% p q) 0)", "(= k (/ p q))"),
           instances=expand_split, rejects=expand_split_bad),
+    # ... and along a leading dim x does not have (a scalar loss gradient expanded over the rows of
+    # its batch, against a rank's expand over its own rows)
+    Lemma("expand-split-absent", "(expand x s)", "(concat (repl (expand x (dset s j (DLit q))) k) j)",
+          trigger=("(expand x s)", "(expand x t)", "(dat t j)"),
+          when=("(= n (ndim x))", "(= m (dlen s))", "(= m (dlen t))", "(>= j 0)", "(< j (- m n))",
+                "(= (dat s j) (DLit p))", "(= (dat t j) (DLit q))", "(> q 0)", "(< q p)",
+                "(= (% p q) 0)", "(= k (/ p q))"),
+          instances=expand_split_absent, rejects=expand_split_absent_bad),
     Lemma("repl-zero", "(repl x 0)", "(Nil)", instances=repl_zero),
     Lemma("repl-more", "(repl x k)", "(Cons x (repl x (- k 1)))", when=("(> k 0)",),
           instances=repl_more, rejects=repl_zero),

@@ -16,7 +16,7 @@ from lemmas._instances.reduction import (
     reduce_concat_with_d_keep, reduce_rsum, reduce_view_merged, reduce_view_not_merged, softmax_other, softmax_same, sum_concat_other, sum_concat_with_d)
 from lemmas._instances.reduction import (
     amax_dtype_terms, int_sum_dtype_terms, cast_rmax_bool, cast_rmax_float, pick_concat_rows, pick_log_softmax, pick_log_softmax_overflow,
-    place_concat_rows, zip_pick, zip_pick_misaligned, zip_place, zip_place_misaligned)
+    place_concat_rows, tplace_concat_rows, zip_tplace, zip_tplace_misaligned, zip_pick, zip_pick_misaligned, zip_place, zip_place_misaligned)
 from lemmas._instances.reduction import exp_log_softmax, exp_log_softmax_int, softmax_mul, softmax_mul_bad
 from lemmas._instances.reduction import (
     amin_cast_bool, amin_cast_bool_bad, reduce_drop_view, reduce_drop_view_bad, cast_count, cast_count_past_exact, tcount_count, tcount_count_bad,
@@ -148,6 +148,14 @@ LEMMAS = [
     Lemma("zip-place-nil", "(zip_place (Nil) (Nil) n d)", "(Nil)", instances=fixed({"n": 2, "d": 0})),
     Lemma("zip-place-cons", "(zip_place (Cons a r1) (Cons b r2) n d)", "(Cons (place a b n) (zip_place r1 r2 n d))",
           when=("(= (dim a d) (dim b d))",), instances=zip_place, rejects=zip_place_misaligned),
+    # ... and so does a loss's target gradient (nll_loss_backward of row-sharded targets; the ignore
+    # index is per element)
+    Lemma("tplace-concat-rows", "(tplace (concat l d) (concat m d) c n)", "(concat (zip_tplace l m c n d) d)",
+          instances=tplace_concat_rows),
+    Lemma("zip-tplace-nil", "(zip_tplace (Nil) (Nil) c n d)", "(Nil)", instances=fixed({"c": 0, "n": 2, "d": 0})),
+    Lemma("zip-tplace-cons", "(zip_tplace (Cons a r1) (Cons b r2) c n d)",
+          "(Cons (tplace a b c n) (zip_tplace r1 r2 c n d))",
+          when=("(= (dim a d) (dim b d))",), instances=zip_tplace, rejects=zip_tplace_misaligned),
     # log-sum-exp is shift invariant in real arithmetic: the target's log-probability (x_t - m) -
     # log(sum(exp(x - m))), m the row max (torch's log_softmax, picked), is x_t - log(sum(exp(x))) (a
     # vocab-parallel loss's, whose ranks all-reduce their sums of exponentials of the raw logits).

@@ -720,3 +720,23 @@ def test_a_mask_of_positions_split_at_the_ranks_saturates():
     wrong = (present[0], f'(iscalar "gt" (iscalar "add" {ar(0, 3)} 3) 3)')
     reached, saturated = proves(start, cat(0, *wrong), {}, present=wrong)
     assert saturated and not reached
+
+
+def test_loss_gradient_splits_along_row_sharded_targets():
+    """A sum loss's target gradient (its scalar gradient expanded over the 8 rows, placed at the
+    targets) of row-sharded targets is the concat of the ranks' placements, each expanding over its
+    own 4 rows -- only beside a rank's expand (expand-split-absent), and only where the parts' rows
+    line up (targets of 3 + 5 rows are not split as 4 + 4)."""
+    def place(g_rows, t):
+        return f'(tplace (unary "neg" (expand {{g}} {dlist([g_rows])})) {t} 0 5)'
+    shapes = {"g": [], "s": ([4], "int64"), "u": ([4], "int64")}
+    start = place(8, cat(0, "{s}", "{u}"))
+    goal = cat(0, place(4, "{s}"), place(4, "{u}"))
+    reached, _ = proves(start, goal, shapes, present=(f"(expand {{g}} {dlist([4])})",))
+    assert reached
+    reached, saturated = proves(start, goal, shapes)
+    assert saturated and not reached
+    shapes = {"g": [], "s": ([3], "int64"), "u": ([5], "int64")}
+    reached, saturated = proves(start, cat(0, place(3, "{s}"), place(5, "{u}")), shapes,
+                                present=(f"(expand {{g}} {dlist([4])})",))
+    assert saturated and not reached

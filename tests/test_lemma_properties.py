@@ -43,7 +43,9 @@ WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1,
                # lists of index tensors, each of its partner part's leading shape
                "pick-concat-rows": 0, "zip-pick-cons": 0, "tpick-concat-rows": 0, "zip-tpick-cons": 0,
                # lists of index tensors in [0, n), each of its partner part's shape
-               "place-concat-rows": 0, "zip-place-cons": 0,
+               "place-concat-rows": 0, "zip-place-cons": 0, "tplace-concat-rows": 0, "zip-tplace-cons": 0,
+               # two shapes of one length, equal but at one leading dim (a multiple there)
+               "expand-split-absent": 10,
                # two padded blocks of one padded shape, adjacent along the padded dim
                "zpad-add-adjacent": 5, "zpad-add-adjacent-swapped": 5}
 

@@ -695,6 +695,10 @@ CONSTRUCTORS: list[Constructor] = [
     # of their indices along d, each placed along a new last dim of size n
     _c("zip_place", "TList TList i64 i64", "TList", BIG, False,
        lambda l1, l2, n, d: [_place(a, b, n) for a, b in _zip_aligned(l1, l2, d, d)]),
+    # a loss's target gradients of row parts: the pairs of a concat of values and one of their
+    # targets along d, each placed with ignore index c along a new last dim of size n
+    _c("zip_tplace", "TList TList i64 i64 i64", "TList", BIG, False,
+       lambda l1, l2, c, n, d: [_tplace(a, b, c, n) for a, b in _zip_aligned(l1, l2, d, d)]),
     _c("bc_like", "T TList i64", "TList", BIG, False, _bc_like),
     _c("lsum", "TList i64", "Dim", BIG, False, lambda l, d: sum(int(x.shape[d]) for x in l)),
     _c("map_mm_l", "TList T", "TList", BIG, False, lambda l, w: [torch.mm(*_no_bool(x, w)) for x in l]),
@@ -908,7 +912,7 @@ DIM_ARGS: dict[str, tuple[int, ...]] = {
     "zip_matmul": (2,), "map_view_at": (2, 3), "map_view_split": (2,), "map_view_merge": (2,),
     "map_slice": (1,), "map_permute": (1,), "map_reduce": (2,), "dset": (1,), "map_expand_at": (2, 3),
     "concat_nest": (2, 3), "zip_concat": (2, 3), "zpad": (1,), "map_zpad": (1,),
-    "zip_place": (3,),
+    "zip_place": (3,), "zip_tplace": (4,),
 }
 
 

@@ -1042,3 +1042,40 @@ def permute_not_inverse(n):
             yield {"x": tensor(rng, *[rng.randint(1, 3) for _ in range(n)]), "p": p, "n": n,
                    **{f"q{i}": v for i, v in enumerate(q)}}
     return gen
+
+
+def _expand_absent_instance(rng, ok=True):
+    """x expanded to s, with p = k q at a leading dim j that x does not have; t: s with q there.
+    Not ok: j is one of x's dims (size 2, not broadcast), p is not a multiple of q, or q is not below p."""
+    shape = [rng.choice([1, 2, 3]) for _ in range(rng.randint(0, 2))]
+    lead = [rng.randint(1, 3) for _ in range(rng.randint(1, 2))]
+    j = rng.randrange(len(lead))
+    q, k = rng.randint(1, 3), rng.randint(2, 4)
+    p = q * k
+    how = None if ok else rng.choice(["dim", "multiple", "same"])
+    if how == "dim":
+        shape = [2] + shape
+        lead = []
+        j = 0
+        q, p = 1, 2
+    elif how == "multiple":
+        q = rng.randint(2, 3)
+        p = q * k + 1
+    elif how == "same":
+        p = q
+    s = lead + shape
+    s[j] = p
+    t = list(s)
+    t[j] = q
+    return {"x": tensor(rng, *shape), "s": s, "t": t, "j": j, "q": q, "p": p, "k": p // q, "n": len(shape),
+            "m": len(s)}
+
+
+@repeat(8)
+def expand_split_absent(rng):
+    return _expand_absent_instance(rng)
+
+
+@repeat(6)
+def expand_split_absent_bad(rng):
+    return _expand_absent_instance(rng, ok=False)

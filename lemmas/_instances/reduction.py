@@ -512,3 +512,33 @@ def reduce_drop_view_bad(rng):
     yield {"op": "sum", "x": tensor(rng, 2, 3, 4), "d": 1, "s": [4, 1, 2], "m": 2}
     yield {"op": "amax", "x": tensor(rng, 2, 3, 4), "d": 2, "s": [6, 1], "m": 2}
     yield {"op": "mean", "x": tensor(rng), "d": 0, "s": [1], "m": 0}
+
+
+def _tslots(rng, x, n, c):
+    """Targets of x's shape in [0, n), about a quarter of them the ignore index c."""
+    t = _slots(rng, x, n)
+    g = torch.Generator().manual_seed(rng.randrange(2**31))
+    return t.masked_fill(torch.rand(tuple(x.shape), generator=g) < 0.25, c)
+
+
+@repeat(8)
+def tplace_concat_rows(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    n = rng.randint(1, 4)
+    c = rng.choice([-100, 0, n - 1])
+    l = concat_parts(rng, nd, d)
+    return {"l": l, "m": [_tslots(rng, p, n, c) for p in l], "c": c, "n": n, "d": d}
+
+
+@repeat(6)
+def zip_tplace(rng):
+    inst = next(tplace_concat_rows(rng))
+    l, m = inst["l"], inst["m"]
+    return {"a": l[0], "r1": l[1:], "b": m[0], "r2": m[1:], "c": inst["c"], "n": inst["n"], "d": inst["d"]}
+
+
+def zip_tplace_misaligned(rng):
+    """The first pair does not line up along d (2 and 3): tplace(a, b, c, n) is undefined."""
+    for inst in zip_place_misaligned(rng):
+        yield {**inst, "c": 0}

@@ -10,7 +10,7 @@ from lemmas._instances.elementwise import (
     unary_concat, where_concat,
     where_concat_misaligned, zip_binary, zip_binary_mismatch, zip_ranks, zip_where_cons, zip_where_misaligned,
     zip_where_nil)
-from lemmas._instances.elementwise import cast_not, cast_not_bad, cast_same, cast_other, div_int_cast, div_int_cast_bad, cast_dtype_terms, add_mul_neg, add_mul_neg_bool, compare_dtype_terms, iscalar_concat, logical_not_dtype_terms, map_iscalar
+from lemmas._instances.elementwise import cast_not, cast_not_bad, cast_same, cast_other, div_int_cast, div_int_cast_bad, cast_dtype_terms, add_mul_neg, add_mul_neg_bool, sub_rsum_neg, compare_dtype_terms, iscalar_concat, logical_not_dtype_terms, map_iscalar
 
 # (unary op (not b)) with b a bool tensor and op a cast to a float dtype
 _CAST_NOT = '(unary op (unary "logical_not" b))'
@@ -128,6 +128,11 @@ LEMMAS = [
     # to subtract from a bool; it adds one)
     Lemma("add-mul-neg", '(binary "add" a (binary "mul" b (unary "neg" c)))', '(binary "sub" a (binary "mul" b c))',
           when=('(!= "bool" (dtype a))',), instances=add_mul_neg, rejects=add_mul_neg_bool),
+    # a - sum_r x_r = a + sum_r (-x_r) exactly (negation is exact, and commutes with every rounded
+    # partial sum): the sequential loss row lse - (the target's logit), against a vocab-parallel
+    # one's lse + the all-reduced nll_loss rows (each rank's negated target logit)
+    Lemma("sub-rsum-neg", '(binary "sub" a (rsum l))', '(binary "add" a (rsum (map_unary "neg" l)))',
+          instances=sub_rsum_neg),
     # -(-x) = x exactly (floats: negation flips the sign bit; ints: two's complement, even the least)
     Lemma("neg-neg", '(unary "neg" (unary "neg" x))', "x", instances=neg_neg),
     # a + b = b + a exactly (IEEE add, int wrap-around, bool or; promotion and broadcasting are

@@ -29,6 +29,7 @@ from lemmas._instances.indexing import (
 from lemmas._instances.indexing import (
     mplace_intro, mplace_intro_bad, mplace_split, mplace_split_bad, place_mplace, place_sum, place_sum_bad,
     tcount_div_any, tcount_div_any_bad, tplace_ignored, tplace_terms, tplace_valid)
+from lemmas._instances.indexing import itext_terms, tpick_local, tpick_local_bad, tplace_local, tplace_local_bad
 
 
 def _mask_text(x, lo, hi):
@@ -46,6 +47,13 @@ _MPICK_LHS = (f'(binary "masked_fill:0.0" (pick L (binary "masked_fill:0" (iscal
 # the vocab-parallel loss's backward: the gradient of foreign targets zeroed, their columns set to 0
 _MPLACE_LHS = (f'(place (binary "masked_fill:0.0" v {_mask_text("t", "lo", "hi")}) '
                f'(binary "masked_fill:0" (iscalar "sub" t lo) {_mask_text("t", "lo", "hi")}) w)')
+
+# a vocab-parallel loss's local targets for nll_loss: a rank's own targets t - lo (lo <= t < hi),
+# the others set to the loss's ignore index c -- by masked_fill with the foreign mask (written ~own,
+# or Megatron's t < lo | t >= hi) or by where(own, t - lo, full(c))
+_OWN = '(binary "bitwise_and" (iscalar "ge" t lo) (iscalar "lt" t hi))'
+_FOREIGN = {"not-own": f'(unary "logical_not" {_OWN})', "or": _mask_text("t", "lo", "hi")}
+_LOCAL_TARGET = ("(< c 0)", "(= k (ndim L))", "(= (dim L (- k 1)) (DLit w))", "(= hi (+ lo w))")
 
 _LOSS_SUM = '(reduce "sum" (unary "neg" (tpick L t c)) dims 0)'
 
@@ -98,6 +106,26 @@ LEMMAS = [
           instances=map_mpick_nil),
     Lemma("map-mpick-cons", "(map_mpick (Cons x r) t lo)", "(Cons (mpick x t lo) (map_mpick r t (+ lo w)))",
           when=("(= k (ndim x))", "(= (dim x (- k 1)) (DLit w))"), instances=map_mpick, rejects=map_mpick_bad),
+    # a loss's target pick of a rank's local targets, the foreign ones set to its (negative) ignore
+    # index c: the rank's own targets' logits, zero for the others -- the masked pick of its block of
+    # classes [lo, lo + w).  Exact for every target: a local target t - lo lies in [0, w), never c.
+    # The fill must be the ignore index itself (0 would pick class 0 of every rank)
+    *(Lemma(f"tpick-local-{form}", f'(tpick L (binary op (iscalar "sub" t lo) {mask}) c)', "(mpick L t lo)",
+            when=("(= op (fillop c))",) + _LOCAL_TARGET, instances=tpick_local(form), rejects=tpick_local_bad(form))
+      for form, mask in _FOREIGN.items()),
+    # ... the same by where(own, t - lo, full(c)), the constant of t's shape (not broadcasting it)
+    Lemma("tpick-local-where", f'(tpick L (where {_OWN} (iscalar "sub" t lo) (cst v s f)) c)', "(mpick L t lo)",
+          when=("(= v (itext c))", "(= n (ndim t))", "(= n (dlen s))", "(vpfx t s n)") + _LOCAL_TARGET,
+          instances=tpick_local("where"), rejects=tpick_local_bad("where")),
+    # ... and its gradient (nll_loss_backward): the rank's own targets' rows placed in its block of
+    # w columns, zero rows for the others -- the masked placement of columns [lo, lo + w)
+    *(Lemma(f"tplace-local-{form}", f'(tplace v (binary op (iscalar "sub" t lo) {mask}) c w)', "(mplace v t lo w)",
+            when=("(= op (fillop c))", "(< c 0)", "(= hi (+ lo w))"),
+            instances=tplace_local(form), rejects=tplace_local_bad(form))
+      for form, mask in _FOREIGN.items()),
+    Lemma("tplace-local-where", f'(tplace v (where {_OWN} (iscalar "sub" t lo) (cst u s f)) c w)', "(mplace v t lo w)",
+          when=("(= u (itext c))", "(< c 0)", "(= hi (+ lo w))", "(= n (ndim t))", "(= n (dlen s))", "(vpfx t s n)"),
+          instances=tplace_local("where"), rejects=tplace_local_bad("where")),
     # the gradient of a lookup (embedding_dense_backward): with valid ids the scatter into n rows
     # is the masked scatter of rows [0, n)
     Lemma("scatter-valid-masked", "(scatter g ids n)", "(mscatter g ids 0 n)", assumes=("valid_indices",),
@@ -190,6 +218,15 @@ RULES = [
         f"(rule ((= y {pat}) (= f (dtype v))) ((set (dtype y) f)) :ruleset shapes)"
         for pat in ("(place v i n)", "(tplace v i c n)", "(mplace v i o n)")), check_terms=tplace_terms),
     Rule("shape-tcount", "(rule ((= y (tcount x i c n))) ((set (ndim y) 0)) :ruleset shapes)", check_terms=tcount_terms),
+    # the ignore index of a loss's target pick as a constant's text and as a masked_fill op (to match
+    # the fill of its local targets: tpick-local-*); a where's constant compared with t's shape
+    Rule("ask-itext-tpick", "(rule ((= z (tpick L x c))) ((set (itext c) (to-string c)) "
+         "(set (fillop c) (+ \"masked_fill:\" (to-string c)))) :ruleset shapes)\n"
+         "(rule ((= z (tpick L (where m (iscalar \"sub\" t lo) (cst v s f)) c))) ((vpfx t s 0)) :ruleset shapes)\n"
+         "(rule ((= z (tplace u x c n))) ((set (itext c) (to-string c)) "
+         "(set (fillop c) (+ \"masked_fill:\" (to-string c)))) :ruleset shapes)\n"
+         "(rule ((= z (tplace u (where m (iscalar \"sub\" t lo) (cst v s f)) c n))) ((vpfx t s 0)) :ruleset shapes)",
+         check_terms=itext_terms),
     # the leading dims of a pick's operands through a broadcast op, compared one by one (bmm-view-batch)
     Rule("ask-bsame-pick", "(rule ((= z (pick (binary op a (view y s)) t))) ((bsame a y 0)) :ruleset shapes)",
          check_terms=pick_bsame_terms),

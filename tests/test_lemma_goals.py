@@ -75,6 +75,9 @@ def red(op, x, dims, keepdim):
 _MASK = '(binary "bitwise_or" (iscalar "lt" {{ids}} {lo}) (iscalar "ge" {{ids}} {hi}))'
 _MSCATTER = (f'(scatter (binary "masked_fill:0.0" {{{{g}}}} (view {_MASK} {dlist([2, 3, 1])})) '
              f'(binary "masked_fill:0" (iscalar "sub" {{{{ids}}}} {{lo}}) {_MASK}) {{n}})')
+# a vocab-parallel rank's local targets: its own (4 <= t < 8) shifted by 4, the others filled
+_LOCAL = ('(binary "masked_fill:{fill}" (iscalar "sub" {{t}} 4) (unary "logical_not" '
+          '(binary "bitwise_and" (iscalar "ge" {{t}} 4) (iscalar "lt" {{t}} 8))))')
 _NLL = '(unary "neg" (tpick {L} {t} -100))'
 # a mean loss: the sum of the targets' terms over their count (nll_loss_forward, reduction mean)
 _XENT_MEAN = ('(binary "div" (reduce "sum" (unary "neg" (tpick {L} {t} -100)) (ICons 0 (INil)) 0) '
@@ -138,6 +141,15 @@ POSITIVE = [
      f'(unary "log" (rsum {cons(red("sum", "{a}", [1], 1), red("sum", "{b}", [1], 1))}))', {"a": [4, 2], "b": [4, 3]}, ()),
     ("elementwise", '(binary "add" {g} (binary "mul" {e} (unary "neg" {s})))', '(binary "sub" {g} (binary "mul" {e} {s}))',
      {"g": [4, 2], "e": [4, 2], "s": [4, 1]}, ()),
+    # a vocab-parallel rank's nll_loss targets (its own shifted, the others at the ignore index) pick
+    # and place its block of classes; lse - the sum over ranks is lse + the ranks' negations
+    ("indexing", '(tpick {L} ' + _LOCAL.format(fill=-100) + ' -100)', "(mpick {L} {t} 4)",
+     {"L": [3, 4], "t": ([3], "int64")}, ()),
+    ("indexing", '(tplace {v} ' + _LOCAL.format(fill=-100) + ' -100 4)', "(mplace {v} {t} 4 4)",
+     {"v": [3], "t": ([3], "int64")}, ()),
+    ("elementwise", f'(binary "sub" {{a}} (rsum {cons("{b}", "{c}")}))',
+     '(binary "add" {a} (rsum ' + cons('(unary "neg" {b})', '(unary "neg" {c})') + "))",
+     {"a": [3], "b": [3], "c": [3]}, ()),
     # a cast to the operand's own dtype is the operand (count_nonzero of a bool mask)
     ("elementwise", '(reduce "sum" (unary "to_int64" (unary "to_bool" {m})) (ICons 1 (INil)) 0)',
      '(reduce "sum" (unary "to_int64" {m}) (ICons 1 (INil)) 0)', {"m": ([4, 3], "bool")}, ()),
@@ -454,6 +466,11 @@ NEGATIVE = [
     ("reduction", f'(view (unary "log" {red("sum", cat(1, "{a}", "{b}"), [1], 0)}) {dlist([1, 4])})',
      f'(view (unary "log" (rsum {cons(red("sum", "{a}", [1], 1), red("sum", "{b}", [1], 1))})) {dlist([1, 4])})',
      {"a": [4, 2], "b": [4, 3]}, ()),
+    # foreign targets filled with a class (0), not the ignore index: every rank picks its class 0
+    ("indexing", '(tpick {L} ' + _LOCAL.format(fill=0) + ' -100)', "(mpick {L} {t} 4)",
+     {"L": [3, 4], "t": ([3], "int64")}, ()),
+    ("indexing", '(tplace {v} ' + _LOCAL.format(fill=0) + ' -100 4)', "(mplace {v} {t} 4 4)",
+     {"v": [3], "t": ([3], "int64")}, ()),
     # a cast to another dtype is kept: to_bool of a float tests for nonzero, to_float16 rounds
     ("elementwise", '(unary "to_bool" {x})', "{x}", {"x": [3]}, ()),
     ("elementwise", '(unary "to_float16" {x})', "{x}", {"x": [3]}, ()),

@@ -44,6 +44,9 @@ WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1,
                "pick-concat-rows": 0, "zip-pick-cons": 0, "tpick-concat-rows": 0, "zip-tpick-cons": 0,
                # lists of index tensors in [0, n), each of its partner part's shape
                "place-concat-rows": 0, "zip-place-cons": 0, "tplace-concat-rows": 0, "zip-tplace-cons": 0,
+               # a loss's targets masked to a block of classes, filled with its ignore index
+               "tpick-local-not-own": 0, "tpick-local-or": 0, "tpick-local-where": 0,
+               "tplace-local-not-own": 0, "tplace-local-or": 0, "tplace-local-where": 0,
                # two shapes of one length, equal but at one leading dim (a multiple there)
                "expand-split-absent": 10,
                # two padded blocks of one padded shape, adjacent along the padded dim

@@ -282,6 +282,14 @@ class Lowerer:
         name = UNARY[n.target] or ("gelu_tanh" if n.kwargs.get("approximate") == "tanh" else "gelu")
         return Term(f"(unary {str_lit(name)} {self.t(n.args[0])})")
 
+    @lowers("aten.bitwise_not.default")
+    def _h_bitwise_not_default(self, n):
+        """~mask of a bool mask is its logical not (an int's bitwise complement stays opaque)."""
+        x = n.args[0]
+        if not isinstance(x, Ref) or self._dtype(x.name) != "bool" or not isinstance(n.val, TensorMeta):
+            return None
+        return Term(f"(unary \"logical_not\" {self.t(x)})")
+
     def _binary_op(self, n):
         if len(n.args) < 2:
             return None

@@ -776,6 +776,10 @@ PRIMITIVES: dict[str, Callable] = {
     ">=": lambda a, b: a >= b,
     "dle": lambda a, b: a <= b,     # a relation on sizes, proven by egglog (literals) or Z3
     "cmul": lambda a, b: const_product(a, b),   # product of two constant texts (see const_product)
+    # the text of an integer constant (a cst's value), and the masked_fill op filling it (filled by
+    # rules where a pattern asks: lemmas/indexing.py)
+    "itext": lambda c: str(int(c)),
+    "fillop": lambda c: MASKED_FILL + str(int(c)),
     "%": lambda a, b: a % b,
     "/": lambda a, b: a // b,
     "ihas": lambda l, i: int(i in l),
@@ -840,6 +844,8 @@ FUNCTIONS_TEXT = """
 (function ipos (IList i64) i64 :merge old)
 (relation ask_cmul (String String))
 (function cmul (String String) String :merge old)
+(function itext (i64) String :merge old)
+(function fillop (i64) String :merge old)
 (relation iask (IList i64))
 (function ihas (IList i64) i64 :merge old)
 (function ibelow (IList i64) i64 :merge old)

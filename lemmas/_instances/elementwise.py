@@ -636,3 +636,14 @@ def add_mul_neg(rng):
 
 def add_mul_neg_bool(rng):
     yield {"a": torch.tensor([True, False]), "b": torch.tensor([1.0, 2.0]), "c": torch.tensor([0.5, 1.0])}
+
+
+@repeat(10)
+def sub_rsum_neg(rng):
+    """Parts of one shape (a sum over ranks), a broadcasting a; ints; values where rounding matters."""
+    shape = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
+    l = [tensor(rng, *shape) * 10 ** rng.randint(0, 8) for _ in range(rng.randint(1, 6))]
+    a = tensor(rng, *shape[rng.randint(0, len(shape)):]) * 1e4
+    if rng.random() < 0.3:
+        l, a = [(x * 4).round().long() for x in l], (a * 4).round().long()
+    return {"a": a, "l": l}

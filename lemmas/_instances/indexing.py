@@ -530,3 +530,81 @@ def tplace_terms(rng):
             yield (f"(tplace v i -100 {n})", {"v": tensor(rng, *ids.shape), "i": ids})
             yield (f"(mplace v i 2 {n})", {"v": tensor(rng, *ids.shape), "i": ids})
             yield (f"(place v i {n})", {"v": tensor(rng, *ids.shape).float(), "i": ids})
+
+
+def _local_target_instance(rng, form, c=None, fill=None):
+    """A rank's block [lo, lo + w) of w classes and its loss's local targets: t - lo where it owns
+    t, the ignore index c elsewhere (fill: another value in its place)."""
+    inst = _mpick_instance(rng)
+    c = rng.choice([-100, -1, -7]) if c is None else c
+    t, lo, hi = inst["t"], inst["lo"], inst["hi"]
+    if rng.random() < 0.3:
+        t = t.masked_fill(t == t.flatten()[0], c)     # targets at the ignore index too
+    inst.update({"t": t, "c": c})
+    if form == "where":
+        inst.update({"v": str(fill if fill is not None else c), "s": list(t.shape), "f": "int64", "n": t.dim()})
+    else:
+        inst["op"] = "masked_fill:" + str(fill if fill is not None else c)
+    return inst
+
+
+def tpick_local(form):
+    def gen(rng):
+        for _ in range(8):
+            yield _local_target_instance(rng, form)
+    gen.__name__ = f"tpick_local_{form.replace('-', '_')}"
+    return gen
+
+
+def tpick_local_bad(form):
+    """The foreign targets filled with a class (0: every rank picks its class 0) or with another
+    value than the ignore index, a non-negative ignore index (it may be a local target), a block
+    narrower than the mask's, and (where) a constant broadcasting t."""
+    def gen(rng):
+        yield _local_target_instance(rng, form, fill=0)
+        yield _local_target_instance(rng, form, c=-100, fill=-1)
+        yield _local_target_instance(rng, form, c=2, fill=2)
+        inst = _local_target_instance(rng, form)
+        inst["hi"] += 1
+        yield inst
+        if form == "where":
+            inst = _local_target_instance(rng, form)
+            inst["s"] = [2] + inst["s"]
+            yield inst
+    gen.__name__ = f"tpick_local_bad_{form.replace('-', '_')}"
+    return gen
+
+
+def itext_terms(rng):
+    """The text and the masked_fill op of a loss's ignore index, asked by its target pick."""
+    lead = _lead(rng)
+    for c in (-100, 0, 3):
+        facts = [f'(= (itext {c}) "{c}")', f'(= (fillop {c}) "masked_fill:{c}")',
+                 f'(= (itext {c}) "{c}0")', f'(= (fillop {c}) "masked_fill:{c}.0")']
+        yield (f"(tpick x i {c})", {"x": tensor(rng, *lead, 4), "i": _ids(rng, lead, 0, 4)}, facts)
+
+
+def tplace_local(form):
+    def gen(rng):
+        for inst in tpick_local(form)(rng):
+            yield _tplace_instance(inst)
+    gen.__name__ = f"tplace_local_{form.replace('-', '_')}"
+    return gen
+
+
+def tplace_local_bad(form):
+    def gen(rng):
+        for inst in tpick_local_bad(form)(rng):
+            yield _tplace_instance(inst)
+    gen.__name__ = f"tplace_local_bad_{form.replace('-', '_')}"
+    return gen
+
+
+def _tplace_instance(inst):
+    inst = dict(inst)
+    L = inst.pop("L")
+    inst.pop("k", None)
+    if "v" in inst:                       # where: the constant's text is u, v the values
+        inst["u"] = inst.pop("v")
+    inst["v"] = L[..., 0] * 3
+    return inst

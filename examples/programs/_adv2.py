@@ -355,22 +355,23 @@ def make_build(kind, bug=None):
         if kind == "pos":
             return Pos(rank, ws, bug), {"x": torch.randn(2, S // ws, H)}
         if kind == "strided":
-            return Strided(rank, ws, bug), {"x": torch.randn(3, 12)}
+            return Strided(rank, ws, bug), {"x": torch.randn(3, 12, requires_grad=True)}
         if kind in ("kernel", "sscat"):
             return Scatter(rank, ws, kind, bug), {"x": torch.randn(4 // ws, H)}
         if kind == "topk":
-            return TopK(ws, bug), {"logits": torch.randn(4 // ws, 2)}
+            return TopK(ws, bug), {"logits": torch.randn(4 // ws, 2, requires_grad=True)}
         if kind == "flip":
             return Flip(ws, bug), {"x": torch.randn(4 // ws, 3)}
         if kind == "xent":
-            return XEnt(ws, bug), {"logits": torch.randn(8 // ws, 5), "target": _targets(8, 5)[:8 // ws]}
+            return XEnt(ws, bug), {"logits": torch.randn(8 // ws, 5, requires_grad=True), "target": _targets(8, 5)[:8 // ws]}
         if kind == "vpick":
             return VPick(rank, ws, bug), {"logits": torch.randn(6, VPick.VOCAB // ws),
                                           "target": _targets(6, VPick.VOCAB)}
         if kind == "pad":
-            return Pad(rank, ws, bug), {"x": torch.randn(6 // ws, 3)}
+            return Pad(rank, ws, bug), {"x": torch.randn(6 // ws, 3, requires_grad=True)}
         if kind == "repeat":
-            return Repeat(bug), {"q": torch.randn(4 // ws, 3, 2), "k": torch.randn(2 // ws, 3, 2)}
+            return Repeat(bug), {"q": torch.randn(4 // ws, 3, 2, requires_grad=True),
+                                 "k": torch.randn(2 // ws, 3, 2, requires_grad=True)}
         if kind in ("ln", "lng", "ln_hidden"):
             shape = (4, 2, 6 // ws) if kind == "ln_hidden" else (4 // ws, 2, 6)
             return LN(rank, ws, kind, bug), {"x": torch.randn(*shape, requires_grad=True)}
@@ -379,13 +380,13 @@ def make_build(kind, bug=None):
         if kind == "rs":
             return RS(rank, ws, bug), {"x": torch.randn(3, 6 // ws)}
         if kind == "half":
-            return Half(ws, bug), {"x": torch.randn(3, 6 // ws)}
+            return Half(ws, bug), {"x": torch.randn(3, 6 // ws, requires_grad=True)}
         if kind == "topkx":
             return TopKX(ws, bug), {"logits": torch.randn(4, 4 // ws)}
         if kind == "zslice":
             return ZSlice(rank, ws, bug), {"x": torch.randn(3, 6, requires_grad=True)}
         if kind == "select":
-            return Select(ws, bug), {"x": torch.randn(4, 6 // ws)}
+            return Select(ws, bug), {"x": torch.randn(4, 6 // ws, requires_grad=True)}
         if kind == "all":
             return All(ws, bug), {"x": torch.randn(4, 6 // ws)}
         if kind == "emb_off":

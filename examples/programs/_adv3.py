@@ -209,21 +209,22 @@ def make_build(kind, bug=None):
             return Emb(rank, ws, bug, 10 if kind == "emb" else 3), {"ids": (torch.arange(10) * 3 % 14).view(2, 5)}
         if kind == "xentu":
             n = [7] if ws == 1 else [4, 3]
-            return XEnt(ws, kind, bug), {"logits": torch.randn(n[rank], 5),
+            return XEnt(ws, kind, bug), {"logits": torch.randn(n[rank], 5, requires_grad=True),
                                          "target": (torch.arange(7) * 3 % 5)[:n[rank]]}
         if kind == "xenti":
-            return XEnt(ws, kind, bug), {"logits": torch.randn(8 // ws, 5), "target": XENTI_TARGET[:8 // ws]}
+            return XEnt(ws, kind, bug), {"logits": torch.randn(8 // ws, 5, requires_grad=True), "target": XENTI_TARGET[:8 // ws]}
         if kind == "all":
             return All(ws, bug), {"x": torch.randn(4, 6 // ws)}
         if kind == "bmm":
-            return Bmm(ws, bug), {"q": torch.randn(4 // ws, 3, 3), "k": torch.randn(4 // ws, 3, 3)}
+            return Bmm(ws, bug), {"q": torch.randn(4 // ws, 3, 3, requires_grad=True),
+                                   "k": torch.randn(4 // ws, 3, 3, requires_grad=True)}
         if kind == "perm":
-            return Perm(ws, bug), {"x": torch.randn(4, 4, 4 // ws)}
+            return Perm(ws, bug), {"x": torch.randn(4, 4, 4 // ws, requires_grad=True)}
         if kind == "iscal":
             return IScal(rank, ws, bug), {"x": torch.randn(2, 6 // ws, 3)}
         if kind == "cat":
-            return Cat(ws, bug), {"x": torch.randn(4 // ws, 3)}
+            return Cat(ws, bug), {"x": torch.randn(4 // ws, 3, requires_grad=True)}
         if kind in ("amax", "mean"):
-            return Red1(ws, kind, bug), {"x": torch.randn(4, 2 // ws)}
+            return Red1(ws, kind, bug), {"x": torch.randn(4, 2 // ws, requires_grad=True)}
         raise ValueError(kind)
     return build

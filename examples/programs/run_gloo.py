@@ -69,7 +69,13 @@ def _derive(v, rel, rank, ws, mesh, fn=None):
         if kind == "Shard":
             out = torch.chunk(out, sizes[i], dim=p.dim)[coords[i]]
         elif kind == "Partial":
-            raise ValueError("partial inputs are not used by this corpus")
+            # a random split that sums to v (every call draws the same parts): the ranks' shares
+            # of a tangent whose output every rank computes whole (adv3_cat_joint.toml)
+            if len(rel.placements) != 1 or mesh.shape or p.reduce != "sum":
+                raise ValueError(f"partial input {rel}: only a plain sum over the ranks is derived")
+            g = torch.Generator().manual_seed(1729)
+            parts = [torch.randn(tuple(out.shape), generator=g, dtype=out.dtype) for _ in range(ws - 1)]
+            out = parts[rank] if rank < ws - 1 else out - sum(parts, torch.zeros_like(out))
     return out.clone()
 
 
@@ -127,12 +133,14 @@ def _run(model, inputs, values, grad_inputs, joint, tangents):
     res = {k: _materialise(v) for k, v in out.items()}
     if not joint:
         return res, None
+    # an output no gradient flows from (top-k's indices, an integer tensor) has no tangent
+    diff = [o for o in out if isinstance(out[o], torch.Tensor) and out[o].requires_grad]
     if tangents is None:
-        return res, res
+        return res, {o: res[o] for o in diff}
     # a rank's output whose tangent the spec does not give (a pipeline stage's handle, the spec
     # naming the last stage's): NaN, so that a gradient reading it shows
-    torch.autograd.backward([out[o] for o in out],
-                            [tangents[o] if o in tangents else torch.full_like(out[o], float("nan")) for o in out])
+    torch.autograd.backward([out[o] for o in diff],
+                            [tangents[o] if o in tangents else torch.full_like(out[o], float("nan")) for o in diff])
     for n, p in model.named_parameters():
         if p.grad is not None:
             res[f"grad:{n}"] = _materialise(_local(p.grad))    # a DTensor parameter's: its local part

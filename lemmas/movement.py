@@ -24,6 +24,7 @@ from lemmas._instances.movement import (
     view_self, view_split, view_view)
 from lemmas._instances.movement import permute_inverse, permute_not_inverse, expand_split_absent, expand_split_absent_bad
 from lemmas._instances.movement import concat_zpad, concat_zpad_bad, map_zpad, map_zpad_bad, zpad_terms
+from lemmas._instances.movement import map_zpad_each, zpad_concat_other, zpad_concat_same, zpad_rsum
 from lemmas._instances.movement import (slice_zpad_apart, slice_zpad_inner, slice_zpad_outer, slice_zpad_straddle,
     zpad_add_adjacent, zpad_add_apart, zpad_add_bsame_terms, zpad_none)
 
@@ -337,6 +338,19 @@ LEMMAS = [
           "(zpad (concat (Cons x (Cons y (Nil))) d) d l1 h2)",
           when=_ZPAD_ADJ + ("(bsame (zpad y d l2 h2) (zpad x d l1 h1) n)",), instances=zpad_add_adjacent,
           rejects=zpad_add_apart),
+    # a pad along a dim other than a concat's axis pads every part alike (the gradient of a row
+    # selected from a hidden-sharded tensor: each rank's gradient row padded to its block)
+    Lemma("zpad-concat-other-dim", "(zpad (concat (Cons x r) d) k lo hi)",
+          "(concat (map_zpad_each (Cons x r) k lo hi) d)",
+          when=("(!= k d)",), instances=zpad_concat_other, rejects=zpad_concat_same),
+    # a pad is linear: it commutes with a sum over ranks (the gradient of a strided slice of the
+    # ranks' summed gradients: each rank's padded alike)
+    Lemma("zpad-rsum", "(zpad (rsum (Cons x r)) d lo hi)", "(rsum (map_zpad_each (Cons x r) d lo hi))",
+          instances=cons(zpad_rsum)),
+    Lemma("map-zpad-each-nil", "(map_zpad_each (Nil) d lo hi)", "(Nil)",
+          instances=fixed({"d": 0, "lo": 1, "hi": 2})),
+    Lemma("map-zpad-each-cons", "(map_zpad_each (Cons x r) d lo hi)",
+          "(Cons (zpad x d lo hi) (map_zpad_each r d lo hi))", instances=map_zpad_each),
     Lemma("map-zpad-nil", "(map_zpad (Nil) d lo t)", "(Nil)", instances=fixed({"d": 0, "lo": 0, "t": 3})),
     Lemma("map-zpad-cons", "(map_zpad (Cons x r) d lo t)",
           "(Cons (zpad x d lo (- t (+ lo n))) (map_zpad r d (+ lo n) t))",

@@ -409,12 +409,37 @@ def test_slice_backward_conforms_to_torch():
     assert n == 8
 
 
-def test_slice_backward_refuses_a_step(tmp_path):
+def test_strided_slice_backward_conforms_to_torch():
+    """slice_backward with a step (x[a:b:k]'s gradient): the gradient's elements placed k apart,
+    a shift that keeps the window inside the dim, none (the last one placed alone), one element,
+    negative and out-of-range bounds, inner dims."""
+    from types import SimpleNamespace
+    from entangle_py.oracle import conformance as C
+    torch.manual_seed(8)
+    n = 0
+    for sizes, dim, start, end, step in [([12], 0, 0, 12, 2), ([3, 12], 1, 0, 6, 2), ([3, 12], 1, 7, 12, 2),
+                                         ([3, 12], 1, 1, 12, 2), ([5], 0, 0, 5, 3), ([7, 2], 0, 0, 7, 3),
+                                         ([2, 9, 3], 1, 2, 9, 4), ([6, 4], 0, 5, 6, 2), ([6, 4], -1, -3, 100, 2),
+                                         ([10], 0, 1, 10, 3), ([2, 5, 2], 1, 0, 5, 5)]:
+        count = len(range(*slice(start, end, step).indices(sizes[dim])))
+        shape = list(sizes)
+        shape[dim] = count
+        g = torch.randn(*shape, dtype=torch.float64)
+        v = C.check_sample(torch.ops.aten.slice_backward.default,
+                           SimpleNamespace(input=g, args=(sizes, dim, start, end, step), kwargs={}))
+        assert v.kind == "agree", (sizes, dim, start, end, step, [str(d) for d in v.nodes], v.why)
+        n += 1
+    assert n == 11
+
+
+def test_slice_backward_of_a_step(tmp_path):
     low = _lowered(tmp_path, '''
         def forward(self, g: "f32[2, 6]", h: "f32[4, 6]"):
             a: "f32[8, 6]" = torch.ops.aten.slice_backward.default(g, [8, 6], 0, 0, 4, 2)
             b: "f32[8, 6]" = torch.ops.aten.slice_backward.default(h, [8, 6], 0, 4, 9223372036854775807, 1)
             return (a, b)
         ''')
-    assert isinstance(low["a"], L.Refused) and low["a"].arg == "step"
+    # each gradient row with one zero row after it, the window [0, 4) padded to 8 rows
+    assert low["a"].text == ("(zpad (view (zpad (view $g (DCons (DLit 2) (DCons (DLit 1) (DCons (DLit 6) (DNil))))) "
+                             "1 0 1) (DCons (DLit 4) (DCons (DLit 6) (DNil)))) 0 0 4)")
     assert low["b"].text == "(zpad $h 0 4 0)"

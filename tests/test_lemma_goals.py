@@ -187,6 +187,12 @@ POSITIVE = [
      {"a": [4, 3, 8], "b": [4, 3, 8]}, ()),
     ("movement", f"(transpose {cat(1, '{a}', '{b}')} 0 1)", cat(0, "(transpose {a} 0 1)", "(transpose {b} 0 1)"),
      {"a": [4, 2], "b": [4, 3]}, ()),
+    # a pad along another dim than the concat axis pads each part (a selected row's gradient of a
+    # hidden-sharded tensor); a pad of a sum over ranks is the sum of the pads (a strided slice's)
+    ("movement", f"(zpad {cat(1, '{a}', '{b}')} 0 1 2)", cat(1, "(zpad {a} 0 1 2)", "(zpad {b} 0 1 2)"),
+     {"a": [1, 2], "b": [1, 3]}, ()),
+    ("movement", f"(zpad (rsum {cons('{a}', '{b}')}) 1 0 1)", f"(rsum {cons('(zpad {a} 1 0 1)', '(zpad {b} 1 0 1)')})",
+     {"a": [3, 6], "b": [3, 6]}, ()),
     # an expand keeping the concat axis (a mean's gradient over sequence-sharded rows) expands each part
     ("movement", f"(expand {cat(0, '{a}', '{b}')} {dlist([3, 4])})",
      cat(0, f"(expand {{a}} {dlist([1, 4])})", f"(expand {{b}} {dlist([2, 4])})"), {"a": [1, 1], "b": [2, 1]}, ()),
@@ -367,6 +373,9 @@ NEGATIVE = [
      {"a": [4, 3], "b": [4, 2]}, ()),
     ("movement", '(binary "add" (zpad {b} 1 3 0) (zpad {a} 1 0 2))', "(zpad " + cat(1, "{a}", "{b}") + " 1 0 0)",
      {"a": [1, 3], "b": [4, 2]}, ()),
+    # a pad along the concat axis does not pad every part
+    ("movement", f"(zpad {cat(0, '{a}', '{b}')} 0 1 0)", cat(0, "(zpad {a} 0 1 0)", "(zpad {b} 0 1 0)"),
+     {"a": [1, 2], "b": [2, 2]}, ()),
     # a slice of a zero-padded tensor reaching one row into the padding is not a slice of it
     ("movement", "(slice (zpad {a} 0 4 0) 0 (DLit 3) (DLit 8))", "(slice {a} 0 (DLit -1) (DLit 4))", {"a": [4, 2]}, ()),
     # elementwise: where over concats whose parts do not line up, or a mask that varies along the

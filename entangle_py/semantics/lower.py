@@ -1629,10 +1629,13 @@ class Lowerer:
 
     @lowers("aten.slice_backward.default")
     def _h_slice_backward_default(self, n):
-        """The gradient of x[start:end] along dim: zeros of input_sizes with grad in that slice,
-        i.e. grad padded with zeros (``zpad``).  Step 1 only; other steps are refused."""
+        """The gradient of x[start:end:step] along dim: zeros of input_sizes with grad in that slice,
+        i.e. grad padded with zeros (``zpad``).  A step k > 1 is the adjoint of the strided slice's
+        data movement (``_strided_slice``): grad's n elements each padded with k - 1 zeros along a
+        new dim after dim (j before, k - 1 - j after), merged back into dim (a window of k n) and
+        padded to the whole; when no shift j fits, the first n - 1 that way plus the last one."""
         grad, sizes, dim, start, end, step = (list(n.args) + [None] * 6)[:6]
-        if step != 1 or isinstance(step, bool):
+        if not isinstance(step, int) or isinstance(step, bool) or step < 1:
             return Refused(n.target, "step", f"step={step!r}")
         if not isinstance(grad, Ref) or not isinstance(sizes, (list, tuple)) or not isinstance(dim, int):
             return Refused(n.target, "input_sizes", "not a tensor, a shape and a dim")
@@ -1641,6 +1644,8 @@ class Lowerer:
         if not -len(sizes) <= dim < len(sizes) or tuple(n.val.shape) != tuple(sizes):
             return Refused(n.target, "dim", f"dim {dim} of sizes {list(sizes)}")
         d = self._dim(dim, len(sizes))
+        if step != 1:
+            return self._strided_slice_backward(n, grad, list(sizes), d, start, end, step)
         s, e = slice(start, end).indices(sizes[d])[:2]
         e = max(e, s)
         gs = tuple(self.shape(grad.name))
@@ -1651,6 +1656,41 @@ class Lowerer:
         if s == 0 and e == sizes[d]:
             return Identity(grad.name)
         return Term(f"(zpad {self.t(grad)} {d} {s} {sizes[d] - e})")
+
+    def _strided_slice_backward(self, n, grad, sizes, d, start, end, k):
+        """slice_backward of x[..., a:b:k] along d (k > 1): see _h_slice_backward_default."""
+        size = sizes[d]
+        a, b, _ = slice(start, end, k).indices(size)
+        count = len(range(a, b, k))
+        gs = tuple(self.shape(grad.name))
+        if gs != tuple(sizes[:d]) + (count,) + tuple(sizes[d + 1:]) or self._dtype(grad.name) != n.val.dtype:
+            return Refused(n.target, "grad_output", f"a gradient of shape {list(gs)} for [{a}:{b}:{k}] of {sizes}")
+        if n.val.dtype not in FLOAT_DTYPES:
+            return Refused(n.target, "grad_output", f"a {n.val.dtype} gradient")
+        if count == 0:
+            return Refused(n.target, "end", f"an empty slice [{a}:{b}:{k}]")
+        gt = self.t(grad)
+        if count == 1:
+            return Term(f"(zpad {gt} {d} {a} {size - a - 1})")
+
+        def placed(g, m):       # the first m (>= 2) gradients placed, when a shift fits
+            j = max(0, a + k * m - size)
+            if j > a:
+                return None
+            lo = a - j
+            col = f"(view {g} {self._shape_list(sizes[:d] + [m, 1] + sizes[d + 1:])})"
+            window = f"(zpad {col} {d + 1} {j} {k - 1 - j})"
+            merged = f"(view {window} {self._shape_list(sizes[:d] + [k * m] + sizes[d + 1:])})"
+            return f"(zpad {merged} {d} {lo} {size - lo - k * m})"
+
+        whole = placed(gt, count)
+        if whole is not None:
+            return Term(whole)
+        last = a + k * (count - 1)
+        head_g = f"(slice {gt} {d} (DLit 0) (DLit {count - 1}))"
+        head = placed(head_g, count - 1) if count > 2 else f"(zpad {head_g} {d} {a} {size - a - 1})"
+        tail = f"(zpad (slice {gt} {d} (DLit {count - 1}) (DLit {count})) {d} {last} {size - last - 1})"
+        return Term(f"(binary \"add\" {head} {tail})")
 
     @lowers("aten.select_backward.default")
     def _h_select_backward_default(self, n):

@@ -759,6 +759,10 @@ CONSTRUCTORS: list[Constructor] = [
     # each part zero-padded to total along d, the first starting lo in: part k has lo + (sizes of
     # the parts before it) zeros before it
     _c("map_zpad", "TList i64 i64 i64", "TList", BIG, False, _map_pad),
+    # each part zero-padded alike along d (lo before, hi after): a pad along a dim other than a
+    # concat's axis
+    _c("map_zpad_each", "TList i64 i64 i64", "TList", BIG, False,
+       lambda l, d, lo, hi: [_pad(x, d, lo, hi) for x in l]),
 ]
 
 BY_NAME = {c.name: c for c in CONSTRUCTORS}
@@ -918,6 +922,7 @@ DIM_ARGS: dict[str, tuple[int, ...]] = {
     "zip_matmul": (2,), "map_view_at": (2, 3), "map_view_split": (2,), "map_view_merge": (2,),
     "map_slice": (1,), "map_permute": (1,), "map_reduce": (2,), "dset": (1,), "map_expand_at": (2, 3),
     "concat_nest": (2, 3), "zip_concat": (2, 3), "zpad": (1,), "map_zpad": (1,),
+    "map_zpad_each": (1,),
     "zip_place": (3,), "zip_tplace": (4,),
 }
 

@@ -1079,3 +1079,36 @@ def expand_split_absent(rng):
 @repeat(6)
 def expand_split_absent_bad(rng):
     return _expand_absent_instance(rng, ok=False)
+@repeat(6)
+def _zpad_concat_other(rng):
+    nd = rng.randint(2, 3)
+    d, k = rng.sample(range(nd), 2)
+    l = _parts_on(rng, [rng.randint(1, 4) for _ in range(nd)], d)
+    return {"l": l, "d": d, "k": k, "lo": rng.randint(0, 3), "hi": rng.randint(0, 3)}
+
+
+@repeat(3)
+def _zpad_concat_same(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    l = _parts_on(rng, [rng.randint(1, 4) for _ in range(nd)], d, parts=rng.randint(2, 3))
+    return {"l": l, "d": d, "k": d, "lo": rng.randint(1, 3), "hi": rng.randint(0, 3)}   # along the axis itself
+
+
+zpad_concat_other, zpad_concat_same = map(_xr, (_zpad_concat_other, _zpad_concat_same))
+
+
+@repeat(4)
+def map_zpad_each(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    l = _parts_on(rng, [rng.randint(1, 4) for _ in range(nd)], rng.randrange(nd))
+    return {"x": l[0], "r": l[1:], "d": d, "lo": rng.randint(0, 3), "hi": rng.randint(0, 3)}
+
+
+@repeat(4)
+def zpad_rsum(rng):
+    nd = rng.randint(1, 3)
+    shape = [rng.randint(1, 3) for _ in range(nd)]
+    return {"l": [tensor(rng, *shape) for _ in range(rng.randint(1, 6))], "d": rng.randrange(nd),
+            "lo": rng.randint(0, 3), "hi": rng.randint(0, 3)}

@@ -25,6 +25,7 @@ from lemmas._instances.movement import (
 from lemmas._instances.movement import permute_inverse, permute_not_inverse, expand_split_absent, expand_split_absent_bad
 from lemmas._instances.movement import concat_zpad, concat_zpad_bad, map_zpad, map_zpad_bad, zpad_terms
 from lemmas._instances.movement import map_zpad_each, zpad_concat_other, zpad_concat_same, zpad_rsum
+from lemmas._instances.movement import (slices_whole, slices_not_whole, zpad_reassoc, zpad_reassoc_apart)
 from lemmas._instances.movement import (slice_zpad_apart, slice_zpad_inner, slice_zpad_outer, slice_zpad_straddle,
     zpad_add_adjacent, zpad_add_apart, zpad_add_bsame_terms, zpad_none)
 
@@ -41,6 +42,13 @@ _SPLIT = ("(= n (ndim (concat (Cons x r) d)))", "(= (dlen s) (+ n 1))", "(vpfx (
 _MERGE = ("(= n (ndim (concat (Cons x r) d)))", "(= (+ (dlen s) 1) n)", "(vpfx (concat (Cons x r) d) s d)",
           "(vsfx (concat (Cons x r) d) s (- n (+ d 2)))", "(= (dim (concat (Cons x r) d) d) (DLit t))",
           "(= (dim (concat (Cons x r) d) (+ d 1)) (DLit q))", "(= (dat s d) (DLit p))", "(= p (* t q))")
+
+# a + y + x for zero-padded blocks y, x of one float dtype with a, of one padded size along d:
+# the blocks adjacent (x before y, or after it).  Elementwise at most one of y, x is not a padding
+# zero, so (a + y) + x = a + (y + x) exactly (but for the sign of a zero)
+_REASSOC = ("(= t (dtype a))", "(= t (dtype x))", "(= t (dtype y))", "(fdtype t)", "(= n (ndim x))", "(= n (ndim y))",
+            "(= (dim x d) (DLit m))", "(= (dim y d) (DLit k))", "(= (+ (+ l1 m) h1) (+ (+ l2 k) h2))")
+_X_BEFORE_Y, _X_AFTER_Y = ("(= l2 (+ l1 m))",), ("(= l1 (+ l2 k))",)
 
 # (bsame a b n) is asked of the add's operands in their order
 _ZPAD_ADJ = ("(= n (ndim x))", "(= n (ndim y))", "(= (dim x d) (DLit m))", "(= l2 (+ l1 m))", "(= t (dtype x))",
@@ -72,6 +80,10 @@ LEMMAS = [
     Lemma("slice-concat-rest", "(slice (concat (Cons x (Cons y r)) d) d s e)",
           "(slice (concat (Cons y r) d) d (dsub s n) (dsub e n))",
           when=("(= n (dim x d))", "(dle n s)"), instances=slice_rest, rejects=slice_straddling),
+    # the concat of x's two slices [0, b) and [b, n) along d is x (the gradient blocks of a concat
+    # of slices, put back together; slice-cover joins slices whose union is in the e-graph)
+    Lemma("concat-slices-whole", "(concat (Cons (slice x d (DLit 0) (DLit b)) (Cons (slice x d (DLit b) (DLit c)) (Nil))) d)",
+          "x", when=("(= (dim x d) (DLit c))", "(<= 0 b)", "(<= b c)"), instances=slices_whole, rejects=slices_not_whole),
     Lemma("slice-full", "(slice x d (DLit 0) n)", "x",
           when=("(= n (dim x d))",), instances=full_slice, rejects=partial_slice),
     Lemma("concat-single", "(concat (Cons x (Nil)) d)", "x", instances=single),
@@ -344,13 +356,23 @@ LEMMAS = [
           "(concat (map_zpad_each (Cons x r) k lo hi) d)",
           when=("(!= k d)",), instances=zpad_concat_other, rejects=zpad_concat_same),
     # a pad is linear: it commutes with a sum over ranks (the gradient of a strided slice of the
-    # ranks' summed gradients: each rank's padded alike)
+    # ranks' summed gradients: each rank's padded alike).  Only where the first part's pad is in
+    # the e-graph (a rank computed it): pads of sums of pads of sums... grow without end otherwise
     Lemma("zpad-rsum", "(zpad (rsum (Cons x r)) d lo hi)", "(rsum (map_zpad_each (Cons x r) d lo hi))",
-          instances=cons(zpad_rsum)),
+          trigger=("(zpad (rsum (Cons x r)) d lo hi)", "(zpad x d lo hi)"), instances=cons(zpad_rsum)),
     Lemma("map-zpad-each-nil", "(map_zpad_each (Nil) d lo hi)", "(Nil)",
           instances=fixed({"d": 0, "lo": 1, "hi": 2})),
     Lemma("map-zpad-each-cons", "(map_zpad_each (Cons x r) d lo hi)",
           "(Cons (zpad x d lo hi) (map_zpad_each r d lo hi))", instances=map_zpad_each),
+    # a gradient accumulated from slices' gradients out of order (the backward of a concat of three
+    # slices: rows 0, 3, then 1-2 added): an adjacent block added last joins the block beside it
+    # first, so that zpad-add-adjacent combines them.  The added block is the right operand of the
+    # inner add, or its left one
+    *(Lemma(f"zpad-add-reassoc-{side}-{order}", f'(binary "add" {inner} (zpad x d l1 h1))',
+            '(binary "add" a (binary "add" (zpad y d l2 h2) (zpad x d l1 h1)))',
+            when=_REASSOC + cond, instances=zpad_reassoc(side, order), rejects=zpad_reassoc_apart(side))
+      for side, inner in (("right", '(binary "add" a (zpad y d l2 h2))'), ("left", '(binary "add" (zpad y d l2 h2) a)'))
+      for order, cond in (("before", _X_BEFORE_Y), ("after", _X_AFTER_Y))),
     Lemma("map-zpad-nil", "(map_zpad (Nil) d lo t)", "(Nil)", instances=fixed({"d": 0, "lo": 0, "t": 3})),
     Lemma("map-zpad-cons", "(map_zpad (Cons x r) d lo t)",
           "(Cons (zpad x d lo (- t (+ lo n))) (map_zpad r d (+ lo n) t))",

@@ -114,7 +114,7 @@ RULES = [
     Rule("dtype-movement", "\n".join(
         f"(rule ((= y {pattern}) (= t (dtype x))) ((set (dtype y) t)) :ruleset shapes)" for pattern in (
             "(view x s)", "(expand x s)", "(slice x d a b)", "(transpose x a b)", "(permute x p)",
-            "(concat (Cons x r) d)", "(rsum (Cons x r))", "(rmax (Cons x r))")),
+            "(concat (Cons x r) d)", "(rsum (Cons x r))", "(rmax (Cons x r))", "(zpad x d lo hi)")),
         check_terms=dtype_terms),
     # ... and float arithmetic of one dtype keeps it (torch's promotion is the identity there; a
     # Python scalar never promotes a float tensor): so a condition can read the dtype of a sum, a

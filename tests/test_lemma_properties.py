@@ -50,7 +50,10 @@ WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1,
                # two shapes of one length, equal but at one leading dim (a multiple there)
                "expand-split-absent": 10,
                # two padded blocks of one padded shape, adjacent along the padded dim
-               "zpad-add-adjacent": 5, "zpad-add-adjacent-swapped": 5}
+               "zpad-add-adjacent": 5, "zpad-add-adjacent-swapped": 5,
+               # ... and a third operand of their dtype
+               "zpad-add-reassoc-right-before": 3, "zpad-add-reassoc-right-after": 4,
+               "zpad-add-reassoc-left-before": 2, "zpad-add-reassoc-left-after": 5}
 
 
 def _cases():

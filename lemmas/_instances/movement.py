@@ -1112,3 +1112,68 @@ def zpad_rsum(rng):
     shape = [rng.randint(1, 3) for _ in range(nd)]
     return {"l": [tensor(rng, *shape) for _ in range(rng.randint(1, 6))], "d": rng.randrange(nd),
             "lo": rng.randint(0, 3), "hi": rng.randint(0, 3)}
+
+
+
+def _reassoc_case(rng, order, gap=0):
+    """a, y, x for (a + zpad y) + zpad x: x's block just before y's ("before") or after it, on one
+    padded size along d; ``gap`` rows between them (the condition rejects any)."""
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    base = [rng.randint(1, 3) for _ in range(nd)]
+    m, k = rng.randint(1, 3), rng.randint(1, 3)
+    first = rng.randint(0, 2)
+    if order == "before":
+        l1, l2 = first, first + m + gap
+    else:
+        l2, l1 = first, first + k + gap
+    total = max(l1 + m, l2 + k) + rng.randint(0, 2)
+    xs, ys = list(base), list(base)
+    xs[d], ys[d] = m, k
+    a_shape = list(base)
+    a_shape[d] = total
+    if nd > 1 and rng.random() < 0.3:          # a broadcasting along another dim
+        a_shape[(d + 1) % nd] = 1
+    return {"a": tensor(rng, *a_shape), "x": tensor(rng, *xs), "y": tensor(rng, *ys), "d": d,
+            "l1": l1, "h1": total - l1 - m, "l2": l2, "h2": total - l2 - k, "m": m, "k": k, "n": nd, "t": "float64"}
+
+
+def zpad_reassoc(side, order):
+    @repeat(8)
+    def gen(rng):
+        return _reassoc_case(rng, order)
+    gen.__name__ = f"zpad_reassoc_{side}_{order}"
+    return gen
+
+
+def zpad_reassoc_apart(side):
+    @repeat(6)
+    def gen(rng):
+        """Blocks with a gap or overlapping, or a of another dtype."""
+        kind = rng.choice(["gap", "overlap", "dtype"])
+        inst = _reassoc_case(rng, rng.choice(["before", "after"]), gap={"gap": 1, "overlap": -1}.get(kind, 0))
+        if kind == "dtype":
+            inst["a"] = inst["a"].to(torch.float32)
+        if min(inst["l1"], inst["l2"], inst["h1"], inst["h2"]) < 0:
+            return None
+        return inst
+    gen.__name__ = f"zpad_reassoc_apart_{side}"
+    return gen
+
+
+@repeat(6)
+def slices_whole(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    x = tensor(rng, *[rng.randint(0, 6) if i == d else rng.randint(1, 3) for i in range(nd)])
+    return {"x": x, "d": d, "b": rng.randint(0, x.shape[d]), "c": x.shape[d]}
+
+
+@repeat(4)
+def slices_not_whole(rng):
+    inst = next(iter(slices_whole(rng)))
+    if inst["c"] == 0:
+        return None
+    inst["c"] -= 1                                  # the last row left out
+    inst["b"] = min(inst["b"], inst["c"])
+    return inst

@@ -169,7 +169,7 @@ def dtype_terms(rng):
         for term in ("(view x (DCons (DLit 6) (DCons (DLit 4) (DNil))))",
                      "(expand x (DCons (DLit 2) (DCons (DLit 2) (DCons (DLit 3) (DCons (DLit 4) (DNil))))))",
                      "(slice x 1 (DLit 0) (DLit 2))", "(transpose x 0 2)", f"(permute x {ilist([2, 0, 1])})",
-                     "(concat (Cons x (Cons y (Nil))) 1)", "(rmax (Cons x (Cons y (Nil))))"):
+                     "(concat (Cons x (Cons y (Nil))) 1)", "(rmax (Cons x (Cons y (Nil))))", "(zpad x 1 2 1)"):
             yield term, {"x": x, "y": y}, facts
         if dt != torch.bool:       # a sum over ranks of bools is undefined
             yield "(rsum (Cons x (Cons y (Nil))))", {"x": x, "y": y}, facts

@@ -25,6 +25,7 @@ from lemmas._instances.movement import (
 from lemmas._instances.movement import permute_inverse, permute_not_inverse, expand_split_absent, expand_split_absent_bad
 from lemmas._instances.movement import concat_zpad, concat_zpad_bad, map_zpad, map_zpad_bad, zpad_terms
 from lemmas._instances.movement import map_zpad_each, zpad_concat_other, zpad_concat_same, zpad_rsum
+from lemmas._instances.movement import binary_expand_not_scalar, binary_expand_scalar, expand_split_rest, expand_split_rest_bad
 from lemmas._instances.movement import (slices_whole, slices_not_whole, zpad_reassoc, zpad_reassoc_apart)
 from lemmas._instances.movement import (slice_zpad_apart, slice_zpad_inner, slice_zpad_outer, slice_zpad_straddle,
     zpad_add_adjacent, zpad_add_apart, zpad_add_bsame_terms, zpad_none)
@@ -268,6 +269,14 @@ LEMMAS = [
                 "(= (dat s j) (DLit p))", "(= (dat t j) (DLit q))", "(> q 0)", "(< q p)",
                 "(= (% p q) 0)", "(= k (/ p q))"),
           instances=expand_split_absent, rejects=expand_split_absent_bad),
+    # ... in two, the first q and the rest, where q does not divide p (uneven batches: a rank's 4
+    # rows and the other's 3)
+    Lemma("expand-split-absent-rest", "(expand x s)",
+          "(concat (Cons (expand x (dset s j (DLit q))) (Cons (expand x (dset s j (DLit (- p q)))) (Nil))) j)",
+          trigger=("(expand x s)", "(expand x t)", "(dat t j)"),
+          when=("(= n (ndim x))", "(= m (dlen s))", "(= m (dlen t))", "(>= j 0)", "(< j (- m n))",
+                "(= (dat s j) (DLit p))", "(= (dat t j) (DLit q))", "(> q 0)", "(< q p)", "(!= (% p q) 0)"),
+          instances=expand_split_rest, rejects=expand_split_rest_bad),
     Lemma("repl-zero", "(repl x 0)", "(Nil)", instances=repl_zero),
     Lemma("repl-more", "(repl x k)", "(Cons x (repl x (- k 1)))", when=("(> k 0)",),
           instances=repl_more, rejects=repl_zero),
@@ -309,6 +318,11 @@ LEMMAS = [
     Lemma("binary-expand-right", "(binary op y (expand x s))", "(binary op y x)",
           when=("(= n (ndim y))", "(= n (dlen s))", "(vpfx y s n)"),
           instances=binary_expand, rejects=binary_expand_bcast),
+    # an expand combined with a 0-D tensor of its dtype is the expand of the combination (a mean
+    # loss's gradient g / count expanded over the targets: the count a sum over ranks)
+    Lemma("binary-expand-scalar", "(binary op (expand x s) y)", "(expand (binary op x y) s)",
+          when=("(= 0 (ndim y))", "(= t (dtype x))", "(= t (dtype y))"),
+          instances=binary_expand_scalar, rejects=binary_expand_not_scalar),
     # a view of x + bias, the bias broadcasting over trailing dims the view keeps, is the view
     # plus the bias (nn.Linear on a 3-D input: view -> addmm -> view back)
     Lemma("view-binary-bcast", "(view (binary op x y) s)", "(binary op (view x s) y)",

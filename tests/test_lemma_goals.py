@@ -192,6 +192,9 @@ POSITIVE = [
      '(zpad (slice (slice {m} 0 (DLit 1) (DLit 4)) 0 (DLit 2) (DLit 3)) 0 3 0)) '
      '(zpad (slice (slice {m} 0 (DLit 1) (DLit 4)) 0 (DLit 0) (DLit 2)) 0 1 1))', "{m}", {"m": [4, 3]}, ()),
     ("movement", cat(0, "(slice {a} 0 (DLit 0) (DLit 2))", "(slice {a} 0 (DLit 2) (DLit 5))"), "{a}", {"a": [5, 2]}, ()),
+    # a 0-D divisor of an expand divides before it (a mean loss's gradient, over a summed count)
+    ("movement", f'(binary "div" (expand {{g}} {dlist([8])}) {{c}})', f'(expand (binary "div" {{g}} {{c}}) {dlist([8])})',
+     {"g": [], "c": []}, ()),
     # a pad along another dim than the concat axis pads each part (a selected row's gradient of a
     # hidden-sharded tensor)
     ("movement", f"(zpad {cat(1, '{a}', '{b}')} 0 1 2)", cat(1, "(zpad {a} 0 1 2)", "(zpad {b} 0 1 2)"),
@@ -382,6 +385,9 @@ NEGATIVE = [
      {"m": [4, 3]}, ()),
     ("movement", cat(0, "(slice {a} 0 (DLit 2) (DLit 4))", "(slice {a} 0 (DLit 0) (DLit 2))"),
      "(slice {a} 0 (DLit 0) (DLit 4))", {"a": [5, 2]}, ()),
+    # a divisor with a dim (it broadcasts along the expand) does not
+    ("movement", f'(binary "div" (expand {{g}} {dlist([8])}) {{c}})', f'(expand (binary "div" {{g}} {{c}}) {dlist([8])})',
+     {"g": [], "c": [1]}, ()),
     # a pad along the concat axis does not pad every part
     ("movement", f"(zpad {cat(0, '{a}', '{b}')} 0 1 0)", cat(0, "(zpad {a} 0 1 0)", "(zpad {b} 0 1 0)"),
      {"a": [1, 2], "b": [2, 2]}, ()),
@@ -715,6 +721,20 @@ def test_expand_split_beside_a_smaller_expand():
     assert saturated and not reached
     # ... into as many copies as the sizes say, not more
     reached, saturated = proves(whole, cat(1, half, half, half), shapes, present=(half,))
+    assert saturated and not reached
+
+
+def test_expand_split_along_a_new_dim_beside_a_smaller_expand():
+    """A mean loss's gradient: one scalar expanded over 7 targets is the concat of its expands
+    over a rank's 4 and the other's 3 (uneven batches), derived only beside the expand over 4."""
+    shapes = {"g": []}
+    whole, four, three = (f"(expand {{g}} {dlist([k])})" for k in (7, 4, 3))
+    reached, _ = proves(whole, cat(0, four, three), shapes, present=(four,))
+    assert reached
+    reached, saturated = proves(whole, cat(0, four, three), shapes)
+    assert saturated and not reached
+    # ... and the pieces are the sizes the expands say
+    reached, saturated = proves(whole, cat(0, four, four), shapes, present=(four,))
     assert saturated and not reached
 
 

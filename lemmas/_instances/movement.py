@@ -1177,3 +1177,58 @@ def slices_not_whole(rng):
     inst["c"] -= 1                                  # the last row left out
     inst["b"] = min(inst["b"], inst["c"])
     return inst
+
+
+def _expand_split_rest_instance(rng, ok=True):
+    """x expanded to s with leading dims x does not have; j one of them, p there and q not dividing
+    it; t: s with q there.  Not ok: j a dim of x (not a new one), q dividing p, q = p, or q = 0."""
+    nd = rng.randint(0, 2)
+    shape = [rng.choice([1, 2, 3]) for _ in range(nd)]
+    lead = [rng.randint(1, 3) for _ in range(rng.randint(1, 2))]
+    s = lead + [v if v != 1 else rng.randint(1, 3) for v in shape]
+    j = rng.randrange(len(lead))
+    q = rng.randint(2, 4)
+    p = q * rng.randint(1, 2) + rng.randint(1, q - 1)
+    how = None if ok else rng.choice(["dim", "divides", "same", "zero"] if nd else ["divides", "same", "zero"])
+    if how == "dim":          # j past the new dims: a dim of x (its size p there, not broadcast)
+        j = len(lead) + rng.randrange(nd)
+        shape[j - len(lead)] = p
+    elif how == "divides":
+        p = q * rng.randint(2, 3)
+    elif how == "same":
+        p = q
+    elif how == "zero":
+        q = 0
+    s[j] = p
+    t = list(s)
+    t[j] = q
+    return {"x": tensor(rng, *shape), "s": s, "t": t, "j": j, "q": q, "p": p, "n": nd, "m": len(s)}
+
+
+@repeat(8)
+def expand_split_rest(rng):
+    return _expand_split_rest_instance(rng)
+
+
+@repeat(6)
+def expand_split_rest_bad(rng):
+    return _expand_split_rest_instance(rng, ok=False)
+
+
+@repeat(6)
+def binary_expand_scalar(rng):
+    s = [rng.randint(1, 4) for _ in range(rng.randint(1, 3))]
+    xs = [1 if rng.random() < 0.5 else v for v in s][rng.randint(0, len(s)):]
+    op = rng.choice(["add", "mul", "sub", "div", "maximum"])
+    dt = rng.choice([torch.float64, torch.float32])
+    return {"op": op, "x": tensor(rng, *xs).to(dt), "s": s, "y": tensor(rng).to(dt), "t": str(dt).split(".")[-1]}
+
+
+@repeat(4)
+def binary_expand_not_scalar(rng):
+    inst = next(iter(binary_expand_scalar(rng)))
+    if rng.random() < 0.5:
+        inst["y"] = tensor(rng, 1)                                  # not 0-D
+    else:
+        inst["y"] = inst["y"].to(torch.float16)                     # another dtype
+    return inst

@@ -351,6 +351,35 @@ def test_one_column_into_zeros_is_a_placement(op, target):
         assert nv.kind == "refused", nv
 
 
+def test_topk_gradient_as_autograd_computes_it():
+    """topk's values' gradient as autograd traces it (a scatter of k columns at topk's indices
+    into zeros): the sum of the columns' placements, topk's indices being different positions in
+    every row (ops.DISTINCT_INDICES), along any dim; several columns at indices that are not
+    topk's are still refused (two of a row may be one position)."""
+    def grad(x, g, k, dim, largest):
+        x = x.detach().requires_grad_(True)
+        with torch.enable_grad():
+            v = x.topk(k, dim=dim, largest=largest).values
+            return torch.autograd.grad(v, x, g)[0]
+    gen = torch.Generator().manual_seed(5)
+    for shape, k, dim, largest in (((4, 5), 2, -1, True), ((4, 5), 3, 1, False), ((6, 3), 2, 0, True),
+                                   ((2, 5, 3), 4, 1, True), ((2, 3, 4), 2, -1, False), ((5,), 2, 0, True),
+                                   ((3, 4), 1, 0, True)):
+        x = torch.randn(*shape, generator=gen, dtype=torch.float64)
+        vs = list(shape)
+        vs[dim] = k
+        v = C.check_sample(grad, _sample(x, torch.randn(*vs, generator=gen, dtype=torch.float64), k, dim, largest))
+        assert not v.disagreements, v.nodes
+        nv = _node(v, "aten.scatter.src")
+        assert nv.kind == "agree" and "(place " in nv.term, (shape, k, dim, nv)
+
+    def two_columns(src, idx):
+        return torch.zeros(4, 6, dtype=torch.float64).scatter(1, idx, src)
+    nv = _node(C.check_sample(two_columns, _sample(torch.randn(4, 2, dtype=torch.float64),
+                                                  torch.tensor([[0, 1]] * 4))), "aten.scatter.src")
+    assert nv.kind == "refused", nv
+
+
 def test_select_backward_is_a_padded_view():
     """select's gradient is the gradient unsqueezed and zero-padded at the index (every dim, a
     negative index, a size-1 dim)."""

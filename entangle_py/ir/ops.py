@@ -165,6 +165,11 @@ ALLOCATIONS = frozenset({
 # source zero-padded).
 ZERO_FILLS = frozenset({"aten.zeros.default", "aten.new_zeros.default", "aten.zeros_like.default"})
 
+# Ops one of whose outputs holds, in every row along a dim, positions that are all different
+# (topk's indices: k different elements of the row): target -> (output index, position of the
+# dim argument, its default).  A scatter at such indices writes each position once.
+DISTINCT_INDICES = {"aten.topk.default": (1, 2, -1)}
+
 # Ops that draw random numbers: the k-th draw of a program is numbered k.
 RANDOM_OPS = frozenset({
     "aten.native_dropout.default", "aten.bernoulli.default", "aten.bernoulli.p", "aten.rand.default",

@@ -885,8 +885,65 @@ class Lowerer:
         the write equals the addition into zeros (``place``; v and 0 + v differ at most in the sign
         of a zero).  Anything else is refused: with several columns two indices of a row may be
         equal (which write wins is the device's), and into a buffer that is not zeros the old
-        values show."""
+        values show.  Several columns are written as the sum of their placements where the indices
+        are positions all different in every row along dim (``ops.DISTINCT_INDICES``: topk's
+        indices; each position is written once), along any dim (moved last by a transpose)."""
+        x, dim = n.args[:2]
+        along = self._distinct_along(n.args[2])
+        if (along is not None and isinstance(x, Ref) and isinstance(dim, int) and not isinstance(dim, bool)
+                and -len(self.shape(x.name)) <= dim < len(self.shape(x.name))
+                and self._dim(dim, len(self.shape(x.name))) == along):
+            return self._distinct_columns_into_zeros(n)
         return self._one_column_into_zeros(n, "scatter")
+
+    def _distinct_along(self, idx):
+        """The dim along which ``idx`` holds positions all different in every row (an output of
+        ``ops.DISTINCT_INDICES``, through identities), or None."""
+        if not isinstance(idx, Ref):
+            return None
+        g = self._source(idx.name)
+        if g.target != ops.GETITEM or len(g.args) < 2 or not isinstance(g.args[0], Ref):
+            return None
+        src = self.g.node(g.args[0].name)
+        fact = ops.DISTINCT_INDICES.get(src.target)
+        if fact is None or g.args[1] != fact[0] or not src.args or not isinstance(src.args[0], Ref):
+            return None
+        dim = self._arg(src, fact[1], "dim", fact[2])
+        nd = len(self.shape(src.args[0].name))
+        if not isinstance(dim, int) or isinstance(dim, bool) or nd == 0 or not -nd <= dim < nd:
+            return None
+        if len(self.shape(idx.name)) != nd:
+            return None
+        return self._dim(dim, nd)
+
+    def _distinct_columns_into_zeros(self, n):
+        x, dim, idx, src = n.args[:4]
+        if not all(isinstance(a, Ref) for a in (x, idx, src)):
+            return Refused(n.target, "index", "a scatter of non-tensor operands")
+        xs, ids = tuple(self.shape(x.name)), tuple(self.shape(idx.name))
+        if not isinstance(dim, int) or isinstance(dim, bool) or not -len(xs) <= dim < len(xs):
+            return Refused(n.target, "dim", f"dim={dim!r}")
+        d, last = self._dim(dim, len(xs)), len(xs) - 1
+        k, width = ids[d], xs[d]
+        if (tuple(self.shape(src.name)) != ids or ids[:d] + ids[d + 1:] != xs[:d] + xs[d + 1:]
+                or self._dtype(idx.name) != "int64" or not isinstance(width, int) or not isinstance(k, int)
+                or k < 1):
+            return Refused(n.target, "index", "indices and values not of the buffer's shape but along dim")
+        xdt = self._dtype(x.name)
+        if not self._float_zeros(x.name) or self._dtype(src.name) != xdt or n.val.dtype != xdt:
+            return Refused(n.target, "self", "a scatter into a buffer that is not float zeros of src's dtype")
+        st, it = self.t(src), self.t(idx)
+        moved = list(xs)
+        if d != last:
+            st, it = f"(transpose {st} {d} {last})", f"(transpose {it} {d} {last})"
+            moved[d], moved[last] = moved[last], moved[d]
+        col = self._shape_list(moved[:-1])
+        parts = [f"(place (view (slice {st} {last} (DLit {j}) (DLit {j + 1})) {col}) "
+                 f"(view (slice {it} {last} (DLit {j}) (DLit {j + 1})) {col}) {width})" for j in range(k)]
+        t = parts[0]
+        for p in parts[1:]:
+            t = f"(binary \"add\" {t} {p})"
+        return Term(t if d == last else f"(transpose {t} {d} {last})")
 
     def _one_column_into_zeros(self, n, what):
         x, dim, idx, src = n.args[:4]

@@ -48,7 +48,7 @@ WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1,
                "tpick-local-not-own": 0, "tpick-local-or": 0, "tpick-local-where": 0,
                "tplace-local-not-own": 0, "tplace-local-or": 0, "tplace-local-where": 0,
                # two shapes of one length, equal but at one leading dim (a multiple there)
-               "expand-split-absent": 10,
+               "expand-split-absent": 10, "expand-split-absent-rest": 3,
                # two padded blocks of one padded shape, adjacent along the padded dim
                "zpad-add-adjacent": 5, "zpad-add-adjacent-swapped": 5,
                # ... and a third operand of their dtype

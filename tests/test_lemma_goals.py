@@ -271,11 +271,14 @@ POSITIVE = [
     # a rank's block of an averaged reduce-scatter is the block of the average
     ("movement", '(scalar "div" (transpose (slice {x} 0 (DLit 0) (DLit 2)) 0 1) "2.0")',
      '(transpose (slice (scalar "div" {x} "2.0") 0 (DLit 0) (DLit 2)) 0 1)', {"x": [4, 3]}, ()),
-    # a transpose of a slice is the slice of the transpose, along the dim the slice's moves to
-    ("movement", "(transpose (slice {x} 0 (DLit 1) (DLit 3)) 0 1)", "(slice (transpose {x} 0 1) 1 (DLit 1) (DLit 3))",
-     {"x": [4, 3]}, ()),
-    ("movement", "(transpose (slice {x} 2 (DLit 1) (DLit 3)) 1 0)", "(slice (transpose {x} 1 0) 2 (DLit 1) (DLit 3))",
-     {"x": [4, 3, 5]}, ()),
+    # a transpose of a block of a sum over ranks is the block of the ranks' transposes, along the dim
+    # the block's moves to
+    ("movement", f"(transpose (slice (rsum {cons('{x}', '{y}')}) 0 (DLit 1) (DLit 3)) 0 1)",
+     f"(slice (rsum {cons('(transpose {x} 0 1)', '(transpose {y} 0 1)')}) 1 (DLit 1) (DLit 3))",
+     {"x": [4, 3], "y": [4, 3]}, ()),
+    ("movement", f"(transpose (slice (rsum {cons('{x}', '{y}')}) 2 (DLit 1) (DLit 3)) 1 0)",
+     f"(slice (rsum {cons('(transpose {x} 1 0)', '(transpose {y} 1 0)')}) 2 (DLit 1) (DLit 3))",
+     {"x": [4, 3, 5], "y": [4, 3, 5]}, ()),
     # a reduce-scatter along dim 1 (transposed to dim 0, reduce-scattered, transposed back): the
     # ranks' blocks concatenated along dim 1 are the sum over ranks (a context-parallel K gradient)
     ("movement", cat(1, *(f"(transpose (slice (rsum {cons('(transpose {a} 0 1)', '(transpose {b} 0 1)')}) 0 "
@@ -328,9 +331,10 @@ POSITIVE = [
 ]
 
 NEGATIVE = [
-    # a transposed slice keeps its rows where the transpose does not move them
-    ("movement", "(transpose (slice {x} 0 (DLit 1) (DLit 3)) 0 1)", "(slice (transpose {x} 0 1) 0 (DLit 1) (DLit 3))",
-     {"x": [4, 4]}, ()),
+    # a transposed block keeps its rows where the transpose does not move them
+    ("movement", f"(transpose (slice (rsum {cons('{x}', '{y}')}) 0 (DLit 1) (DLit 3)) 0 1)",
+     f"(slice (rsum {cons('(transpose {x} 0 1)', '(transpose {y} 0 1)')}) 0 (DLit 1) (DLit 3))",
+     {"x": [4, 4], "y": [4, 4]}, ()),
     # a loss gradient's ignore index is dropped only when targets are assumed classes, and only a negative one
     ("indexing", "(tplace {v} {t} -100 5)", "(place {v} {t} 5)", {"v": [4], "t": ([4], "int64")}, ()),
     ("indexing", "(tplace {v} {t} 1 5)", "(place {v} {t} 5)", {"v": [4], "t": ([4], "int64")}, ("valid_indices",)),

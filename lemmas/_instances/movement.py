@@ -447,11 +447,12 @@ def _transpose_slice(rng, where):
     if d is None:
         return None
     s = rng.randint(0, x.shape[d])
-    return {"x": x, "d": d, "s": s, "e": rng.randint(s, x.shape[d]), "a": a, "b": b}
+    l = [x] + [tensor(rng, *x.shape) for _ in range(rng.randint(0, 3))]      # the ranks' terms of a sum
+    return {"l": l, "d": d, "s": s, "e": rng.randint(s, x.shape[d]), "a": a, "b": b}
 
 
 def transpose_slice(where):
-    """A slice along dim a, b or another dim, then transposed (a, b)."""
+    """A slice of a sum over ranks along dim a, b or another dim, then transposed (a, b)."""
     @repeat(6)
     def gen(rng):
         return _transpose_slice(rng, where)

@@ -150,11 +150,11 @@ RULES = [
     # every form of the other, most of them misaligned: walks that never finish, each a new concat
     # form of the result (thousands per op of an attention backward), paired again by the next op.
     Rule("zip-aligned", (
-        "(rule ((= y (binary op (concat l1 d1) (concat l2 d2)))) ((ask_zip l1 l2 d1 d2)) :ruleset shapes)\n"
-        "(rule ((ask_zip (Cons a r1) (Cons b r2) d1 d2) (= n (dim a d1)) (= n (dim b d2))) ((ask_zip r1 r2 d1 d2)) :ruleset shapes)\n"
-        "(rule ((ask_zip l1 l2 d1 d2) (= l1 (Nil)) (= l2 (Nil))) ((zipok l1 l2 d1 d2)) :ruleset shapes)\n"
+        "(rule ((= y (binary op (concat l1 d1) (concat l2 d2)))) ((ask_zip l1 l2 d1 d2)) :ruleset zips)\n"
+        "(rule ((ask_zip (Cons a r1) (Cons b r2) d1 d2) (= n (dim a d1)) (= n (dim b d2))) ((ask_zip r1 r2 d1 d2)) :ruleset zips)\n"
+        "(rule ((ask_zip l1 l2 d1 d2) (= l1 (Nil)) (= l2 (Nil))) ((zipok l1 l2 d1 d2)) :ruleset zips)\n"
         "(rule ((ask_zip l1 l2 d1 d2) (= l1 (Cons a r1)) (= l2 (Cons b r2)) (= n (dim a d1)) (= n (dim b d2)) "
-        "(zipok r1 r2 d1 d2)) ((zipok l1 l2 d1 d2)) :ruleset shapes)"), check_terms=zip_aligned_terms),
+        "(zipok r1 r2 d1 d2)) ((zipok l1 l2 d1 d2)) :ruleset zips)"), check_terms=zip_aligned_terms),
     Rule("dtype-logical-not", '(rule ((= y (unary "logical_not" x))) ((set (dtype y) "bool")) :ruleset shapes)',
          check_terms=logical_not_dtype_terms),
     Rule("dtype-compare", "\n".join(

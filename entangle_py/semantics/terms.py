@@ -856,7 +856,7 @@ def declarations() -> str:
     for c in CONSTRUCTORS:
         sorts.setdefault(c.sort, []).append(c)
     lines = ["(sort T)", "(sort TList)", "(sort IList)", "(sort DList)", "(sort Dim)",
-             "(ruleset lemmas)", "(ruleset walks)", "(ruleset shapes)", "(ruleset cleanliness)",
+             "(ruleset lemmas)", "(ruleset walks)", "(ruleset shapes)", "(ruleset zips)", "(ruleset cleanliness)",
              "(ruleset certify)"]
     for c in CONSTRUCTORS:
         lines.append(f"(constructor {c.name} ({c.signature}) {c.sort} :cost {c.cost})")

@@ -35,7 +35,7 @@ _FUNCS = {
     "dat": (("DList", "i64"), "Dim"), "dlast": (("DList",), "Dim"),
     "ihas": (("IList", "i64"), "i64"), "ibelow": (("IList", "i64"), "i64"), "ilen": (("IList",), "i64"),
     "vpfx": (("T", "DList", "i64"), "bool"), "vsfx": (("T", "DList", "i64"), "bool"),
-    "bsame": (("T", "T", "i64"), "bool"), "ipos": (("IList", "i64"), "i64"),
+    "bsame": (("T", "T", "i64"), "bool"), "zipok": (("TList", "TList", "i64", "i64"), "bool"), "ipos": (("IList", "i64"), "i64"),
     "dle": (("Dim", "Dim"), "bool"),
     "cmul": (("String", "String"), "String"), "itext": (("i64",), "String"), "fillop": (("i64",), "String"),
     "dtype": (("T",), "String"), "fdtype": (("String",), "bool"), "glinear": (("String",), "bool"),

@@ -4,13 +4,17 @@ from entangle_py.semantics.terms import CASTS, FLOAT_DTYPES, WHERE_PATTERNS
 from lemmas._instances import cons, fixed
 from lemmas._instances.elementwise import (
     add_comm, add_rsum, add_zero, add_zero_int, bc_like_cons, bc_like_nil, bc_like_varying, bcast_absent,
-    bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat, binary_concat_misaligned,
+    bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat,
+    binary_concat_rejected,
     div_binary, div_binary_bad, div_rsum, div_rsum_zero, mul_rsum, mul_rsum_inf, map_binary, map_binary_l_nil,
     map_scalar, map_unary, neg_neg, iscalar_concat_arith, neg_sub, rsum_pair, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat,
     unary_concat, where_concat,
     where_concat_misaligned, zip_binary, zip_binary_mismatch, zip_ranks, zip_where_cons, zip_where_misaligned,
     zip_where_nil)
-from lemmas._instances.elementwise import cast_not, cast_not_bad, cast_same, cast_other, div_int_cast, div_int_cast_bad, cast_dtype_terms, add_mul_neg, add_mul_neg_bool, sub_rsum_neg, compare_dtype_terms, iscalar_concat, logical_not_dtype_terms, map_iscalar
+from lemmas._instances.elementwise import (
+    cast_not, cast_not_bad, cast_same, cast_other, div_int_cast, div_int_cast_bad, cast_dtype_terms, add_mul_neg,
+    add_mul_neg_bool, sub_rsum_neg, compare_dtype_terms, zip_aligned_terms, iscalar_concat, logical_not_dtype_terms,
+    map_iscalar)
 
 # (unary op (not b)) with b a bool tensor and op a cast to a float dtype
 _CAST_NOT = '(unary op (unary "logical_not" b))'
@@ -42,8 +46,8 @@ LEMMAS = [
     # binary op of two concats along the same axis (aligned from the right, as broadcasting does)
     Lemma("binary-concat-concat", "(binary op (concat l1 d1) (concat l2 d2))", "(concat (zip_binary op l1 l2 d1 d2) d1)",
           when=("(= (- (ndim (concat l1 d1)) d1) (- (ndim (concat l2 d2)) d2))",
-                "(>= (ndim (concat l1 d1)) (ndim (concat l2 d2)))"),
-          instances=binary_concat, rejects=binary_concat_misaligned),
+                "(>= (ndim (concat l1 d1)) (ndim (concat l2 d2)))", "(zipok l1 l2 d1 d2)"),
+          instances=binary_concat, rejects=binary_concat_rejected),
     Lemma("zip-binary-nil", "(zip_binary op (Nil) (Nil) d1 d2)", "(Nil)",
           instances=fixed({"op": "add", "d1": 0, "d2": 0})),
     Lemma("zip-binary-cons", "(zip_binary op (Cons a r1) (Cons b r2) d1 d2)",
@@ -172,6 +176,17 @@ RULES = [
     # a cast's dtype is the one it casts to (whatever its operand's)
     Rule("dtype-cast", "\n".join(f'(rule ((= y (unary "to_{t}" x))) ((set (dtype y) "{t}")) :ruleset shapes)'
                                   for t in CASTS), check_terms=cast_dtype_terms),
+    # (zipok l1 l2 d1 d2): the parts of two concats under one binary op line up (binary-concat-concat
+    # fires only then).  Asked from the binary op, walked down both lists while the heads agree,
+    # answered from the ends back.  Without it every concat form of one operand was zipped with
+    # every form of the other, most of them misaligned: walks that never finish, each a new concat
+    # form of the result (thousands per op of an attention backward), paired again by the next op.
+    Rule("zip-aligned", (
+        "(rule ((= y (binary op (concat l1 d1) (concat l2 d2)))) ((ask_zip l1 l2 d1 d2)) :ruleset zips)\n"
+        "(rule ((ask_zip (Cons a r1) (Cons b r2) d1 d2) (= n (dim a d1)) (= n (dim b d2))) ((ask_zip r1 r2 d1 d2)) :ruleset zips)\n"
+        "(rule ((ask_zip l1 l2 d1 d2) (= l1 (Nil)) (= l2 (Nil))) ((zipok l1 l2 d1 d2)) :ruleset zips)\n"
+        "(rule ((ask_zip l1 l2 d1 d2) (= l1 (Cons a r1)) (= l2 (Cons b r2)) (= n (dim a d1)) (= n (dim b d2)) "
+        "(zipok r1 r2 d1 d2)) ((zipok l1 l2 d1 d2)) :ruleset zips)"), check_terms=zip_aligned_terms),
     Rule("dtype-logical-not", '(rule ((= y (unary "logical_not" x))) ((set (dtype y) "bool")) :ruleset shapes)',
          check_terms=logical_not_dtype_terms),
     Rule("dtype-compare", "\n".join(

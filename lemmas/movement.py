@@ -18,7 +18,7 @@ from lemmas._instances.movement import (
     slice_straddling, transpose_concat_d_is_a, transpose_concat_d_is_b, transpose_concat_d_not_a,
     transpose_concat_d_not_b, transpose_concat_d_other, transpose_concat_d_swapped, transpose_merged_left,
     transpose_merged_left_bad, transpose_merged_right, transpose_merged_right_bad, transpose_rsum, permute_rsum,
-    permute_slice, permute_slice_bad, transpose_twice, transpose_view_mixing,
+    permute_slice, permute_slice_bad, transpose_slice, transpose_slice_bad, transpose_twice, transpose_view_mixing,
     transpose_view_prefix, transpose_view_suffix, unary_view, view_keep_prefix, view_keep_suffix,
     view_kept_dims_terms, expand_not_self, view_last, view_last_bad, view_merge, view_merge_into_axis, view_not_self, view_rsum,
     view_self, view_split, view_view)
@@ -203,6 +203,12 @@ LEMMAS = [
     # inner dim, taken along dim 0 between two movedims)
     Lemma("permute-slice", "(permute (slice x d a b) p)", "(slice (permute x p) j a b)", when=("(= j (ipos p d))",),
           instances=permute_slice, rejects=permute_slice_bad),
+    # ... and so moves a transpose (a permute of two dims is lowered as one), for a rank's block of
+    # a sum over ranks: a reduce-scatter along another dim than 0, written transpose / reduce-scatter
+    # / transpose.  Only there: on any slice (attention heads, QKV blocks) it doubled GPT's matches
+    *(Lemma(f"transpose-slice-rsum-{k}", "(transpose (slice (rsum l) d s e) a b)", f"(slice (transpose (rsum l) a b) {j} s e)",
+            when=when, instances=transpose_slice(k), rejects=transpose_slice_bad(k))
+      for k, j, when in (("a", "b", ("(= d a)",)), ("b", "a", ("(= d b)",)), ("other", "d", ("(!= d a)", "(!= d b)")))),
     Lemma("map-permute-nil", "(map_permute (Nil) p)", "(Nil)", instances=fixed({"p": [1, 0]})),
     Lemma("map-permute-cons", "(map_permute (Cons x r) p)", "(Cons (permute x p) (map_permute r p))",
           instances=map_permute),

@@ -310,6 +310,19 @@ POSITIVE = [
     # a rank's block of an averaged reduce-scatter is the block of the average
     ("movement", '(scalar "div" (transpose (slice {x} 0 (DLit 0) (DLit 2)) 0 1) "2.0")',
      '(transpose (slice (scalar "div" {x} "2.0") 0 (DLit 0) (DLit 2)) 0 1)', {"x": [4, 3]}, ()),
+    # a transpose of a block of a sum over ranks is the block of the ranks' transposes, along the dim
+    # the block's moves to
+    ("movement", f"(transpose (slice (rsum {cons('{x}', '{y}')}) 0 (DLit 1) (DLit 3)) 0 1)",
+     f"(slice (rsum {cons('(transpose {x} 0 1)', '(transpose {y} 0 1)')}) 1 (DLit 1) (DLit 3))",
+     {"x": [4, 3], "y": [4, 3]}, ()),
+    ("movement", f"(transpose (slice (rsum {cons('{x}', '{y}')}) 2 (DLit 1) (DLit 3)) 1 0)",
+     f"(slice (rsum {cons('(transpose {x} 1 0)', '(transpose {y} 1 0)')}) 2 (DLit 1) (DLit 3))",
+     {"x": [4, 3, 5], "y": [4, 3, 5]}, ()),
+    # a reduce-scatter along dim 1 (transposed to dim 0, reduce-scattered, transposed back): the
+    # ranks' blocks concatenated along dim 1 are the sum over ranks (a context-parallel K gradient)
+    ("movement", cat(1, *(f"(transpose (slice (rsum {cons('(transpose {a} 0 1)', '(transpose {b} 0 1)')}) 0 "
+                          f"(DLit {lo}) (DLit {lo + 3})) 0 1)" for lo in (0, 3))),
+     f"(rsum {cons('{a}', '{b}')})", {"a": [2, 6, 5], "b": [2, 6, 5]}, ()),
     # linalg: a batched product of query heads and KV heads both sharded along the heads is the
     # parts' products (bmm-matmul then meets a rank's own bmm of them)
     ("linalg", f"(bmm {cat(0, '{a}', '{b}')} {cat(0, '{c}', '{e}')})", cat(0, "(matmul {a} {c})", "(matmul {b} {e})"),
@@ -361,6 +374,10 @@ POSITIVE = [
 ]
 
 NEGATIVE = [
+    # a transposed block keeps its rows where the transpose does not move them
+    ("movement", f"(transpose (slice (rsum {cons('{x}', '{y}')}) 0 (DLit 1) (DLit 3)) 0 1)",
+     f"(slice (rsum {cons('(transpose {x} 0 1)', '(transpose {y} 0 1)')}) 0 (DLit 1) (DLit 3))",
+     {"x": [4, 4], "y": [4, 4]}, ()),
     # a loss gradient's ignore index is dropped only when targets are assumed classes, and only a negative one
     ("indexing", "(tplace {v} {t} -100 5)", "(place {v} {t} 5)", {"v": [4], "t": ([4], "int64")}, ()),
     ("indexing", "(tplace {v} {t} 1 5)", "(place {v} {t} 5)", {"v": [4], "t": ([4], "int64")}, ("valid_indices",)),

@@ -23,7 +23,6 @@ from corpus import CORPUS  # noqa: E402
 XFAIL = {
     # helper-adv2: correct twins the checker cannot prove yet (their buggy twins are refuted)
     # helper-adv4: correct twins the checker cannot prove yet (their buggy twins are refuted)
-    'adv4_rsp_alt[forward]': 'no lemma composes two permutes: permute(2, 1, 0) around the reduce-scatter is not undone (the (2, 0, 1) / (1, 2, 0) pair of rsp_correct is related)',
     'adv4_rsp_slice[joint]': 'the backward of the block taken between two movedims is the tangent zero-padded along dim 0 of the moved tensor and all-reduced; that sum of padded blocks is not related to the concat of the tangent the sequential mm needs',
     'adv4_fdt_correct[forward]': "no lemma splits a constant block (cst) along a concat axis: x + full_like(x, 0.1) of row-sharded x is not related to the ranks' x + new_full",
     'adv4_zpad_correct[forward]': "a concat of zero blocks (new_zeros) around each rank's rows, all-reduced, is not related to the concat of the rows (the zpad sum lemma does not read a cst block as padding)",
@@ -31,15 +30,6 @@ XFAIL = {
     'adv4_tvm_correct[forward]': "bmm of a one-expert batch is the rank's mm of the 2-D views: no lemma relates view(mm(view x, view w)) to bmm of a batch of 1",
     'adv4_tvm_tt[forward]': "bmm of a one-expert batch is the rank's mm of the 2-D views: no lemma relates view(mm(view x, view w)) to bmm of a batch of 1",
     'adv4_tvm_correct[joint]': "bmm of a one-expert batch is the rank's mm of the 2-D views: no lemma relates view(mm(view x, view w)) to bmm of a batch of 1",
-    # helper-j1: context-parallel attention in joint mode
-    "cp_attention_correct[joint]": "limit (exit 3, 400000 e-nodes) at bmm_4 (the K gradient dS^T Q): from "
-                                   "_softmax_backward_data on, binary-concat-concat / scalar-concat pair every row-concat "
-                                   "form of the scores' gradient with every one of the mask and softmax output (many "
-                                   "unmerged list e-classes of one value: ~6000 concat and 8000 zip_binary nodes after "
-                                   "_softmax_backward_data alone; 355k nodes by div_1); even at 2.5M nodes it stops at "
-                                   "transpose_5.  dV (bmm_2, bmm-concat-inner) and dQ are proven",
-    "cp_attention_kv_grad_split[joint]": "buggy, limit (exit 3) before the K/V gradients are reached: the e-graph "
-                                         "growth of cp_attention_correct[joint]",
 }
 XFAIL = {k: v for k, v in XFAIL.items() if v}
 
@@ -112,6 +102,9 @@ FAR = {
         "report names the q/k/v projections that read x and whose gradients are never summed (lines 46-47)",
     "sp_dropout_scale_grad_not_reduced[joint]": "the bug is a missing copy_to (no operator on its line, 28): the "
         "report names where the scale is read (line 34), whose gradient is never all-reduced",
+    "cp_attention_kv_grad_split[joint]": "the bug is the choice of gather_split (line 24), whose backward runs in "
+        "_common.py: the report names the K gradient the ranks' returned slices do not sum (transpose_5, line 32) "
+        "and the culprit, gather_split's backward keeping the rank's own slice (_common.py:99)",
 }
 NEAR = 5     # lines
 

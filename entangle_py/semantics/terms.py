@@ -845,6 +845,8 @@ FUNCTIONS_TEXT = """
 (relation vpfx (T DList i64))
 (relation vsfx (T DList i64))
 (relation bsame (T T i64))
+(relation ask_zip (TList TList i64 i64))
+(relation zipok (TList TList i64 i64))
 (function ipos (IList i64) i64 :merge old)
 (relation ask_cmul (String String))
 (function cmul (String String) String :merge old)
@@ -868,7 +870,7 @@ def declarations() -> str:
     for c in CONSTRUCTORS:
         sorts.setdefault(c.sort, []).append(c)
     lines = ["(sort T)", "(sort TList)", "(sort IList)", "(sort DList)", "(sort Dim)",
-             "(ruleset lemmas)", "(ruleset walks)", "(ruleset shapes)", "(ruleset cleanliness)",
+             "(ruleset lemmas)", "(ruleset walks)", "(ruleset shapes)", "(ruleset zips)", "(ruleset cleanliness)",
              "(ruleset certify)"]
     for c in CONSTRUCTORS:
         lines.append(f"(constructor {c.name} ({c.signature}) {c.sort} :cost {c.cost})")
@@ -994,6 +996,12 @@ def _bsame(x, y, i):
     return 0 <= i <= min(x.dim(), y.dim()) and x.shape[:i] == y.shape[:i]
 
 
+def _zipok(l1, l2, d1, d2):
+    """Two lists of concat parts line up pairwise: one length, part k of l1 as long along d1 as
+    part k of l2 along d2 (what zip_binary's walk needs to finish)."""
+    return len(l1) == len(l2) and all(a.shape[d1] == b.shape[d2] for a, b in zip(l1, l2))
+
+
 def _dat(s, i):
     if not 0 <= i < len(s):
         raise IndexError("dat index out of range")
@@ -1005,7 +1013,7 @@ def _ipos(p, d):
 
 
 VIEW_RELATIONS: dict[str, Callable] = {
-    "vpfx": _vpfx, "vsfx": _vsfx, "bsame": _bsame, "dat": _dat, "ipos": _ipos,
+    "vpfx": _vpfx, "vsfx": _vsfx, "bsame": _bsame, "dat": _dat, "ipos": _ipos, "zipok": _zipok,
 }
 
 

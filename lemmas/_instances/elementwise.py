@@ -647,3 +647,52 @@ def sub_rsum_neg(rng):
     if rng.random() < 0.3:
         l, a = [(x * 4).round().long() for x in l], (a * 4).round().long()
     return {"a": a, "l": l}
+
+def _cons_text(names):
+    out = "(Nil)"
+    for n in reversed(names):
+        out = f"(Cons {n} {out})"
+    return out
+
+
+def zip_aligned_terms(rng):
+    """binary(concat(l1, d1), concat(l2, d2)) of parts that line up or not (other sizes, another
+    count, a part of size 0), each (zipok l1 l2 d1 d2) true exactly when they do."""
+    cases = [  # (sizes of l1, sizes of l2) along the axis
+        ([2, 1], [2, 1]), ([2, 1], [1, 2]), ([3], [1, 2]), ([1, 2], [3]), ([2, 0, 1], [2, 0, 1]),
+        ([2, 0, 1], [2, 1]), ([1, 1, 1], [1, 1, 1]), ([4], [4])]
+    for s1, s2 in cases:
+        for nd2 in (2, 1):                 # the second operand of as many dims, or fewer (broadcast)
+            other = [rng.randint(1, 3), 3]
+            d1, d2 = 1, nd2 - 1            # the last dim, counted from the right in both
+            env, n1, n2 = {}, [], []
+            for i, n in enumerate(s1):
+                env[f"a{i}"] = tensor(rng, other[0], n)
+                n1.append(f"a{i}")
+            for i, n in enumerate(s2):
+                env[f"b{i}"] = tensor(rng, *([other[0], n] if nd2 == 2 else [n]))
+                n2.append(f"b{i}")
+            l1, l2 = _cons_text(n1), _cons_text(n2)
+            yield (f'(binary "add" (concat {l1} {d1}) (concat {l2} {d2}))', env,
+                   [f"(zipok {l1} {l2} {d1} {d2})"])
+
+
+@repeat(4)
+def binary_concat_misparted(rng):
+    """Concats of one shape along one axis whose parts do not line up (zip_binary would not finish)."""
+    inst = _aligned_pair(rng)
+    if len(inst["l1"]) < 2:
+        return None
+    whole = torch.cat(inst["l2"], inst["d2"])
+    n = whole.shape[inst["d2"]]
+    cut = rng.randint(0, n)
+    if cut == inst["l2"][0].shape[inst["d2"]]:
+        return None
+    inst["l2"] = list(torch.split(whole, [cut, n - cut], inst["d2"]))
+    return inst
+
+
+def binary_concat_rejected(rng):
+    """Concat axes that differ, or parts that do not line up."""
+    yield from binary_concat_misaligned(rng)
+    yield from binary_concat_misparted(rng)

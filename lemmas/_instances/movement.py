@@ -438,6 +438,39 @@ def permute_slice_bad(rng):
     return {**inst, "j": rng.choice([0, 1])}
 
 
+def _transpose_slice(rng, where):
+    nd = rng.randint(2, 4)
+    x = tensor(rng, *[rng.randint(1, 4) for _ in range(nd)])
+    a, b = rng.sample(range(nd), 2)         # either order: transpose(x, a, b) = transpose(x, b, a)
+    others = [i for i in range(nd) if i not in (a, b)]
+    d = {"a": a, "b": b}.get(where) if where != "other" else (rng.choice(others) if others else None)
+    if d is None:
+        return None
+    s = rng.randint(0, x.shape[d])
+    l = [x] + [tensor(rng, *x.shape) for _ in range(rng.randint(0, 3))]      # the ranks' terms of a sum
+    return {"l": l, "d": d, "s": s, "e": rng.randint(s, x.shape[d]), "a": a, "b": b}
+
+
+def transpose_slice(where):
+    """A slice of a sum over ranks along dim a, b or another dim, then transposed (a, b)."""
+    @repeat(6)
+    def gen(rng):
+        return _transpose_slice(rng, where)
+    gen.__name__ = f"transpose_slice_{where}"
+    return gen
+
+
+def transpose_slice_bad(where):
+    """The slice's dim is not the one the lemma is for."""
+    wrong = {"a": ("b", "other"), "b": ("a", "other"), "other": ("a", "b")}[where]
+
+    @repeat(4)
+    def gen(rng):
+        return _transpose_slice(rng, rng.choice(wrong))
+    gen.__name__ = f"transpose_slice_bad_{where}"
+    return gen
+
+
 @repeat(4)
 def map_permute(rng):
     l = _parts_on(rng, [2, 3, 4], 1)

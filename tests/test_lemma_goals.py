@@ -111,6 +111,9 @@ _SOFTMAX = '(binary "div" (unary "exp" ' + _SHIFT + ') (view ' + _SUMEXP + ' {s}
 _SOFTMAX_MUL = ('(binary "mul" (view (binary "div" {c} ' + _SUMEXP.format(k=1) + ") " + dlist([4, 1])
                 + ') (unary "exp" ' + _SHIFT.format(k=1) + "))")
 
+# a constant block (zeros unless c is given) of a shape, float32
+_ZEROS = lambda shape, c="0.0": f'(cst "{c}" {dlist(shape)} "float32")'
+
 # (family, start, goal, leaf shapes, assumptions)
 POSITIVE = [
     # a loss's target gradient with a negative ignore index, targets being classes: a placement,
@@ -278,6 +281,17 @@ POSITIVE = [
     # movement: an all-gather along dim 2 (moved to dim 0, gathered, moved back) is the concat along dim 2
     ("movement", f"(permute {cat(0, f'(permute {{a}} {ilist([2, 0, 1])})', f'(permute {{b}} {ilist([2, 0, 1])})')} "
                  f"{ilist([1, 2, 0])})", cat(2, "{a}", "{b}"), {"a": [4, 2, 3], "b": [4, 2, 3]}, ()),
+    # ... and a reduce-scatter along dim 2 written as permute(2, 1, 0) (a transpose) both ways: the
+    # rank's block of the sum, its slice along dim 2
+    ("movement", "(transpose (slice (rsum " + cons("(transpose {a} 0 2)", "(transpose {b} 0 2)") + ") 0 (DLit 2) (DLit 4)) 0 2)",
+     "(slice (rsum " + cons("{a}", "{b}") + ") 2 (DLit 2) (DLit 4))", {"a": [2, 2, 4], "b": [2, 2, 4]}, ()),
+    # the backward of a block taken between two movedims: the padded tangent moved back is padded along dim 2
+    ("movement", f"(permute (zpad (permute {{g}} {ilist([2, 0, 1])}) 0 2 0) {ilist([1, 2, 0])})", "(zpad {g} 2 2 0)",
+     {"g": [2, 2, 2]}, ()),
+    # a rank's rows between zero blocks (cat of new_zeros, x, new_zeros), all-reduced, are the concat of the rows
+    ("movement", "(rsum " + cons(cat(0, _ZEROS([0, 3]), "{a}", _ZEROS([2, 3])), cat(0, _ZEROS([2, 3]), "{b}", _ZEROS([0, 3]))) + ")",
+     cat(0, "{a}", "{b}"), {"a": [2, 3], "b": [2, 3]}, ()),
+    ("movement", cat(1, "{a}", _ZEROS([2, 1])), "(zpad {a} 1 0 1)", {"a": [2, 3]}, ()),
     # positions: the ranks' masks of their blocks of positions (gt(positions, 2)) are the whole mask
     ("positions", cat(0, '(iscalar "gt" (slice (arange 0 1 (DLit 6)) 0 (DLit 0) (DLit 3)) 2)',
                       '(iscalar "gt" (slice (arange 0 1 (DLit 6)) 0 (DLit 3) (DLit 6)) 2)'),
@@ -461,6 +475,15 @@ NEGATIVE = [
      {"a": [1, 3, 2], "b": [3, 3, 2], "c": [2, 2, 3], "e": [2, 2, 3]}, ()),
     # movement: a 3-cycle applied twice is not undone
     ("movement", f"(permute (permute {{x}} {ilist([2, 0, 1])}) {ilist([2, 0, 1])})", "{x}", {"x": [4, 2, 3]}, ()),
+    # ... nor a slice moved to a dim the transpose does not put it on
+    ("movement", "(transpose (slice {x} 0 (DLit 0) (DLit 1)) 0 2)", "(slice (transpose {x} 0 2) 0 (DLit 0) (DLit 1))",
+     {"x": [2, 2, 2]}, ()),
+    # ... nor padding moved by a 3-cycle to the wrong dim
+    ("movement", f"(permute (zpad {{g}} 0 2 0) {ilist([1, 2, 0])})", f"(zpad (permute {{g}} {ilist([1, 2, 0])}) 0 2 0)",
+     {"g": [2, 2, 2]}, ()),
+    # blocks of ones, or of -0.0, beside x are no zero padding
+    ("movement", cat(0, "{a}", _ZEROS([2, 3], "1.0")), "(zpad {a} 0 0 2)", {"a": [2, 3]}, ()),
+    ("movement", cat(0, _ZEROS([2, 3], "-0.0"), "{a}"), "(zpad {a} 0 2 0)", {"a": [2, 3]}, ()),
     # positions: masks of the ranks' positions with a gap between them are not the whole mask
     ("positions", cat(0, '(iscalar "gt" (slice (arange 0 1 (DLit 6)) 0 (DLit 0) (DLit 3)) 2)',
                       '(iscalar "gt" (slice (arange 0 1 (DLit 7)) 0 (DLit 4) (DLit 7)) 2)'),

@@ -278,6 +278,10 @@ POSITIVE = [
     # parts' products (bmm-matmul then meets a rank's own bmm of them)
     ("linalg", f"(bmm {cat(0, '{a}', '{b}')} {cat(0, '{c}', '{e}')})", cat(0, "(matmul {a} {c})", "(matmul {b} {e})"),
      {"a": [2, 3, 2], "b": [2, 3, 2], "c": [2, 2, 3], "e": [2, 2, 3]}, ()),
+    # ... and with one expert a rank, a batch of one: the rank's product of the 2-D views, viewed
+    # back, is the batched product (the parts' matmul above)
+    ("linalg", f"(view (mm (view {{a}} {dlist([3, 2])}) (view {{c}} {dlist([2, 4])})) {dlist([1, 3, 4])})",
+     "(matmul {a} {c})", {"a": [1, 3, 2], "c": [1, 2, 4]}, ()),
     # movement: an all-gather along dim 2 (moved to dim 0, gathered, moved back) is the concat along dim 2
     ("movement", f"(permute {cat(0, f'(permute {{a}} {ilist([2, 0, 1])})', f'(permute {{b}} {ilist([2, 0, 1])})')} "
                  f"{ilist([1, 2, 0])})", cat(2, "{a}", "{b}"), {"a": [4, 2, 3], "b": [4, 2, 3]}, ()),
@@ -473,6 +477,11 @@ NEGATIVE = [
     # linalg: batch parts that do not line up (1 + 3 heads against 2 + 2) are not paired
     ("linalg", f"(bmm {cat(0, '{a}', '{b}')} {cat(0, '{c}', '{e}')})", cat(0, "(matmul {a} {c})", "(matmul {b} {e})"),
      {"a": [1, 3, 2], "b": [3, 3, 2], "c": [2, 2, 3], "e": [2, 2, 3]}, ()),
+    # ... nor is a product of 2-D views viewed back with its dims the other way round
+    ("linalg", f"(view (mm (view {{a}} {dlist([2, 2])}) (view {{c}} {dlist([2, 2])})) {dlist([1, 2, 2])})",
+     "(transpose (matmul {a} {c}) 1 2)", {"a": [1, 2, 2], "c": [1, 2, 2]}, ()),
+    ("linalg", f"(view (mm (view {{a}} {dlist([3, 2])}) (view {{c}} {dlist([2, 4])})) {dlist([1, 4, 3])})",
+     "(view (matmul {a} {c}) " + dlist([1, 4, 3]) + ")", {"a": [1, 3, 2], "c": [1, 2, 4]}, ()),
     # movement: a 3-cycle applied twice is not undone
     ("movement", f"(permute (permute {{x}} {ilist([2, 0, 1])}) {ilist([2, 0, 1])})", "{x}", {"x": [4, 2, 3]}, ()),
     # ... nor a slice moved to a dim the transpose does not put it on

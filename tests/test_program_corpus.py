@@ -33,9 +33,6 @@ XFAIL = {
     'adv4_fdt_correct[forward]': "no lemma splits a constant block (cst) along a concat axis: x + full_like(x, 0.1) of row-sharded x is not related to the ranks' x + new_full",
     'adv4_cnt_cnz[forward]': "count_nonzero of a bool mask is lowered as the sum of to_bool(mask): no lemma drops a cast to the operand's own dtype",
     'adv4_xignm_correct[forward]': "the loss's target count divided by is the all-reduced int64 count of targets != 0 (not cast to the logits' dtype, as adv3_xenti's is): tcount-count-* gives the cast form only",
-    'adv4_tvm_correct[forward]': "bmm of a one-expert batch is the rank's mm of the 2-D views: no lemma relates view(mm(view x, view w)) to bmm of a batch of 1",
-    'adv4_tvm_tt[forward]': "bmm of a one-expert batch is the rank's mm of the 2-D views: no lemma relates view(mm(view x, view w)) to bmm of a batch of 1",
-    'adv4_tvm_correct[joint]': "bmm of a one-expert batch is the rank's mm of the 2-D views: no lemma relates view(mm(view x, view w)) to bmm of a batch of 1",
     'adv4_amin_correct[forward]': "the ranks' float verdicts are combined as -max(-ok) (adv3_all_float's 1 - max(1 - ok) is related): no lemma moves the negation through the max over ranks to reach all()'s logical_not form",
     'adv4_xpad_correct[forward]': "the divisor is the all-reduced int64 count of targets != -100 (not cast to the "
         "logits' dtype): tcount-count-* gives the cast form only",

@@ -271,6 +271,14 @@ POSITIVE = [
     # two micro-batch gradients accumulated in reverse order (b + a) are the sum over the list (a, b)
     ("elementwise", f"(rsum {cons('{a}', '{b}')})", '(binary "add" {b} {a})', {"a": [1, 3], "b": [1, 3]}, ()),
     ("elementwise", '(scalar "add" {a} "0.0")', "{a}", {"a": [3]}, ()),
+    # a constant added to row-sharded x (x + full_like(x, c)) is each rank's block plus its block of
+    # the constant, in either order; a constant of size 1 on the axis is broadcast as it is
+    ("elementwise", f'(binary "add" {cat(0, "{a}", "{b}")} {_ZEROS([4, 3], "0.1")})',
+     cat(0, f'(binary "add" {{a}} {_ZEROS([1, 3], "0.1")})', f'(binary "add" {{b}} {_ZEROS([3, 3], "0.1")})'),
+     {"a": [1, 3], "b": [3, 3]}, ()),
+    ("elementwise", f'(binary "sub" {_ZEROS([4], "0.1")} {cat(1, "{a}", "{b}")})',
+     cat(1, f'(binary "sub" {_ZEROS([2], "0.1")} {{a}})', f'(binary "sub" {_ZEROS([2], "0.1")} {{b}})'),
+     {"a": [3, 2], "b": [3, 2]}, ()),
     # a rank's block of an averaged reduce-scatter is the block of the average
     ("movement", '(scalar "div" (transpose (slice {x} 0 (DLit 0) (DLit 2)) 0 1) "2.0")',
      '(transpose (slice (scalar "div" {x} "2.0") 0 (DLit 0) (DLit 2)) 0 1)', {"x": [4, 3]}, ()),
@@ -487,6 +495,13 @@ NEGATIVE = [
     # ... nor a slice moved to a dim the transpose does not put it on
     ("movement", "(transpose (slice {x} 0 (DLit 0) (DLit 1)) 0 2)", "(slice (transpose {x} 0 2) 0 (DLit 0) (DLit 1))",
      {"x": [2, 2, 2]}, ()),
+    # a constant of another dtype or value than the ranks' blocks of it is not split into them
+    ("elementwise", f'(binary "add" {cat(0, "{a}", "{b}")} {_ZEROS([4, 3], "0.1")})',
+     cat(0, '(binary "add" {a} (cst "0.1" ' + dlist([2, 3]) + ' "float16"))',
+         '(binary "add" {b} (cst "0.1" ' + dlist([2, 3]) + ' "float16"))'), {"a": [2, 3], "b": [2, 3]}, ()),
+    ("elementwise", f'(binary "add" {cat(0, "{a}", "{b}")} {_ZEROS([4, 3], "0.1")})',
+     cat(0, f'(binary "add" {{a}} {_ZEROS([1, 3], "0.1")})', f'(binary "add" {{b}} {_ZEROS([3, 3], "0.1")})'),
+     {"a": [2, 3], "b": [2, 3]}, ()),
     # ... nor padding moved by a 3-cycle to the wrong dim
     ("movement", f"(permute (zpad {{g}} 0 2 0) {ilist([1, 2, 0])})", f"(zpad (permute {{g}} {ilist([1, 2, 0])}) 0 2 0)",
      {"g": [2, 2, 2]}, ()),

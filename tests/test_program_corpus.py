@@ -30,7 +30,6 @@ XFAIL = {
     'adv4_vpnllm_correct[joint]': "no lemma relates nll_loss's pick of a masked local target (foreign targets set to the ignore index -100: tpick(z, masked_fill(t - lo, mask, -100), -100)) to the sequential log-softmax's pick; only the gather-and-mask form (mpick) is known, so the sequential _log_softmax has no clean term",
     'adv4_lsmv_correct[joint]': "the sequential log-softmax's log-sum-exp is a view of a sum without keepdim, the ranks' a keepdim sum all-reduced: no lemma relates view(log(rsum(sum(exp, keepdim=0)))) to log(rsum(sum(exp, keepdim=1)))",
     'adv4_nllb_correct[joint]': "no lemma splits a loss gradient's placement (tplace) along rows of a concat, as tpick-concat-rows does the pick: nll_loss_backward of row-sharded targets is not related",
-    'adv4_fdt_correct[forward]': "no lemma splits a constant block (cst) along a concat axis: x + full_like(x, 0.1) of row-sharded x is not related to the ranks' x + new_full",
     'adv4_cnt_cnz[forward]': "count_nonzero of a bool mask is lowered as the sum of to_bool(mask): no lemma drops a cast to the operand's own dtype",
     'adv4_xignm_correct[forward]': "the loss's target count divided by is the all-reduced int64 count of targets != 0 (not cast to the logits' dtype, as adv3_xenti's is): tcount-count-* gives the cast form only",
     'adv4_amin_correct[forward]': "the ranks' float verdicts are combined as -max(-ok) (adv3_all_float's 1 - max(1 - ok) is related): no lemma moves the negation through the max over ranks to reach all()'s logical_not form",

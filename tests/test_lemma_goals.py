@@ -493,8 +493,8 @@ NEGATIVE = [
     # movement: a 3-cycle applied twice is not undone
     ("movement", f"(permute (permute {{x}} {ilist([2, 0, 1])}) {ilist([2, 0, 1])})", "{x}", {"x": [4, 2, 3]}, ()),
     # ... nor a slice moved to a dim the transpose does not put it on
-    ("movement", "(transpose (slice {x} 0 (DLit 0) (DLit 1)) 0 2)", "(slice (transpose {x} 0 2) 0 (DLit 0) (DLit 1))",
-     {"x": [2, 2, 2]}, ()),
+    ("movement", "(transpose (slice (rsum " + cons("{x}", "{y}") + ") 0 (DLit 0) (DLit 1)) 0 2)",
+     "(slice (transpose (rsum " + cons("{x}", "{y}") + ") 0 2) 0 (DLit 0) (DLit 1))", {"x": [2, 2, 2], "y": [2, 2, 2]}, ()),
     # a constant of another dtype or value than the ranks' blocks of it is not split into them
     ("elementwise", f'(binary "add" {cat(0, "{a}", "{b}")} {_ZEROS([4, 3], "0.1")})',
      cat(0, '(binary "add" {a} (cst "0.1" ' + dlist([2, 3]) + ' "float16"))',

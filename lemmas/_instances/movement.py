@@ -1048,12 +1048,14 @@ def permute_not_inverse(n):
 # moves of zero padding, zero blocks read as padding
 
 def _transpose_slice_raw(rng):
+    """A block of a sum over ranks (1-4 of them) along d, transposed."""
     nd = rng.randint(2, 4)
-    x = tensor(rng, *[rng.randint(1, 4) for _ in range(nd)])
+    shape = [rng.randint(1, 4) for _ in range(nd)]
+    l = [tensor(rng, *shape) for _ in range(rng.randint(1, 4))]
     d = rng.randrange(nd)
     a, b = sorted(rng.sample(range(nd), 2))
-    s = rng.randint(0, x.shape[d])
-    return {"x": x, "d": d, "s": s, "e": rng.randint(s, x.shape[d]), "a": a, "b": b}
+    s = rng.randint(0, shape[d])
+    return {"y": l[0], "r": l[1:], "d": d, "s": s, "e": rng.randint(s, shape[d]), "a": a, "b": b}
 
 
 def _transpose_slice_with(cond):

@@ -54,7 +54,7 @@ _STRING_KIND = {
     ("zip_binary", 0): "binary", ("zip_ranks", 0): "binary",
     ("reduce", 0): "reduce", ("map_reduce", 0): "reduce",
     ("layernorm", 4): "eps", ("map_layernorm", 4): "eps",
-    ("iscalar", 0): "iscalar", ("map_iscalar", 0): "iscalar", ("cst", 0): "const", ("cst", 2): "dtype",
+    ("iscalar", 0): "iscalar", ("map_iscalar", 0): "iscalar", ("cst", 0): "const", ("cst", 2): "dtype", ("cst_parts", 0): "const", ("cst_parts", 2): "dtype",
     ("tcount", 3): "count",
     ("rowwise", 0): "rowwise", ("map_rowwise", 0): "rowwise",
     ("zip_where", 0): "where",

@@ -15,6 +15,7 @@ from lemmas._instances.elementwise import (
     cast_not, cast_not_bad, cast_same, cast_other, div_int_cast, div_int_cast_bad, cast_dtype_terms, add_mul_neg,
     add_mul_neg_bool, sub_rsum_neg, compare_dtype_terms, zip_aligned_terms, iscalar_concat, logical_not_dtype_terms,
     map_iscalar)
+from lemmas._instances.elementwise import binary_concat_cst, binary_concat_cst_bad, cst_parts_cons, cst_parts_cons_bad, cst_parts_nil
 
 # (unary op (not b)) with b a bool tensor and op a cast to a float dtype
 _CAST_NOT = '(unary op (unary "logical_not" b))'
@@ -23,6 +24,11 @@ _BOOL_TO_FLOAT = ('(= "bool" (dtype b))', "(fcast op)")
 # constants are written by repr(float): inf * (a + b) is not inf * a + inf * b, nor (a + b) / 0
 _FINITE = ('(!= c "inf")', '(!= c "-inf")', '(!= c "nan")')
 _NONZERO = _FINITE + ('(!= c "0.0")', '(!= c "-0.0")')
+
+# a constant of shape s (m dims) spans the axis d of an n-D concat (m <= n): its dim k there is the
+# concat's size
+_CST_SPANS = ("(= n (ndim (concat (Cons x r) d)))", "(= m (dlen s))", "(<= m n)", "(= k (- d (- n m)))", "(>= k 0)",
+              "(= (dat s k) (dim (concat (Cons x r) d) d))")
 
 LEMMAS = [
     Lemma("unary-concat", "(unary op (concat l d))", "(concat (map_unary op l) d)", instances=unary_concat),
@@ -70,6 +76,20 @@ LEMMAS = [
           when=("(= n (ndim (concat l d)))", "(= m (ndim y))", "(>= m (- n d))", "(<= m n)",
                 "(= (dim y (- m (- n d))) (DLit 1))"),
           instances=bcast_one_r, rejects=bcast_full_r),
+    # binary op of a concat and a constant block spanning the concat axis (aligned from the right,
+    # of the concat's size there): the constant split at the parts (x + full_like(x, c) on row-sharded
+    # x, each rank adding its own block of c).  In either order; the constant has no more dims than
+    # the concat (the axis stays d).
+    Lemma("binary-concat-cst", "(binary op (concat (Cons x r) d) (cst c s t))",
+          "(concat (zip_binary op (Cons x r) (cst_parts c s t k (Cons x r) d) d k) d)",
+          when=_CST_SPANS, instances=binary_concat_cst, rejects=binary_concat_cst_bad),
+    Lemma("binary-cst-concat", "(binary op (cst c s t) (concat (Cons x r) d))",
+          "(concat (zip_binary op (cst_parts c s t k (Cons x r) d) (Cons x r) k d) d)",
+          when=_CST_SPANS, instances=binary_concat_cst, rejects=binary_concat_cst_bad),
+    Lemma("cst-parts-nil", "(cst_parts c s t k (Nil) d)", "(Nil)", instances=cst_parts_nil),
+    Lemma("cst-parts-cons", "(cst_parts c s t k (Cons x r) d)",
+          "(Cons (cst c (dset s k v) t) (cst_parts c s t k r d))", when=("(= v (dim x d))",),
+          instances=cst_parts_cons, rejects=cst_parts_cons_bad),
     Lemma("map-binary-r-nil", "(map_binary_r op y (Nil))", "(Nil)", instances=map_binary_l_nil),
     Lemma("map-binary-r-cons", "(map_binary_r op y (Cons x r))", "(Cons (binary op y x) (map_binary_r op y r))",
           instances=map_binary),

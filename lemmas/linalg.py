@@ -8,6 +8,7 @@ from lemmas._instances.linalg import (
     div_mm_bad, inner, map_mm_l, map_mm_l_nil, map_mm_r,
     map_mm_r_nil, bmm_matmul, matmul_concat, matmul_concat_rows, matmul_terms, row, rsum_left, rsum_right, zip_bmm, zip_bmm_mismatch, zip_matmul,
     zip_matmul_mismatch, zip_mm, zip_mm_mismatch)
+from lemmas._instances.linalg import mm_batch_one, mm_batch_one_bad
 
 LEMMAS = [
     # column parallel: x @ [W0 W1 ...] = [x@W0  x@W1 ...]
@@ -49,6 +50,14 @@ LEMMAS = [
           when=("(= n (ndim x))", "(= n (ndim y))", "(vsfx x s1 2)", "(vsfx y s2 2)", "(bsame x y (- n 2))",
                 "(= b (dat s1 0))", "(= i (dat s1 1))", "(= j (dat s2 2))"),
           instances=bmm_view, rejects=bmm_view_swapped),
+    # a batched product of a batch of one is the product of the 2-D views, viewed back (an
+    # expert-parallel bmm with one expert a rank, written as x.view(t, h) @ w.view(h, f)): only the
+    # view back to [1, i, j] (a view to [1, j, i] has the same size)
+    Lemma("view-mm-batch-one", "(view (mm (view x s1) (view y s2)) s3)", "(matmul x y)",
+          when=("(= n (ndim x))", "(= n (ndim y))", "(= n (+ 2 1))", "(= 2 (dlen s1))", "(= 2 (dlen s2))",
+                "(= n (dlen s3))", "(= (dim x 0) (DLit 1))", "(= (dim y 0) (DLit 1))", "(vsfx x s1 2)",
+                "(vsfx y s2 2)", "(= (dat s3 0) (DLit 1))", "(= (dat s3 1) (dim x 1))", "(= (dat s3 2) (dim y 2))"),
+          instances=mm_batch_one, rejects=mm_batch_one_bad),
     Lemma("matmul-concat-batch", "(matmul (concat l1 d) (concat l2 d))", "(concat (zip_matmul l1 l2 d) d)",
           when=("(= n (ndim (concat l1 d)))", "(= n (ndim (concat l2 d)))", "(< d (- n 2))"),
           instances=matmul_concat, rejects=matmul_concat_rows),

@@ -27,6 +27,10 @@ from lemmas._instances.movement import concat_zpad, concat_zpad_bad, map_zpad, m
 from lemmas._instances.movement import map_zpad_each, zpad_concat_other, zpad_concat_same, zpad_rsum
 from lemmas._instances.movement import binary_expand_not_scalar, binary_expand_scalar, expand_split_rest, expand_split_rest_bad
 from lemmas._instances.movement import (slices_whole, slices_not_whole, zpad_reassoc, zpad_reassoc_apart)
+from lemmas._instances.movement import (
+    ZERO_TEXTS, permute_zpad, permute_zpad_bad, transpose_zpad_d_is_a,
+    transpose_zpad_d_is_b, transpose_zpad_d_not_a, transpose_zpad_d_not_b, transpose_zpad_d_other,
+    transpose_zpad_d_swapped, zeros_around, zeros_around_bad)
 from lemmas._instances.movement import (slice_zpad_apart, slice_zpad_inner, slice_zpad_outer, slice_zpad_straddle,
     zpad_add_adjacent, zpad_add_apart, zpad_add_bsame_terms, zpad_none)
 
@@ -359,6 +363,30 @@ LEMMAS = [
           when=("(= (dim x d) (DLit m))", "(<= 0 s)", "(< s lo)", "(< (+ lo m) e)", "(<= e (+ (+ lo m) hi))"),
           instances=slice_zpad_straddle("around"), rejects=slice_zpad_apart),
     Lemma("zpad-none", "(zpad x d 0 0)", "x", instances=zpad_none),
+    # a permute (transpose) of a zero-padded tensor is the padded permute, the padding moved with
+    # its dim (the backward of a block taken between two movedims: slice_backward, then moved back)
+    Lemma("permute-zpad", "(permute (zpad x d lo hi) p)", "(zpad (permute x p) j lo hi)", when=("(= j (ipos p d))",),
+          instances=permute_zpad, rejects=permute_zpad_bad),
+    Lemma("transpose-zpad-a", "(transpose (zpad x d lo hi) a b)", "(zpad (transpose x a b) b lo hi)",
+          when=("(= d a)",), instances=transpose_zpad_d_is_a, rejects=transpose_zpad_d_not_a),
+    Lemma("transpose-zpad-b", "(transpose (zpad x d lo hi) a b)", "(zpad (transpose x a b) a lo hi)",
+          when=("(= d b)",), instances=transpose_zpad_d_is_b, rejects=transpose_zpad_d_not_b),
+    Lemma("transpose-zpad-other", "(transpose (zpad x d lo hi) a b)", "(zpad (transpose x a b) d lo hi)",
+          when=("(!= d a)", "(!= d b)"), instances=transpose_zpad_d_other, rejects=transpose_zpad_d_swapped),
+    # a concat of x with zero blocks (a constant zero of any shape: the concat's meaning makes it
+    # x's shape but along d, and x's dtype) before it, after it or on both sides is x zero-padded
+    # (a rank's rows placed in a zero tensor by cat([new_zeros, x, new_zeros]), all-reduced; a
+    # zero constant_pad_nd).  Not -0.0: zpad pads with +0.0.
+    *(lem for z, k in zip(ZERO_TEXTS, ("", "-int")) for lem in (
+        Lemma(f"concat-zeros-x{k}", f'(concat (Cons (cst "{z}" s1 t) (Cons x (Nil))) d)', "(zpad x d lo 0)",
+              when=("(= (dat s1 d) (DLit lo))",), instances=zeros_around("left"), rejects=zeros_around_bad("left")),
+        Lemma(f"concat-x-zeros{k}", f'(concat (Cons x (Cons (cst "{z}" s2 t) (Nil))) d)', "(zpad x d 0 hi)",
+              when=("(= (dat s2 d) (DLit hi))",), instances=zeros_around("right"), rejects=zeros_around_bad("right")),
+        Lemma(f"concat-zeros-x-zeros{k}",
+              f'(concat (Cons (cst "{z}" s1 t) (Cons x (Cons (cst "{z}" s2 t) (Nil)))) d)', "(zpad x d lo hi)",
+              when=("(= (dat s1 d) (DLit lo))", "(= (dat s2 d) (DLit hi))"), instances=zeros_around("around"),
+              rejects=zeros_around_bad("around")))),
+
     # the sum of two zero-padded blocks of one shape, adjacent along d (the backward of two slices
     # [lo, lo + m) and [lo + m, ...) of one tensor: slice_backward of each, added), is the
     # padded concat of the blocks.  Same dtype; every dim alike (no broadcasting) by bsame.

@@ -116,6 +116,9 @@ _SOFTMAX = '(binary "div" (unary "exp" ' + _SHIFT + ') (view ' + _SUMEXP + ' {s}
 _SOFTMAX_MUL = ('(binary "mul" (view (binary "div" {c} ' + _SUMEXP.format(k=1) + ") " + dlist([4, 1])
                 + ') (unary "exp" ' + _SHIFT.format(k=1) + "))")
 
+# a constant block (zeros unless c is given) of a shape, float32
+_ZEROS = lambda shape, c="0.0": f'(cst "{c}" {dlist(shape)} "float32")'
+
 # (family, start, goal, leaf shapes, assumptions)
 POSITIVE = [
     # a loss's target gradient with a negative ignore index, targets being classes: a placement,
@@ -307,6 +310,14 @@ POSITIVE = [
     # two micro-batch gradients accumulated in reverse order (b + a) are the sum over the list (a, b)
     ("elementwise", f"(rsum {cons('{a}', '{b}')})", '(binary "add" {b} {a})', {"a": [1, 3], "b": [1, 3]}, ()),
     ("elementwise", '(scalar "add" {a} "0.0")', "{a}", {"a": [3]}, ()),
+    # a constant added to row-sharded x (x + full_like(x, c)) is each rank's block plus its block of
+    # the constant, in either order; a constant of size 1 on the axis is broadcast as it is
+    ("elementwise", f'(binary "add" {cat(0, "{a}", "{b}")} {_ZEROS([4, 3], "0.1")})',
+     cat(0, f'(binary "add" {{a}} {_ZEROS([1, 3], "0.1")})', f'(binary "add" {{b}} {_ZEROS([3, 3], "0.1")})'),
+     {"a": [1, 3], "b": [3, 3]}, ()),
+    ("elementwise", f'(binary "sub" {_ZEROS([4], "0.1")} {cat(1, "{a}", "{b}")})',
+     cat(1, f'(binary "sub" {_ZEROS([2], "0.1")} {{a}})', f'(binary "sub" {_ZEROS([2], "0.1")} {{b}})'),
+     {"a": [3, 2], "b": [3, 2]}, ()),
     # a rank's block of an averaged reduce-scatter is the block of the average
     ("movement", '(scalar "div" (transpose (slice {x} 0 (DLit 0) (DLit 2)) 0 1) "2.0")',
      '(transpose (slice (scalar "div" {x} "2.0") 0 (DLit 0) (DLit 2)) 0 1)', {"x": [4, 3]}, ()),
@@ -327,9 +338,24 @@ POSITIVE = [
     # parts' products (bmm-matmul then meets a rank's own bmm of them)
     ("linalg", f"(bmm {cat(0, '{a}', '{b}')} {cat(0, '{c}', '{e}')})", cat(0, "(matmul {a} {c})", "(matmul {b} {e})"),
      {"a": [2, 3, 2], "b": [2, 3, 2], "c": [2, 2, 3], "e": [2, 2, 3]}, ()),
+    # ... and with one expert a rank, a batch of one: the rank's product of the 2-D views, viewed
+    # back, is the batched product (the parts' matmul above)
+    ("linalg", f"(view (mm (view {{a}} {dlist([3, 2])}) (view {{c}} {dlist([2, 4])})) {dlist([1, 3, 4])})",
+     "(matmul {a} {c})", {"a": [1, 3, 2], "c": [1, 2, 4]}, ()),
     # movement: an all-gather along dim 2 (moved to dim 0, gathered, moved back) is the concat along dim 2
     ("movement", f"(permute {cat(0, f'(permute {{a}} {ilist([2, 0, 1])})', f'(permute {{b}} {ilist([2, 0, 1])})')} "
                  f"{ilist([1, 2, 0])})", cat(2, "{a}", "{b}"), {"a": [4, 2, 3], "b": [4, 2, 3]}, ()),
+    # ... and a reduce-scatter along dim 2 written as permute(2, 1, 0) (a transpose) both ways: the
+    # rank's block of the sum, its slice along dim 2
+    ("movement", "(transpose (slice (rsum " + cons("(transpose {a} 0 2)", "(transpose {b} 0 2)") + ") 0 (DLit 2) (DLit 4)) 0 2)",
+     "(slice (rsum " + cons("{a}", "{b}") + ") 2 (DLit 2) (DLit 4))", {"a": [2, 2, 4], "b": [2, 2, 4]}, ()),
+    # the backward of a block taken between two movedims: the padded tangent moved back is padded along dim 2
+    ("movement", f"(permute (zpad (permute {{g}} {ilist([2, 0, 1])}) 0 2 0) {ilist([1, 2, 0])})", "(zpad {g} 2 2 0)",
+     {"g": [2, 2, 2]}, ()),
+    # a rank's rows between zero blocks (cat of new_zeros, x, new_zeros), all-reduced, are the concat of the rows
+    ("movement", "(rsum " + cons(cat(0, _ZEROS([0, 3]), "{a}", _ZEROS([2, 3])), cat(0, _ZEROS([2, 3]), "{b}", _ZEROS([0, 3]))) + ")",
+     cat(0, "{a}", "{b}"), {"a": [2, 3], "b": [2, 3]}, ()),
+    ("movement", cat(1, "{a}", _ZEROS([2, 1])), "(zpad {a} 1 0 1)", {"a": [2, 3]}, ()),
     # positions: the ranks' masks of their blocks of positions (gt(positions, 2)) are the whole mask
     ("positions", cat(0, '(iscalar "gt" (slice (arange 0 1 (DLit 6)) 0 (DLit 0) (DLit 3)) 2)',
                       '(iscalar "gt" (slice (arange 0 1 (DLit 6)) 0 (DLit 3) (DLit 6)) 2)'),
@@ -546,8 +572,29 @@ NEGATIVE = [
     # linalg: batch parts that do not line up (1 + 3 heads against 2 + 2) are not paired
     ("linalg", f"(bmm {cat(0, '{a}', '{b}')} {cat(0, '{c}', '{e}')})", cat(0, "(matmul {a} {c})", "(matmul {b} {e})"),
      {"a": [1, 3, 2], "b": [3, 3, 2], "c": [2, 2, 3], "e": [2, 2, 3]}, ()),
+    # ... nor is a product of 2-D views viewed back with its dims the other way round
+    ("linalg", f"(view (mm (view {{a}} {dlist([2, 2])}) (view {{c}} {dlist([2, 2])})) {dlist([1, 2, 2])})",
+     "(transpose (matmul {a} {c}) 1 2)", {"a": [1, 2, 2], "c": [1, 2, 2]}, ()),
+    ("linalg", f"(view (mm (view {{a}} {dlist([3, 2])}) (view {{c}} {dlist([2, 4])})) {dlist([1, 4, 3])})",
+     "(view (matmul {a} {c}) " + dlist([1, 4, 3]) + ")", {"a": [1, 3, 2], "c": [1, 2, 4]}, ()),
     # movement: a 3-cycle applied twice is not undone
     ("movement", f"(permute (permute {{x}} {ilist([2, 0, 1])}) {ilist([2, 0, 1])})", "{x}", {"x": [4, 2, 3]}, ()),
+    # ... nor a slice moved to a dim the transpose does not put it on
+    ("movement", "(transpose (slice (rsum " + cons("{x}", "{y}") + ") 0 (DLit 0) (DLit 1)) 0 2)",
+     "(slice (transpose (rsum " + cons("{x}", "{y}") + ") 0 2) 0 (DLit 0) (DLit 1))", {"x": [2, 2, 2], "y": [2, 2, 2]}, ()),
+    # a constant of another dtype or value than the ranks' blocks of it is not split into them
+    ("elementwise", f'(binary "add" {cat(0, "{a}", "{b}")} {_ZEROS([4, 3], "0.1")})',
+     cat(0, '(binary "add" {a} (cst "0.1" ' + dlist([2, 3]) + ' "float16"))',
+         '(binary "add" {b} (cst "0.1" ' + dlist([2, 3]) + ' "float16"))'), {"a": [2, 3], "b": [2, 3]}, ()),
+    ("elementwise", f'(binary "add" {cat(0, "{a}", "{b}")} {_ZEROS([4, 3], "0.1")})',
+     cat(0, f'(binary "add" {{a}} {_ZEROS([1, 3], "0.1")})', f'(binary "add" {{b}} {_ZEROS([3, 3], "0.1")})'),
+     {"a": [2, 3], "b": [2, 3]}, ()),
+    # ... nor padding moved by a 3-cycle to the wrong dim
+    ("movement", f"(permute (zpad {{g}} 0 2 0) {ilist([1, 2, 0])})", f"(zpad (permute {{g}} {ilist([1, 2, 0])}) 0 2 0)",
+     {"g": [2, 2, 2]}, ()),
+    # blocks of ones, or of -0.0, beside x are no zero padding
+    ("movement", cat(0, "{a}", _ZEROS([2, 3], "1.0")), "(zpad {a} 0 0 2)", {"a": [2, 3]}, ()),
+    ("movement", cat(0, _ZEROS([2, 3], "-0.0"), "{a}"), "(zpad {a} 0 2 0)", {"a": [2, 3]}, ()),
     # positions: masks of the ranks' positions with a gap between them are not the whole mask
     ("positions", cat(0, '(iscalar "gt" (slice (arange 0 1 (DLit 6)) 0 (DLit 0) (DLit 3)) 2)',
                       '(iscalar "gt" (slice (arange 0 1 (DLit 7)) 0 (DLit 4) (DLit 7)) 2)'),

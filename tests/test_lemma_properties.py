@@ -34,6 +34,8 @@ NEEDS_FACT = {
 WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1, "bmm-view-matmul": 1,
               "matmul-concat-batch": 1, "layernorm-concat": 0, "mtake-intro": 1, "mpick-intro": 1,
               "tcount-div-valid": 1,
+              # a batch of one: 3-D partners of batch 1 and the three views of them
+              "view-mm-batch-one": 0,
               # gradient rows of the ids' shape plus one dim, integer ids
               "scatter-valid-masked": 1, "mscatter-intro": 0, "mscatter-split": 0,
               # three lists concat-compatible along one axis, the first a bool condition

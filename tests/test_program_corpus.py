@@ -23,13 +23,6 @@ from corpus import CORPUS  # noqa: E402
 XFAIL = {
     # helper-adv2: correct twins the checker cannot prove yet (their buggy twins are refuted)
     # helper-adv4: correct twins the checker cannot prove yet (their buggy twins are refuted)
-    'adv4_rsp_slice[joint]': 'the backward of the block taken between two movedims is the tangent zero-padded along dim 0 of the moved tensor and all-reduced; that sum of padded blocks is not related to the concat of the tangent the sequential mm needs',
-    'adv4_fdt_correct[forward]': "no lemma splits a constant block (cst) along a concat axis: x + full_like(x, 0.1) of row-sharded x is not related to the ranks' x + new_full",
-    'adv4_zpad_correct[forward]': "a concat of zero blocks (new_zeros) around each rank's rows, all-reduced, is not related to the concat of the rows (the zpad sum lemma does not read a cst block as padding)",
-    'adv4_zpad_correct[forward@4]': "a concat of zero blocks (new_zeros) around each rank's rows, all-reduced, is not related to the concat of the rows (the zpad sum lemma does not read a cst block as padding)",
-    'adv4_tvm_correct[forward]': "bmm of a one-expert batch is the rank's mm of the 2-D views: no lemma relates view(mm(view x, view w)) to bmm of a batch of 1",
-    'adv4_tvm_tt[forward]': "bmm of a one-expert batch is the rank's mm of the 2-D views: no lemma relates view(mm(view x, view w)) to bmm of a batch of 1",
-    'adv4_tvm_correct[joint]': "bmm of a one-expert batch is the rank's mm of the 2-D views: no lemma relates view(mm(view x, view w)) to bmm of a batch of 1",
 }
 XFAIL = {k: v for k, v in XFAIL.items() if v}
 

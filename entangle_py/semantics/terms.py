@@ -700,6 +700,10 @@ CONSTRUCTORS: list[Constructor] = [
     _c("zip_tplace", "TList TList i64 i64 i64", "TList", BIG, False,
        lambda l1, l2, c, n, d: [_tplace(a, b, c, n) for a, b in _zip_aligned(l1, l2, d, d)]),
     _c("bc_like", "T TList i64", "TList", BIG, False, _bc_like),
+    # a constant split like a concat's parts: (cst c s t) with s[k] := each part's size on its dim d
+    # (a constant added to row-sharded x, split at the ranks' rows)
+    _c("cst_parts", "String DList String i64 TList i64", "TList", BIG, False,
+       lambda c, s, t, k, l, d: [_cst(c, _dset(s, k, x.shape[d]), t) for x in l]),
     _c("lsum", "TList i64", "Dim", BIG, False, lambda l, d: sum(int(x.shape[d]) for x in l)),
     _c("map_mm_l", "TList T", "TList", BIG, False, lambda l, w: [torch.mm(*_no_bool(x, w)) for x in l]),
     _c("map_mm_r", "T TList", "TList", BIG, False, lambda x, l: [torch.mm(*_no_bool(x, w)) for w in l]),
@@ -925,7 +929,7 @@ DIM_ARGS: dict[str, tuple[int, ...]] = {
     "map_slice": (1,), "map_permute": (1,), "map_reduce": (2,), "dset": (1,), "map_expand_at": (2, 3),
     "concat_nest": (2, 3), "zip_concat": (2, 3), "zpad": (1,), "map_zpad": (1,),
     "map_zpad_each": (1,),
-    "zip_place": (3,), "zip_tplace": (4,),
+    "zip_place": (3,), "zip_tplace": (4,), "cst_parts": (3, 5),
 }
 
 

@@ -696,3 +696,49 @@ def binary_concat_rejected(rng):
     """Concat axes that differ, or parts that do not line up."""
     yield from binary_concat_misaligned(rng)
     yield from binary_concat_misparted(rng)
+
+
+# ----------------------------------------------------------------------------- a constant beside a concat
+
+def _concat_cst(rng, fit=True):
+    """A concat along d of an n-D tensor and a constant of m <= n dims aligned from the right whose
+    dim k (the concat axis) has the concat's size (others the concat's, or 1)."""
+    n = rng.randint(1, 3)
+    d = rng.randrange(n)
+    l = concat_parts(rng, n, d, parts=rng.randint(1, 4))
+    whole = list(l[0].shape)
+    whole[d] = sum(p.shape[d] for p in l)
+    m = rng.randint(n - d, n)
+    k = d - (n - m)
+    s = [v if i == k or rng.random() < 0.7 else 1 for i, v in enumerate(whole[n - m:])]
+    if not fit:
+        s[k] += 1
+    return {"x": l[0], "r": l[1:], "d": d, "c": rng.choice(["0.1", "-2.0", "0.0", "3"]), "s": s,
+            "t": "float64", "n": n, "m": m, "k": k, "op": rng.choice(["add", "sub", "mul", "div"])}
+
+
+@repeat(8)
+def binary_concat_cst(rng):
+    return _concat_cst(rng)
+
+
+@repeat(3)
+def binary_concat_cst_bad(rng):
+    """The constant one row longer than the concat along its axis (undefined: a broadcast error)."""
+    return _concat_cst(rng, fit=False)
+
+
+@repeat(4)
+def cst_parts_cons(rng):
+    inst = _concat_cst(rng)
+    return {**{k: inst[k] for k in ("x", "r", "d", "c", "s", "t", "k")}, "v": inst["x"].shape[inst["d"]]}
+
+
+@repeat(2)
+def cst_parts_cons_bad(rng):
+    inst = next(cst_parts_cons(rng))
+    return {**inst, "v": inst["v"] + 1}
+
+
+def cst_parts_nil(rng):
+    return [{"c": "0.1", "s": [2, 3], "t": "float32", "k": 0, "d": 0}]

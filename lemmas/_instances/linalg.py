@@ -230,3 +230,20 @@ def div_mm_bad(rng):
     yield {"a": torch.ones(2, 3, dtype=torch.int64), "b": torch.ones(3, 2, dtype=torch.int64), "c": "2.0", "t": "int64"}
     yield {"a": tensor(rng, 2, 3).half(), "b": tensor(rng, 3, 2).float(), "c": "2.0", "t": "float16"}
     yield {"a": tensor(rng, 2, 3), "b": tensor(rng, 3, 2), "c": "0.0", "t": "float64"}
+
+
+@repeat(6)
+def mm_batch_one(rng):
+    """A batch of one: x [1, i, k] and y [1, k, j] viewed 2-D, multiplied, viewed back to [1, i, j]
+    (sizes from 0: an empty batch of rows)."""
+    i, k, j = rng.randint(0, 3), rng.randint(1, 3), rng.randint(1, 3)
+    return {"x": tensor(rng, 1, i, k), "y": tensor(rng, 1, k, j), "s1": [i, k], "s2": [k, j], "s3": [1, i, j], "n": 3}
+
+
+def mm_batch_one_bad(rng):
+    """The product viewed back transposed ([1, j, i]), or x's batch of two viewed as twice the rows."""
+    x, y = tensor(rng, 1, 2, 3), tensor(rng, 1, 3, 4)
+    yield {"x": x, "y": y, "s1": [2, 3], "s2": [3, 4], "s3": [1, 4, 2], "n": 3}
+    yield {"x": x, "y": y, "s1": [2, 3], "s2": [3, 4], "s3": [2, 1, 4], "n": 3}
+    x2 = tensor(rng, 2, 1, 3)
+    yield {"x": x2, "y": tensor(rng, 2, 3, 4), "s1": [2, 3], "s2": [6, 4], "s3": [1, 2, 4], "n": 3}

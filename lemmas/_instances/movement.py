@@ -1265,3 +1265,89 @@ def binary_expand_not_scalar(rng):
     else:
         inst["y"] = inst["y"].to(torch.float16)                     # another dtype
     return inst
+
+
+# ----------------------------------------------------------------------------- transposes of slices,
+# moves of zero padding, zero blocks read as padding
+
+def _zpad_raw(rng, nd_lo=1):
+    nd = rng.randint(nd_lo, 4)
+    d = rng.randrange(nd)
+    x = tensor(rng, *[rng.randint(0 if i == d else 1, 3) for i in range(nd)])
+    return {"x": x, "d": d, "lo": rng.randint(0, 3), "hi": rng.randint(0, 3)}
+
+
+@repeat(8)
+def permute_zpad(rng):
+    inst = _zpad_raw(rng)
+    nd = inst["x"].dim()
+    p = rng.sample(range(nd), nd)
+    return {**inst, "p": p, "j": p.index(inst["d"])}
+
+
+@repeat(4)
+def permute_zpad_bad(rng):
+    """The padding left on its old dim (or moved wrong) after a permute that moves it."""
+    x = tensor(rng, 2, 3, 4)
+    return {"x": x, "d": 0, "lo": 1, "hi": 2, "p": [1, 2, 0], "j": rng.choice([0, 1])}
+
+
+def _transpose_zpad_with(cond):
+    def gen(rng):
+        n = 0
+        while n < 6:
+            inst = _zpad_raw(rng, nd_lo=2)
+            a, b = sorted(rng.sample(range(inst["x"].dim()), 2))
+            inst = {**inst, "a": a, "b": b}
+            if cond(inst):
+                n += 1
+                yield inst
+    return gen
+
+
+transpose_zpad_d_is_a = _transpose_zpad_with(lambda i: i["d"] == i["a"])
+transpose_zpad_d_is_b = _transpose_zpad_with(lambda i: i["d"] == i["b"])
+transpose_zpad_d_other = _transpose_zpad_with(lambda i: i["d"] not in (i["a"], i["b"]))
+transpose_zpad_d_swapped = _transpose_zpad_with(lambda i: i["d"] in (i["a"], i["b"]))
+transpose_zpad_d_not_a = _transpose_zpad_with(lambda i: i["d"] != i["a"])
+transpose_zpad_d_not_b = _transpose_zpad_with(lambda i: i["d"] != i["b"])
+
+
+def _zero_block(x, d, n):
+    s = list(x.shape)
+    s[d] = n
+    return s
+
+
+ZERO_TEXTS = ("0.0", "0")
+
+
+def zeros_around(where, zero="0.0"):
+    """x with zero blocks (a cst of x's dtype, zero) before it, after it or on both sides along d
+    (sizes 0-3: a rank at the edge pads by an empty block)."""
+    @repeat(8)
+    def gen(rng):
+        nd = rng.randint(1, 3)
+        d = rng.randrange(nd)
+        dt = rng.choice([torch.float64, torch.float32, torch.int64])
+        x = tensor(rng, *[rng.randint(0 if i == d else 1, 3) for i in range(nd)]).to(dt)
+        lo, hi = rng.randint(0, 3), rng.randint(0, 3)
+        inst = {"x": x, "d": d, "t": str(dt).removeprefix("torch.")}
+        if where in ("left", "around"):
+            inst.update(s1=_zero_block(x, d, lo), lo=lo)
+        if where in ("right", "around"):
+            inst.update(s2=_zero_block(x, d, hi), hi=hi)
+        return inst
+    return gen
+
+
+def zeros_around_bad(where):
+    """The block's size read wrong (lo / hi not its size along d)."""
+    @repeat(3)
+    def gen(rng):
+        inst = next(zeros_around(where)(rng))
+        for k in ("lo", "hi"):
+            if k in inst:
+                inst[k] += 1
+        return inst
+    return gen

@@ -376,12 +376,12 @@ LEMMAS = [
     # a concat of x with zero blocks (a constant zero of any shape: the concat's meaning makes it
     # x's shape but along d, and x's dtype) before it, after it or on both sides is x zero-padded
     # (a rank's rows placed in a zero tensor by cat([new_zeros, x, new_zeros]), all-reduced; a
-    # zero constant_pad_nd).  Not -0.0: zpad pads with +0.0.
+    # zero constant_pad_nd).  Not -0.0: zpad pads with +0.0.  Not x followed by zeros alone: with
+    # concat-zpad-rsum (x's padded form being there) that concat is the sum over (its own class,
+    # zeros), and add-rsum-rsum / rsum-pair-add then grow it without end (uneven_gather's F.pad)
     *(lem for z, k in zip(ZERO_TEXTS, ("", "-int")) for lem in (
         Lemma(f"concat-zeros-x{k}", f'(concat (Cons (cst "{z}" s1 t) (Cons x (Nil))) d)', "(zpad x d lo 0)",
               when=("(= (dat s1 d) (DLit lo))",), instances=zeros_around("left"), rejects=zeros_around_bad("left")),
-        Lemma(f"concat-x-zeros{k}", f'(concat (Cons x (Cons (cst "{z}" s2 t) (Nil))) d)', "(zpad x d 0 hi)",
-              when=("(= (dat s2 d) (DLit hi))",), instances=zeros_around("right"), rejects=zeros_around_bad("right")),
         Lemma(f"concat-zeros-x-zeros{k}",
               f'(concat (Cons (cst "{z}" s1 t) (Cons x (Cons (cst "{z}" s2 t) (Nil)))) d)', "(zpad x d lo hi)",
               when=("(= (dat s1 d) (DLit lo))", "(= (dat s2 d) (DLit hi))"), instances=zeros_around("around"),

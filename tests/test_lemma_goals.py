@@ -355,7 +355,7 @@ POSITIVE = [
     # a rank's rows between zero blocks (cat of new_zeros, x, new_zeros), all-reduced, are the concat of the rows
     ("movement", "(rsum " + cons(cat(0, _ZEROS([0, 3]), "{a}", _ZEROS([2, 3])), cat(0, _ZEROS([2, 3]), "{b}", _ZEROS([0, 3]))) + ")",
      cat(0, "{a}", "{b}"), {"a": [2, 3], "b": [2, 3]}, ()),
-    ("movement", cat(1, "{a}", _ZEROS([2, 1])), "(zpad {a} 1 0 1)", {"a": [2, 3]}, ()),
+    ("movement", cat(1, _ZEROS([2, 1]), "{a}"), "(zpad {a} 1 1 0)", {"a": [2, 3]}, ()),
     # positions: the ranks' masks of their blocks of positions (gt(positions, 2)) are the whole mask
     ("positions", cat(0, '(iscalar "gt" (slice (arange 0 1 (DLit 6)) 0 (DLit 0) (DLit 3)) 2)',
                       '(iscalar "gt" (slice (arange 0 1 (DLit 6)) 0 (DLit 3) (DLit 6)) 2)'),
@@ -870,4 +870,17 @@ def test_loss_gradient_splits_along_row_sharded_targets():
     shapes = {"g": [], "s": ([3], "int64"), "u": ([5], "int64")}
     reached, saturated = proves(start, cat(0, place(3, "{s}"), place(5, "{u}")), shapes,
                                 present=(f"(expand {{g}} {dlist([4])})",))
+    assert saturated and not reached
+
+
+def test_zero_blocks_around_rows_are_padding_and_saturate():
+    """A rank's rows between zero blocks (cat of new_zeros, x, new_zeros) are x zero-padded; rows
+    followed by zeros alone (F.pad on the right) are not rewritten so: beside x's padded form that
+    concat would be a sum over ranks of its own class and zeros, which add-rsum-rsum and
+    rsum-pair-add grow without end."""
+    shapes = {"a": [4, 2]}
+    reached, saturated = proves(cat(1, _ZEROS([4, 1]), "{a}", _ZEROS([4, 0])), "(zpad {a} 1 1 0)", shapes)
+    assert reached and saturated
+    start = cat(1, "{a}", _ZEROS([4, 1]))
+    reached, saturated = proves(start, "(zpad {a} 1 0 1)", shapes, present=("(zpad {a} 1 0 1)",))
     assert saturated and not reached

@@ -235,6 +235,22 @@ def _set_constants(g: G.RankGraph, inputs: dict, constants: dict):
             inputs[p.name] = torch.full(t.shape, constants[p.name], dtype=t.dtype)
 
 
+def _readers(g: G.RankGraph, users: dict, start: str):
+    """(name, node reading it) for the tensor ``start`` and what carries its values on unchanged
+    (value-preserving ops: views, clones), depth first."""
+    frontier, seen = [start], set()
+    while frontier:
+        cur = frontier.pop()
+        if cur in seen:
+            continue
+        seen.add(cur)
+        for u in users[cur]:
+            un = g.node(u)
+            yield cur, un
+            if un.target in ops.VALUE_PRESERVING:
+                frontier.append(u)
+
+
 def int_ranges(g: G.RankGraph) -> dict:
     """Integer inputs' ranges: [0, rows) for ids indexing a table (embedding, W[ids]), [0, C) for
     class targets; [0, 2) otherwise.  Ids are in range whether or not valid_indices is assumed:
@@ -245,27 +261,19 @@ def int_ranges(g: G.RankGraph) -> dict:
         n = g.node(p.node)
         if not (isinstance(n.val, G.TensorMeta) and n.val.dtype.startswith(("int", "uint"))):
             continue
-        bound, frontier, seen = None, [n.name], set()
-        while frontier and bound is None:
-            cur = frontier.pop()
-            if cur in seen:
-                continue
-            seen.add(cur)
-            for u in users[cur]:
-                un = g.node(u)
-                refs = [a.name if isinstance(a, G.Ref) else None for a in un.args]
-                if un.target in ops.INDEXING:
-                    i_ids, i_table, d = ops.INDEXING[un.target]
-                    if len(refs) > max(i_ids, i_table) and refs[i_ids] == cur and refs[i_table] is not None:
-                        bound = _dim(g, refs[i_table], d)
-                elif un.target == ops.INDEX_TENSOR and len(un.args) > 1 and isinstance(un.args[1], (list, tuple)):
-                    for j, a in enumerate(un.args[1]):
-                        if isinstance(a, G.Ref) and a.name == cur and isinstance(un.args[0], G.Ref):
-                            bound = _dim(g, un.args[0].name, j)
-                elif un.target in ops.VALUE_PRESERVING:
-                    frontier.append(u)
-                if bound is not None:
-                    break
+        bound = None
+        for cur, un in _readers(g, users, n.name):
+            refs = [a.name if isinstance(a, G.Ref) else None for a in un.args]
+            if un.target in ops.INDEXING:
+                i_ids, i_table, d = ops.INDEXING[un.target]
+                if len(refs) > max(i_ids, i_table) and refs[i_ids] == cur and refs[i_table] is not None:
+                    bound = _dim(g, refs[i_table], d)
+            elif un.target == ops.INDEX_TENSOR and len(un.args) > 1 and isinstance(un.args[1], (list, tuple)):
+                for j, a in enumerate(un.args[1]):
+                    if isinstance(a, G.Ref) and a.name == cur and isinstance(un.args[0], G.Ref):
+                        bound = _dim(g, un.args[0].name, j)
+            if bound is not None:
+                break
         out[p.name] = (0, bound if isinstance(bound, int) and bound > 0 else 2)
     return out
 
@@ -276,23 +284,13 @@ def ignored_targets(g: G.RankGraph) -> dict:
     users = g.users()
     out = {}
     for p in g.inputs:
-        frontier, seen = [p.node], set()
-        while frontier:
-            cur = frontier.pop()
-            if cur in seen:
-                continue
-            seen.add(cur)
-            for u in users[cur]:
-                un = g.node(u)
-                if un.target in ops.IGNORE_INDEX_ARG:
-                    i_ids = ops.INDEXING[un.target][0]
-                    at = ops.IGNORE_INDEX_ARG[un.target]
-                    c = un.args[at] if len(un.args) > at else -100
-                    if (len(un.args) > i_ids and isinstance(un.args[i_ids], G.Ref) and un.args[i_ids].name == cur
-                            and isinstance(c, int) and not isinstance(c, bool) and c < 0):
-                        out[p.name] = c
-                elif un.target in ops.VALUE_PRESERVING:
-                    frontier.append(u)
+        for cur, un in _readers(g, users, p.node):
+            if un.target in ops.IGNORE_INDEX_ARG:
+                i_ids, at = ops.INDEXING[un.target][0], ops.IGNORE_INDEX_ARG[un.target]
+                c = un.args[at] if len(un.args) > at else -100
+                if (len(un.args) > i_ids and isinstance(un.args[i_ids], G.Ref) and un.args[i_ids].name == cur
+                        and isinstance(c, int) and not isinstance(c, bool) and c < 0):
+                    out[p.name] = c
     return out
 
 

@@ -761,6 +761,18 @@ class Lowerer:
             t = f"(unary {str_lit('to_' + out)} {t})"
         return Term(t)
 
+    @staticmethod
+    def _nll_loss_refused(n, weight, reduction, c):
+        """The arguments of nll_loss (forward or backward) its terms cannot express: a class
+        weight, a reduction other than none / mean / sum, a non-integer ignore index."""
+        if weight is not None:
+            return Refused(n.target, "weight", "a class weight")
+        if reduction not in (0, 1, 2) or isinstance(reduction, bool):
+            return Refused(n.target, "reduction", f"reduction={reduction!r}")
+        if not isinstance(c, int) or isinstance(c, bool):
+            return Refused(n.target, "ignore_index", f"ignore_index={c!r}")
+        return None
+
     @lowers("aten.nll_loss_forward.default")
     def _h_nll_loss_forward_default(self, n):
         """(output, total_weight) of nll_loss over log-probabilities L [C] or [N, C] and class
@@ -770,12 +782,9 @@ class Lowerer:
         weight = self._arg(n, 2, "weight")
         reduction = self._arg(n, 3, "reduction", 1)
         c = self._arg(n, 4, "ignore_index", -100)
-        if weight is not None:
-            return Refused(n.target, "weight", "a class weight")
-        if reduction not in (0, 1, 2) or isinstance(reduction, bool):
-            return Refused(n.target, "reduction", f"reduction={reduction!r}")
-        if not isinstance(c, int) or isinstance(c, bool):
-            return Refused(n.target, "ignore_index", f"ignore_index={c!r}")
+        refused = self._nll_loss_refused(n, weight, reduction, c)
+        if refused:
+            return refused
         xs, ts = tuple(self.shape(x.name)), tuple(self.shape(t.name))
         if len(xs) not in (1, 2) or ts != xs[:-1] or self._dtype(t.name) not in INT_DTYPES:
             return Refused(n.target, "target", f"targets {ts} for log-probabilities {xs}")
@@ -810,12 +819,9 @@ class Lowerer:
         tw = self._arg(n, 6, "total_weight")
         if not all(isinstance(a, Ref) for a in (g, x, t)):
             return Refused(n.target, "self", "a gradient of non-tensor operands")
-        if weight is not None:
-            return Refused(n.target, "weight", "a class weight")
-        if reduction not in (0, 1, 2) or isinstance(reduction, bool):
-            return Refused(n.target, "reduction", f"reduction={reduction!r}")
-        if not isinstance(c, int) or isinstance(c, bool):
-            return Refused(n.target, "ignore_index", f"ignore_index={c!r}")
+        refused = self._nll_loss_refused(n, weight, reduction, c)
+        if refused:
+            return refused
         xs, ts, gs = (tuple(self.shape(a.name)) for a in (x, t, g))
         if len(xs) not in (1, 2) or ts != xs[:-1] or self._dtype(t.name) not in INT_DTYPES:
             return Refused(n.target, "target", f"targets {ts} for log-probabilities {xs}")

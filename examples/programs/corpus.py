@@ -420,3 +420,26 @@ CORPUS = [
 ]
 
 BY_ID = {e.id: e for e in CORPUS}
+
+
+# Correct programs that have no joint entry, and why: each is a forward-only program as users run it
+# (an inference kernel without autograd, or raw point-to-point that carries no gradient).  Every
+# other correct program of the corpus has a joint entry (tests/test_program_corpus.py).
+_KERNEL = ("vLLM's _C kernels (the stand-ins in _vllm_ops.py) have no autograd: they write into an "
+           "out= buffer and vLLM runs them for inference only")
+_RAW_P2P = ("raw point-to-point: the received tensor carries no gradient, so as a training step stage 0 "
+            "never gets its parameters' gradient (the pp family, _pp.py, sends gradients back)")
+NO_JOINT = {
+    "vllm_mlp_correct": _KERNEL,
+    "adv_vllm_norm_correct": _KERNEL,
+    "adv_vllm_rope_correct": _KERNEL,
+    "adv_vllm_view_correct": _KERNEL,
+    "adv2_kernel_correct": _KERNEL,
+    "adv_pp_tags_correct": _RAW_P2P,
+    "adv_pp_stale_correct": _RAW_P2P,
+    "adv_pp_read_before_correct": _RAW_P2P,
+    "adv_pp_subgroup_correct": _RAW_P2P,
+    "adv_pp_wrong_rank_ok": _RAW_P2P,
+    "adv3_pp_correct": _RAW_P2P,
+    "adv3_ppv_correct": _RAW_P2P,
+}

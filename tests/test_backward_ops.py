@@ -252,7 +252,7 @@ def test_per_rank_slices_tile_a_tensor_into_a_flat_concat(bounds):
     n = bounds[-1]
     eng.add('(let $x (Gs "x"))')
     eng.add("(set (ndim $x) 2)")
-    eng.add(f"(set (dim $x 0) (DLit 3))")
+    eng.add("(set (dim $x 0) (DLit 3))")
     eng.add(f"(set (dim $x 1) (DLit {n}))")
     pieces = []
     for r, (a, b) in enumerate(zip(bounds, bounds[1:])):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-import sympy
 import torch
 
 from entangle_py.ir import graph as G

@@ -168,12 +168,14 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
     return graph.Bundle(ranks=ranks, kind="joint" if joint else "forward", meta=meta)
 
 
+def _print_progress(rank, world_size, seconds):
+    print(f"rank {rank}/{world_size} captured in {seconds:.1f} s", file=sys.stderr, flush=True)
+
+
 def cli_capture(args) -> int:
     t0 = time.perf_counter()
-    progress = None
-    if getattr(args, "verbose", False) or sys.stderr.isatty():
-        def progress(rank, world_size, seconds):
-            print(f"rank {rank}/{world_size} captured in {seconds:.1f} s", file=sys.stderr, flush=True)
+    verbose = getattr(args, "verbose", False) or sys.stderr.isatty()
+    progress = _print_progress if verbose else None
     bundle = capture(args.script, world_size=args.world_size, joint=args.joint, dynamic=args.dynamic,
                      progress=progress)
     graph.save(bundle, args.output)

@@ -537,7 +537,7 @@ def _local_target_instance(rng, form, c=None, fill=None):
     t, the ignore index c elsewhere (fill: another value in its place)."""
     inst = _mpick_instance(rng)
     c = rng.choice([-100, -1, -7]) if c is None else c
-    t, lo, hi = inst["t"], inst["lo"], inst["hi"]
+    t = inst["t"]
     if rng.random() < 0.3:
         t = t.masked_fill(t == t.flatten()[0], c)     # targets at the ignore index too
     inst.update({"t": t, "c": c})

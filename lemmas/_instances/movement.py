@@ -309,7 +309,7 @@ def _view_keep_suffix(rng):
 @repeat(4)
 def _view_merge_into_axis(rng):
     """The concat axis merged with the dim before it: no keep/split/merge lemma may fire."""
-    a, b, c = rng.randint(2, 3), rng.randint(2, 3), rng.randint(1, 3)
+    a, c = rng.randint(2, 3), rng.randint(1, 3)
     l = _parts_on(rng, [a, 1, c], 1, parts=2)
     n = _total(l, 1)
     return {"l": l, "d": 1, "s": [a * n, c], "n": 3, "m": 2, "e": 0}

@@ -30,10 +30,11 @@ class Policy:
 # violating the assumption on which its two sides differ (the assumption is really needed).
 ASSUMPTIONS = {
     "valid_indices": "every id that indexes a table (embedding, W[ids], a loss's target class) lies in [0, rows of the table)",
-    "no_ignored_targets": "no loss target equals its loss's negative ignore index (no padding target such as "
-                          "-100 occurs): every target is a class, so a loss's mean divides by the number of "
-                          "targets and its gradient places a row for every one; not implied by valid_indices "
-                          "(a model with an embedding assumes that, while its labels may be padded with -100)",
+    "no_ignored_targets": "no loss target the programs take as input equals its loss's negative ignore index (no "
+                          "padding target such as -100 occurs): every such target is a class, so a loss's mean "
+                          "divides by the number of targets and its gradient places a row for every one; targets "
+                          "a program computes (labels it pads with -100 itself) are not covered; not implied by "
+                          "valid_indices (a model with an embedding assumes that, while its labels may be padded)",
     "same_rng": "the k-th random draw (dropout) of each rank is the part of the sequential program's "
                 "k-th draw that its input holds: both programs draw the same mask, moving with the data",
     "nonzero_divisors": "no element of a tensor divisor (x / y, y a tensor: a token count) is zero, so a sum "

@@ -39,7 +39,7 @@ _FUNCS = {
     "dle": (("Dim", "Dim"), "bool"),
     "cmul": (("String", "String"), "String"), "itext": (("i64",), "String"), "fillop": (("i64",), "String"),
     "dtype": (("T",), "String"), "fdtype": (("String",), "bool"), "glinear": (("String",), "bool"),
-    "fcast": (("String",), "bool"), "fexact": (("String",), "i64"),
+    "fcast": (("String",), "bool"), "fexact": (("String",), "i64"), "given": (("T",), "bool"),
 }
 for _op in ("+", "-", "*", "/", "%"):
     _FUNCS[_op] = (("i64", "i64"), "i64")

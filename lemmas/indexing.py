@@ -66,14 +66,16 @@ LEMMAS = [
     # a loss (nll_loss) whose ignore index is negative ignores no target: the targets are classes.
     # valid ids alone do not say so (labels padded with -100 are the ignore index, not classes): the
     # user states it apart (no_ignored_targets), or "loss sum / batch size" would pass for the mean
+    # The assumption is the user's about the programs' inputs: it covers targets that are an input's
+    # values (given), never targets a program computes -- labels it pads with -100 itself.
     Lemma("tpick-valid", "(tpick L t c)", "(pick L t)", when=("(< c 0)",),
-          assumes=("valid_indices", "no_ignored_targets"),
+          trigger=("(tpick L t c)", "(given t)"), assumes=("valid_indices", "no_ignored_targets"),
           instances=tpick_valid, rejects=tpick_ignored),
     # the mean: the sum of the targets' terms over their count (both of L's dtype; float32 / float64
     # only: in float16 2049 targets count 2048, while the scalar n divides exactly)
     Lemma("tcount-div-valid", f'(binary "div" {_LOSS_SUM} (tcount L t c n))', f'(scalar "div" {_LOSS_SUM} n)',
           when=("(< c 0)", '(!= n "")', "(= f (dtype L))", "(fdtype f)", '(!= f "float16")', '(!= f "bfloat16")'),
-          assumes=("valid_indices", "no_ignored_targets"),
+          trigger=(f'(binary "div" {_LOSS_SUM} (tcount L t c n))', "(given t)"), assumes=("valid_indices", "no_ignored_targets"),
           instances=tcount_div, rejects=tcount_div_bad),
     # the pick of an elementwise op with a term constant along the picked dim (log_softmax's
     # log-sum-exp, viewed with a trailing 1) is the op of the pick and that term
@@ -146,13 +148,13 @@ LEMMAS = [
     # the gradient of a loss's target pick (nll_loss_backward) whose ignore index is negative
     # ignores no target: the targets are classes
     Lemma("tplace-valid", "(tplace v t c n)", "(place v t n)", when=("(< c 0)",),
-          assumes=("valid_indices", "no_ignored_targets"),
+          trigger=("(tplace v t c n)", "(given t)"), assumes=("valid_indices", "no_ignored_targets"),
           instances=tplace_valid, rejects=tplace_ignored),
     # a division by the count of such a loss's targets is one by their number: the count is exact in
     # float32 / float64 (in float16 2049 targets count 2048) and both divide in that dtype
     Lemma("tcount-div-valid-any", '(binary "div" x (tcount L t c n))', '(scalar "div" x n)',
           when=("(< c 0)", '(!= n "")', "(= f (dtype x))", "(= f (dtype L))", "(fdtype f)", '(!= f "float16")',
-                '(!= f "bfloat16")'), assumes=("valid_indices", "no_ignored_targets"),
+                '(!= f "bfloat16")'), trigger=('(binary "div" x (tcount L t c n))', "(given t)"), assumes=("valid_indices", "no_ignored_targets"),
           instances=tcount_div_any, rejects=tcount_div_any_bad),
     # a placement (torch raises on an index outside [0, n)) is the masked placement of columns [0, n)
     Lemma("place-mplace", "(place v t n)", "(mplace v t 0 n)", instances=place_mplace),

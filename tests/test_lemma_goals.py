@@ -13,11 +13,12 @@ STEPS = 12
 
 
 def _engine(shapes, assume=()):
-    """Leaves of the given shapes, float32 unless given as (shape, dtype)."""
+    """Leaves of the given shapes, float32 unless given as (shape, dtype): the programs' inputs
+    (given), as the checker marks them."""
     eng = Engine(LIB, assume=assume)
     for name, shape in shapes.items():
         shape, dtype = shape if isinstance(shape, tuple) else (shape, "float32")
-        eng.add(f'(let ${name} (Gd "{name}"))', f"(set (ndim ${name}) {len(shape)})",
+        eng.add(f'(let ${name} (Gd "{name}"))', f"(given ${name})", f"(set (ndim ${name}) {len(shape)})",
                 f'(set (dtype ${name}) "{dtype}")')
         for i, v in enumerate(shape):
             eng.add(f"(set (dim ${name} {i}) (DLit {v}))")
@@ -277,6 +278,10 @@ POSITIVE = [
      {"a": [2, 3, 4], "b": [2, 1, 4], "w": [2, 4, 5]}, ()),
     # a loss's target pick with a negative ignore index, targets being classes: the masked pick at 0
     ("indexing", "(tpick {L} {t} -100)", "(mpick {L} {t} 0)", {"L": [4, 5], "t": [4]}, ("valid_indices", "no_ignored_targets")),
+    # ... also where the targets are an input's values moved (a rank's slice of them, viewed)
+    ("indexing", f"(tpick {{L}} (view (slice {{t}} 0 (DLit 2) (DLit 6)) {dlist([4])}) -100)",
+     f"(pick {{L}} (view (slice {{t}} 0 (DLit 2) (DLit 6)) {dlist([4])}))", {"L": [4, 5], "t": ([8], "int64")},
+     ("valid_indices", "no_ignored_targets")),
     # ... and its mean: the sum over the count of targets is the sum over their number
     ("indexing", f'(binary "div" {red("sum", _NLL, [0], 0)} (tcount {{L}} {{t}} -100 "4.0"))',
      f'(scalar "div" {red("sum", _NLL, [0], 0)} "4.0")', {"L": [4, 5], "t": [4]}, ("valid_indices", "no_ignored_targets")),
@@ -564,6 +569,14 @@ NEGATIVE = [
     ("indexing", "(tplace {v} {t} -100 5)", "(place {v} {t} 5)", {"v": [4], "t": ([4], "int64")}, ("valid_indices",)),
     ("indexing", '(binary "div" {g} (tcount {L} {t} -100 "4.0"))', '(scalar "div" {g} "4.0")',
      {"g": [4], "L": [4, 5], "t": ([4], "int64")}, ("valid_indices",)),
+    # ... nor, assumed, on targets the program computes: labels it pads with -100 itself (the
+    # assumption is the user's about the inputs; the fill breaks given)
+    ("indexing", '(tpick {L} (binary "masked_fill:-100" {t} {m}) -100)', '(pick {L} (binary "masked_fill:-100" {t} {m}))',
+     {"L": [4, 5], "t": ([4], "int64"), "m": ([4], "bool")}, ("valid_indices", "no_ignored_targets")),
+    ("indexing", '(tplace {v} (binary "masked_fill:-100" {t} {m}) -100 5)', '(place {v} (binary "masked_fill:-100" {t} {m}) 5)',
+     {"v": [4], "t": ([4], "int64"), "m": ([4], "bool")}, ("valid_indices", "no_ignored_targets")),
+    ("indexing", '(binary "div" {g} (tcount {L} (binary "masked_fill:-100" {t} {m}) -100 "4.0"))', '(scalar "div" {g} "4.0")',
+     {"g": [4], "L": [4, 5], "t": ([4], "int64"), "m": ([4], "bool")}, ("valid_indices", "no_ignored_targets")),
     # a masked pick at offset 0 (rank 0's vocabulary shard) is not a plain pick, even assuming valid ids
     ("indexing", "(mpick {L} {t} 0)", "(pick {L} {t})", {"L": [4, 5], "t": [4]}, ("valid_indices",)),
     # the log-sum-exp broadcast along a leading dim of the picked tensor does not come out

@@ -55,7 +55,7 @@ def test_lemma_names_no_model_constants():
 
 
 def _insert_value(eng, name, value):
-    eng.add(f'(let ${name} (Gd "{name}"))')
+    eng.add(f'(let ${name} (Gd "{name}"))', f"(given ${name})")      # an input's values
     eng.add(f"(set (ndim ${name}) {value.dim()})", f'(set (dtype ${name}) "{terms.dtype_name(value)}")')
     for i, s in enumerate(value.shape):
         eng.add(f"(set (dim ${name} {i}) (DLit {s}))")

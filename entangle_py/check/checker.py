@@ -82,9 +82,10 @@ class Checker:
         self.sleaves[v] = leaves_in(text).union(*(self.sleaves.get(u, ()) for u in SVAR.findall(text)))
         return v
 
-    def _add_sfact(self, v: str, text: str):
-        """``v`` also equals ``text`` (said before ``v`` is brought into the e-graph)."""
-        self.sfacts[v].append(f"(union {v} {text})")
+    def _add_sfact(self, v: str, text: str, union: bool = True):
+        """``v`` also equals ``text`` (said before ``v`` is brought into the e-graph); with
+        ``union=False``, ``text`` is a fact about ``v`` (given: it is an input of G_s)."""
+        self.sfacts[v].append(f"(union {v} {text})" if union else text)
         self.sleaves[v] |= leaves_in(text)
 
     def _bring(self, v: str):
@@ -147,6 +148,7 @@ class Checker:
             node = self.seq_names.node(pname)
             val = self.seq.node(node).val
             v = self._new_svar(f"(Gs {str_lit(pname)})", val)
+            self._add_sfact(v, f"(given {v})", union=False)
             value = declared_constant(self.spec, self.sizes, pname, val, "seq")
             if value:
                 self._add_sfact(v, value)
@@ -155,6 +157,7 @@ class Checker:
             self.inputs.check_shapes(pname, rel)
             node = self.seq_names.node(pname)
             v = self._new_svar(f"(Gs {str_lit(pname)})", self.seq.node(node).val)
+            self._add_sfact(v, f"(given {v})", union=False)
             self.svar[node] = v
             terms = self.spec_terms.relation_terms(rel, pname, f"input {pname!r}")
             texts = []

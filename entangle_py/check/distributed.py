@@ -42,7 +42,7 @@ class DistProgram:
             for n in g.nodes:
                 if n.is_placeholder:
                     if isinstance(n.val, G.TensorMeta):
-                        self._dist_leaf(r, n.name, n.val)
+                        self._dist_leaf(r, n.name, n.val, given=True)
                     continue
                 try:
                     res = L.bind_result(low.lower(n), self.dvar[r].__getitem__)
@@ -53,10 +53,11 @@ class DistProgram:
         self._lower_p2p(self._pending_p2p)
         return self
 
-    def _dist_leaf(self, r, name, val):
+    def _dist_leaf(self, r, name, val, given=False):
+        """The leaf of a G_d tensor; ``given``: an input of the rank (values it did not compute)."""
         v = gd_leaf(r, name)
         self.dvar[r][name] = v
-        self.dfacts.declare(leaves_in(v).pop(), self.sizes.shape_facts(v, val, r))
+        self.dfacts.declare(leaves_in(v).pop(), self.sizes.shape_facts(v, val, r) + ([f"(given {v})"] if given else []))
         port = self.dist_names[r].display.get(name)
         if port is not None and self.dist.ranks[r].node(name).is_placeholder:
             value = declared_constant(self.spec, self.sizes, port, val, r)

@@ -798,6 +798,9 @@ PRIMITIVES: dict[str, Callable] = {
     "glinear": lambda op: op in GRAD_LINEAR,
     "fcast": lambda op: op in FLOAT_CASTS,
     "fexact": lambda op: _fexact(op),
+    # provenance, not a value: a drawn or evaluated tensor stands for a program's input (the
+    # e-graph derives (given x) from the inputs' leaves through GIVEN_MOVES)
+    "given": lambda x: True,
 }
 
 # Element types.  (dtype x) is the name of tensor x's dtype ("float32", "int64", "bool"): every
@@ -846,6 +849,8 @@ FUNCTIONS_TEXT = """
 (relation certleaf (T))
 (relation cert (T))
 (relation certl (TList))
+(relation given (T))
+(relation givenl (TList))
 (relation vpfx (T DList i64))
 (relation vsfx (T DList i64))
 (relation bsame (T T i64))
@@ -866,6 +871,10 @@ FUNCTIONS_TEXT = """
 (relation fcast (String))
 (function fexact (String) i64 :merge old)
 """
+
+
+# Ops that move their input's values without computing new ones (given propagates through them).
+GIVEN_MOVES = ("concat", "slice", "transpose", "permute", "view", "expand")
 
 
 def declarations() -> str:
@@ -898,6 +907,17 @@ def declarations() -> str:
     # run only for the final output relation): the same over the leaves marked certleaf -- the
     # distributed program's outputs and the tensors the spec names as given.
     lines.append("(rule ((= x (Gd n))) ((clean x)) :ruleset cleanliness)")
+    # given: the values of a program's input, moved (the checker marks the inputs' leaves).  An
+    # assumption about the inputs (no_ignored_targets) covers these, never values a program
+    # computes (targets it fills with the ignore index itself).
+    lines.append("(rule ((= l (Nil))) ((givenl l)) :ruleset cleanliness)")
+    lines.append("(rule ((= l (Cons a r)) (given a) (givenl r)) ((givenl l)) :ruleset cleanliness)")
+    for c in CONSTRUCTORS:
+        if c.name in GIVEN_MOVES:
+            sig = c.signature.split()
+            args = [f"a{i}" for i in range(len(sig))]
+            conds = " ".join(f"({'given' if s == 'T' else 'givenl'} a{i})" for i, s in enumerate(sig) if s in ("T", "TList"))
+            lines.append(f"(rule ((= x ({c.name} {' '.join(args)})) {conds}) ((given x)) :ruleset cleanliness)")
     lines.append("(rule ((certleaf x)) ((cert x)) :ruleset certify)")
     for rel, lrel, ruleset in (("clean", "cleanl", "cleanliness"), ("cert", "certl", "certify")):
         lines.append(f"(rule ((= l (Nil))) (({lrel} l)) :ruleset {ruleset})")

@@ -346,6 +346,13 @@ CORPUS = [
     _e("adv4_xignm_count", "adv4_xign", bug=("_adv4.py", "the count of targets")),
     _e("adv4_xpad_correct", "adv4_xpad"),
     _e("adv4_xpad_batch", "adv4_xpad", bug=("_adv4.py", "divided by the batch size, padding targets included")),
+    # labels the program pads with -100 itself: the input-label assumption must not cover them
+    _e("loss_pad_correct", "loss_pad"),
+    _e("loss_pad_batch", "loss_pad", bug=("_loss_pad.py", "divided by the batch size")),
+    _e("loss_pad_correct", "loss_pad", "joint"),
+    _e("loss_pad_batch", "loss_pad", "joint", bug=("_loss_pad.py", "divided by the batch size")),
+    _e("loss_pad_correct", "loss_pad", ws=4),
+    _e("loss_pad_batch", "loss_pad", bug=("_loss_pad.py", "divided by the batch size"), ws=4),
     _e("adv4_tvm_correct", "adv4_tvm"),
     _e("adv4_tvm_tt", "adv4_tvm"),
     _e("adv4_tvm_reshape", "adv4_tvm", bug=("_adv4.py", "a reshape for a transpose")),

@@ -26,7 +26,7 @@ from entangle_py.engine.egraph import CERTIFY, STEP, Engine, Outcome
 from entangle_py.engine.lemma import load_library
 from entangle_py.ir import graph as G
 from entangle_py.semantics import lower as L
-from entangle_py.semantics.terms import BIG, EvalError, clean_meta, is_clean, parse_sexpr, str_lit, to_sexpr
+from entangle_py.semantics.terms import BIG, EvalError, clean_meta, given_input, is_clean, parse_sexpr, str_lit, to_sexpr
 
 __all__ = ["Checker", "CheckInputError", "OpFailure", "Result", "gd_leaf"]
 
@@ -148,7 +148,8 @@ class Checker:
             node = self.seq_names.node(pname)
             val = self.seq.node(node).val
             v = self._new_svar(f"(Gs {str_lit(pname)})", val)
-            self._add_sfact(v, f"(given {v})", union=False)
+            if given_input(val):
+                self._add_sfact(v, f"(given {v})", union=False)
             value = declared_constant(self.spec, self.sizes, pname, val, "seq")
             if value:
                 self._add_sfact(v, value)
@@ -157,7 +158,8 @@ class Checker:
             self.inputs.check_shapes(pname, rel)
             node = self.seq_names.node(pname)
             v = self._new_svar(f"(Gs {str_lit(pname)})", self.seq.node(node).val)
-            self._add_sfact(v, f"(given {v})", union=False)
+            if given_input(self.seq.node(node).val):
+                self._add_sfact(v, f"(given {v})", union=False)
             self.svar[node] = v
             terms = self.spec_terms.relation_terms(rel, pname, f"input {pname!r}")
             texts = []

@@ -17,6 +17,7 @@ from entangle_py.check.sizes import Sizes
 from entangle_py.check.window import DistFacts, leaves_in
 from entangle_py.ir import graph as G
 from entangle_py.semantics import lower as L
+from entangle_py.semantics.terms import given_input
 
 
 class DistProgram:
@@ -42,7 +43,7 @@ class DistProgram:
             for n in g.nodes:
                 if n.is_placeholder:
                     if isinstance(n.val, G.TensorMeta):
-                        self._dist_leaf(r, n.name, n.val, given=True)
+                        self._dist_leaf(r, n.name, n.val, given=given_input(n.val))
                     continue
                 try:
                     res = L.bind_result(low.lower(n), self.dvar[r].__getitem__)

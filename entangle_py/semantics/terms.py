@@ -875,6 +875,14 @@ FUNCTIONS_TEXT = """
 
 # Ops that move their input's values without computing new ones (given propagates through them).
 GIVEN_MOVES = ("concat", "slice", "transpose", "permute", "view", "expand")
+# Inputs marked given: integer ones, the only dtypes a loss's targets have (marking float inputs
+# too would only make the e-graph derive facts no lemma reads).
+GIVEN_DTYPES = ("int64", "int32", "int16", "int8", "uint8")
+
+
+def given_input(val) -> bool:
+    """Whether an input of this meta is marked (given ...) in the e-graph."""
+    return getattr(val, "dtype", None) in GIVEN_DTYPES
 
 
 def declarations() -> str:

@@ -884,3 +884,26 @@ def test_zero_blocks_around_rows_are_padding_and_saturate():
     start = cat(1, "{a}", _ZEROS([4, 1]))
     reached, saturated = proves(start, "(zpad {a} 1 0 1)", shapes, present=("(zpad {a} 1 0 1)",))
     assert saturated and not reached
+
+
+def test_topk_gradient_of_a_shared_tangent_is_the_ranks_sum():
+    """topk's backward (one placement per column of its indices) of a tangent every rank holds a
+    share of (the ranks' top-k of gathered logits, each computing its own placements at the same
+    indices) is the sum over ranks of their placements (slice-rsum-part, view-rsum, place-rsum);
+    only beside a rank's placement of its own share."""
+    shapes = {"t0": [4, 2], "t1": [4, 2], "i": ([4, 2], "int64")}
+
+    def place(t, j):
+        col = f"(slice {t} 1 (DLit {j}) (DLit {j + 1}))"
+        idx = f"(slice {{i}} 1 (DLit {j}) (DLit {j + 1}))"
+        return f"(place (view {col} {dlist([4])}) (view {idx} {dlist([4])}) 5)"
+    start = place("(rsum " + cons("{t0}", "{t1}") + ")", 1)
+    ranks = (place("{t0}", 1), place("{t1}", 1))
+    reached, _ = proves(start, "(rsum " + cons(*ranks) + ")", shapes, present=ranks)
+    assert reached
+    reached, saturated = proves(start, "(rsum " + cons(*ranks) + ")", shapes)
+    assert saturated and not reached
+    # ... the ranks' placements of another column are not it
+    other = (place("{t0}", 0), place("{t1}", 0))
+    reached, saturated = proves(start, "(rsum " + cons(*other) + ")", shapes, present=other)
+    assert saturated and not reached

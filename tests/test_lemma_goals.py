@@ -115,6 +115,8 @@ _LSM = '(binary "sub" ' + _SHIFT + ' (view (unary "log" ' + _SUMEXP + ') {s}))'
 _SOFTMAX = '(binary "div" (unary "exp" ' + _SHIFT + ') (view ' + _SUMEXP + ' {s}))'
 _SOFTMAX_MUL = ('(binary "mul" (view (binary "div" {c} ' + _SUMEXP.format(k=1) + ") " + dlist([4, 1])
                 + ') (unary "exp" ' + _SHIFT.format(k=1) + "))")
+_SOFTMAX_MUL_RAW = ('(binary "mul" (view (binary "div" {c} (reduce "sum" (unary "exp" {x}) (ICons 1 (INil)) 0)) '
+                    + dlist([4, 1]) + ') (unary "exp" {x}))')
 
 # a constant block (zeros unless c is given) of a shape, float32
 _ZEROS = lambda shape, c="0.0": f'(cst "{c}" {dlist(shape)} "float32")'
@@ -397,6 +399,9 @@ POSITIVE = [
     # exp does not overflow
     ("reduction", _PICK_LSM.format(k=1), '(binary "sub" (pick {x} {t}) (unary "log" (reduce "sum" (unary "exp" {x}) (ICons 1 (INil)) 0)))',
      {"x": [4, 5], "t": ([4], "int64")}, ("no_exp_overflow",)),
+    # a row factor over the sums times the exponentials, shifted by the row max or not (a
+    # vocab-parallel loss's backward scaling its shard's raw exponentials), assuming exp does not overflow
+    ("reduction", _SOFTMAX_MUL, _SOFTMAX_MUL_RAW, {"x": [4, 5], "c": [4]}, ("no_exp_overflow",)),
 ]
 
 NEGATIVE = [
@@ -627,6 +632,8 @@ NEGATIVE = [
      {"x": [4, 5], "t": ([4], "int64")}, ()),
     ("reduction", _PICK_LSM.format(k=0), '(binary "sub" (pick {x} {t}) (unary "log" (reduce "sum" (unary "exp" {x}) (ICons 0 (INil)) 0)))',
      {"x": [4, 4], "t": ([4], "int64")}, ("no_exp_overflow",)),
+    # ... nor the scaled softmax without the assumption
+    ("reduction", _SOFTMAX_MUL, _SOFTMAX_MUL_RAW, {"x": [4, 5], "c": [4]}, ()),
 ]
 
 

@@ -1,6 +1,6 @@
 """Sums and maxima over ranks (the meaning of all-reduce / reduce-scatter)."""
 from entangle_py.engine.lemma import Lemma
-from lemmas._instances.collective import single, slice_rsum_concat, slice_rsum_fold, view_unary_rsum
+from lemmas._instances.collective import single, slice_rsum_concat, slice_rsum_fold, slice_rsum_part, view_unary_rsum
 
 LEMMAS = [
     # one rank: the sum (max) over ranks is its own value
@@ -21,4 +21,8 @@ LEMMAS = [
     # the sum over ranks starting with x (with slice-cover, the chunks' sums tile that sum)
     Lemma("slice-rsum-fold", "(slice (rsum (Cons x r2)) d s e)", "(rsum (map_slice (Cons x r2) d s e))",
           trigger=("(rsum (Cons (slice x d s e) r1))", "(rsum (Cons x r2))"), instances=slice_rsum_fold),
+    # ... and where the same slice of the first part is in the e-graph (a rank sliced its own part:
+    # the columns of a tangent every rank holds a share of, topk's backward)
+    Lemma("slice-rsum-part", "(slice (rsum (Cons x r)) d s e)", "(rsum (map_slice (Cons x r) d s e))",
+          trigger=("(slice (rsum (Cons x r)) d s e)", "(slice x d s e)"), instances=slice_rsum_part),
 ]

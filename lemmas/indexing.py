@@ -30,6 +30,8 @@ from lemmas._instances.indexing import (
     mplace_intro, mplace_intro_bad, mplace_split, mplace_split_bad, place_mplace, place_sum, place_sum_bad,
     tcount_div_any, tcount_div_any_bad, tplace_ignored, tplace_terms, tplace_valid)
 from lemmas._instances.indexing import itext_terms, tpick_local, tpick_local_bad, tplace_local, tplace_local_bad
+from lemmas._instances.indexing import map_place_each, map_place_each_nil, place_rsum
+from lemmas._instances import cons
 
 
 def _mask_text(x, lo, hi):
@@ -177,6 +179,15 @@ LEMMAS = [
     # gradient keeps the table around its zero row)
     Lemma("slice-mscatter", "(slice (mscatter g ids lo n) 0 (DLit a) (DLit b))", "(mscatter g ids (+ lo a) (- b a))",
           when=("(>= a 0)", "(<= a b)", "(<= b n)"), instances=slice_mscatter, rejects=slice_mscatter_bad),
+    # a placement is linear in its values: placed at the same indices, a sum over ranks is the sum of
+    # the ranks' placements (topk's backward of a tangent every rank holds a share of, whose indices
+    # all ranks computed alike from the gathered logits).  Exact: each element is 0 + v.  Only where
+    # the first part's placement is in the e-graph (a rank computed it), like zpad-rsum
+    Lemma("place-rsum", "(place (rsum (Cons x r)) i n)", "(rsum (map_place_each (Cons x r) i n))",
+          trigger=("(place (rsum (Cons x r)) i n)", "(place x i n)"), instances=cons(place_rsum)),
+    Lemma("map-place-each-nil", "(map_place_each (Nil) i n)", "(Nil)", instances=map_place_each_nil),
+    Lemma("map-place-each-cons", "(map_place_each (Cons x r) i n)",
+          "(Cons (place x i n) (map_place_each r i n))", instances=map_place_each),
 ]
 
 

@@ -18,6 +18,7 @@ from lemmas._instances.reduction import (
     amax_dtype_terms, int_sum_dtype_terms, cast_rmax_bool, cast_rmax_float, pick_concat_rows, pick_log_softmax, pick_log_softmax_overflow,
     place_concat_rows, tplace_concat_rows, zip_tplace, zip_tplace_misaligned, zip_pick, zip_pick_misaligned, zip_place, zip_place_misaligned)
 from lemmas._instances.reduction import exp_log_softmax, exp_log_softmax_int, softmax_mul, softmax_mul_bad
+from lemmas._instances.reduction import softmax_mul_unshifted, softmax_mul_unshifted_bad
 from lemmas._instances.reduction import (
     amin_cast_bool, amin_cast_bool_bad, reduce_drop_view, reduce_drop_view_bad, cast_count, cast_count_past_exact, tcount_count, tcount_count_bad,
     tpick_concat_rows, zip_tpick, zip_tpick_misaligned)
@@ -35,6 +36,8 @@ _PICK_LOG_SOFTMAX = (f'(binary "sub" (pick {_SHIFTED} t) '
 # log_softmax(x) along k as lowered: x - m - log(S) with S the sum of exponentials of the shifted x
 _SUMEXP = f'(reduce "sum" (unary "exp" {_SHIFTED}) (ICons k (INil)) 0)'
 _LOG_SOFTMAX = f'(binary "sub" {_SHIFTED} (view (unary "log" {_SUMEXP}) s))'
+# ... and of the raw (unshifted) x
+_SUMEXP_RAW = '(reduce "sum" (unary "exp" x) (ICons k (INil)) 0)'
 
 LEMMAS = [
     # softmax normalises along s: parts along another dim are independent
@@ -178,6 +181,16 @@ LEMMAS = [
           when=("(= f (dtype x))", "(fdtype f)", "(= m (ndim c))", f"(= m (ndim {_SUMEXP}))", "(vpfx c s m)",
                 f"(vpfx {_SUMEXP} s m)"),
           instances=softmax_mul, rejects=softmax_mul_bad),
+    # ... and that scaled softmax is shift invariant in real arithmetic: c / sum(exp(x - m)) times
+    # exp(x - m), m the row max, is c / sum(exp(x)) times exp(x) (a vocab-parallel loss whose ranks
+    # all-reduce their sums of exponentials of the raw logits, and scale their own).  In floats they
+    # differ where exp(x) overflows: an assumption.  Along the last dim k only, the sums viewed with
+    # one trailing 1 (so they broadcast against x's rows: else a row's m would meet another's)
+    Lemma("softmax-mul-unshifted", f'(binary "mul" (view (binary "div" c {_SUMEXP}) s) (unary "exp" {_SHIFTED}))',
+          f'(binary "mul" (view (binary "div" c {_SUMEXP_RAW}) s) (unary "exp" x))',
+          when=("(= f (dtype x))", "(fdtype f)", "(= m (ndim c))", "(= k m)", "(= (dlen s) (+ m 1))",
+                f"(= m (ndim {_SUMEXP}))", f'(vpfx (binary "div" c {_SUMEXP}) s m)'),
+          assumes=("no_exp_overflow",), instances=softmax_mul_unshifted, rejects=softmax_mul_unshifted_bad),
     Lemma("map-layernorm-nil", "(map_layernorm (Nil) w b k e)", "(Nil)", instances=map_layernorm_nil),
     Lemma("map-layernorm-cons", "(map_layernorm (Cons x r) w b k e)",
           "(Cons (layernorm x w b k e) (map_layernorm r w b k e))", instances=map_layernorm),

@@ -116,6 +116,8 @@ _LSM = '(binary "sub" ' + _SHIFT + ' (view (unary "log" ' + _SUMEXP + ') {s}))'
 _SOFTMAX = '(binary "div" (unary "exp" ' + _SHIFT + ') (view ' + _SUMEXP + ' {s}))'
 _SOFTMAX_MUL = ('(binary "mul" (view (binary "div" {c} ' + _SUMEXP.format(k=1) + ") " + dlist([4, 1])
                 + ') (unary "exp" ' + _SHIFT.format(k=1) + "))")
+_SOFTMAX_MUL_RAW = ('(binary "mul" (view (binary "div" {c} (reduce "sum" (unary "exp" {x}) (ICons 1 (INil)) 0)) '
+                    + dlist([4, 1]) + ') (unary "exp" {x}))')
 
 # a constant block (zeros unless c is given) of a shape, float32
 _ZEROS = lambda shape, c="0.0": f'(cst "{c}" {dlist(shape)} "float32")'
@@ -402,6 +404,9 @@ POSITIVE = [
     # exp does not overflow
     ("reduction", _PICK_LSM.format(k=1), '(binary "sub" (pick {x} {t}) (unary "log" (reduce "sum" (unary "exp" {x}) (ICons 1 (INil)) 0)))',
      {"x": [4, 5], "t": ([4], "int64")}, ("no_exp_overflow",)),
+    # a row factor over the sums times the exponentials, shifted by the row max or not (a
+    # vocab-parallel loss's backward scaling its shard's raw exponentials), assuming exp does not overflow
+    ("reduction", _SOFTMAX_MUL, _SOFTMAX_MUL_RAW, {"x": [4, 5], "c": [4]}, ("no_exp_overflow",)),
 ]
 
 NEGATIVE = [
@@ -640,6 +645,8 @@ NEGATIVE = [
      {"x": [4, 5], "t": ([4], "int64")}, ()),
     ("reduction", _PICK_LSM.format(k=0), '(binary "sub" (pick {x} {t}) (unary "log" (reduce "sum" (unary "exp" {x}) (ICons 0 (INil)) 0)))',
      {"x": [4, 4], "t": ([4], "int64")}, ("no_exp_overflow",)),
+    # ... nor the scaled softmax without the assumption
+    ("reduction", _SOFTMAX_MUL, _SOFTMAX_MUL_RAW, {"x": [4, 5], "c": [4]}, ()),
 ]
 
 
@@ -896,4 +903,27 @@ def test_zero_blocks_around_rows_are_padding_and_saturate():
     assert reached and saturated
     start = cat(1, "{a}", _ZEROS([4, 1]))
     reached, saturated = proves(start, "(zpad {a} 1 0 1)", shapes, present=("(zpad {a} 1 0 1)",))
+    assert saturated and not reached
+
+
+def test_topk_gradient_of_a_shared_tangent_is_the_ranks_sum():
+    """topk's backward (one placement per column of its indices) of a tangent every rank holds a
+    share of (the ranks' top-k of gathered logits, each computing its own placements at the same
+    indices) is the sum over ranks of their placements (slice-rsum-part, view-rsum, place-rsum);
+    only beside a rank's placement of its own share."""
+    shapes = {"t0": [4, 2], "t1": [4, 2], "i": ([4, 2], "int64")}
+
+    def place(t, j):
+        col = f"(slice {t} 1 (DLit {j}) (DLit {j + 1}))"
+        idx = f"(slice {{i}} 1 (DLit {j}) (DLit {j + 1}))"
+        return f"(place (view {col} {dlist([4])}) (view {idx} {dlist([4])}) 5)"
+    start = place("(rsum " + cons("{t0}", "{t1}") + ")", 1)
+    ranks = (place("{t0}", 1), place("{t1}", 1))
+    reached, _ = proves(start, "(rsum " + cons(*ranks) + ")", shapes, present=ranks)
+    assert reached
+    reached, saturated = proves(start, "(rsum " + cons(*ranks) + ")", shapes)
+    assert saturated and not reached
+    # ... the ranks' placements of another column are not it
+    other = (place("{t0}", 0), place("{t1}", 0))
+    reached, saturated = proves(start, "(rsum " + cons(*other) + ")", shapes, present=other)
     assert saturated and not reached

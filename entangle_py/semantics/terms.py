@@ -767,6 +767,8 @@ CONSTRUCTORS: list[Constructor] = [
     # concat's axis
     _c("map_zpad_each", "TList i64 i64 i64", "TList", BIG, False,
        lambda l, d, lo, hi: [_pad(x, d, lo, hi) for x in l]),
+    # each part placed alike at the same indices (a placement is linear in its values)
+    _c("map_place_each", "TList T i64", "TList", BIG, False, lambda l, i, n: [_place(x, i, n) for x in l]),
 ]
 
 BY_NAME = {c.name: c for c in CONSTRUCTORS}

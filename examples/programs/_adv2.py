@@ -353,7 +353,7 @@ def _targets(n, c):
 def make_build(kind, bug=None):
     def build(rank, ws):
         if kind == "pos":
-            return Pos(rank, ws, bug), {"x": torch.randn(2, S // ws, H)}
+            return Pos(rank, ws, bug), {"x": torch.randn(2, S // ws, H, requires_grad=True)}
         if kind == "strided":
             return Strided(rank, ws, bug), {"x": torch.randn(3, 12, requires_grad=True)}
         if kind in ("kernel", "sscat"):
@@ -361,11 +361,11 @@ def make_build(kind, bug=None):
         if kind == "topk":
             return TopK(ws, bug), {"logits": torch.randn(4 // ws, 2, requires_grad=True)}
         if kind == "flip":
-            return Flip(ws, bug), {"x": torch.randn(4 // ws, 3)}
+            return Flip(ws, bug), {"x": torch.randn(4 // ws, 3, requires_grad=True)}
         if kind == "xent":
             return XEnt(ws, bug), {"logits": torch.randn(8 // ws, 5, requires_grad=True), "target": _targets(8, 5)[:8 // ws]}
         if kind == "vpick":
-            return VPick(rank, ws, bug), {"logits": torch.randn(6, VPick.VOCAB // ws),
+            return VPick(rank, ws, bug), {"logits": torch.randn(6, VPick.VOCAB // ws, requires_grad=True),
                                           "target": _targets(6, VPick.VOCAB)}
         if kind == "pad":
             return Pad(rank, ws, bug), {"x": torch.randn(6 // ws, 3, requires_grad=True)}
@@ -382,13 +382,13 @@ def make_build(kind, bug=None):
         if kind == "half":
             return Half(ws, bug), {"x": torch.randn(3, 6 // ws, requires_grad=True)}
         if kind == "topkx":
-            return TopKX(ws, bug), {"logits": torch.randn(4, 4 // ws)}
+            return TopKX(ws, bug), {"logits": torch.randn(4, 4 // ws, requires_grad=True)}
         if kind == "zslice":
             return ZSlice(rank, ws, bug), {"x": torch.randn(3, 6, requires_grad=True)}
         if kind == "select":
             return Select(ws, bug), {"x": torch.randn(4, 6 // ws, requires_grad=True)}
         if kind == "all":
-            return All(ws, bug), {"x": torch.randn(4, 6 // ws)}
+            return All(ws, bug), {"x": torch.randn(4, 6 // ws, requires_grad=True)}
         if kind == "emb_off":
             return EmbOff(rank, ws, bug), {"ids": _targets(10, Emb.VOCAB).view(2, 5)}
         raise ValueError(kind)

@@ -214,14 +214,14 @@ def make_build(kind, bug=None):
         if kind == "xenti":
             return XEnt(ws, kind, bug), {"logits": torch.randn(8 // ws, 5, requires_grad=True), "target": XENTI_TARGET[:8 // ws]}
         if kind == "all":
-            return All(ws, bug), {"x": torch.randn(4, 6 // ws)}
+            return All(ws, bug), {"x": torch.randn(4, 6 // ws, requires_grad=True)}
         if kind == "bmm":
             return Bmm(ws, bug), {"q": torch.randn(4 // ws, 3, 3, requires_grad=True),
                                    "k": torch.randn(4 // ws, 3, 3, requires_grad=True)}
         if kind == "perm":
             return Perm(ws, bug), {"x": torch.randn(4, 4, 4 // ws, requires_grad=True)}
         if kind == "iscal":
-            return IScal(rank, ws, bug), {"x": torch.randn(2, 6 // ws, 3)}
+            return IScal(rank, ws, bug), {"x": torch.randn(2, 6 // ws, 3, requires_grad=True)}
         if kind == "cat":
             return Cat(ws, bug), {"x": torch.randn(4 // ws, 3, requires_grad=True)}
         if kind in ("amax", "mean"):

@@ -424,6 +424,31 @@ CORPUS = [
     _e("adv3_xentu_mean_of_means", "adv3_xentu", "joint", bug=("_adv3.py", "the mean of the ranks' means")),
     _e("adv3_xenti_correct", "adv3_xenti", "joint"),
     _e("adv3_xenti_mean_of_means", "adv3_xenti", "joint", bug=("_adv3.py", "the mean of the ranks' means")),
+    # helper-jadv2: joint mode for the adv2/adv3 correct programs that had a forward entry only
+    # (their float inputs now require grad: positions, flip, vocab-parallel pick, top-k over
+    # expert shards, all() masks)
+    _e("adv2_pos_correct", "adv2_pos", "joint"),
+    _e("adv2_pos_start", "adv2_pos", "joint"),
+    _e("adv2_pos_off1", "adv2_pos", "joint", bug=("_adv2.py", "position offset")),
+    _e("adv2_pos_strided", "adv2_pos", "joint", bug=("_adv2.py", "position offset")),
+    _e("adv2_flip_correct", "adv2_flip", "joint"),
+    _e("adv2_flip_no_swap", "adv2_flip", "joint", bug=("_adv2.py", "block order")),
+    _e("adv2_flip_dim", "adv2_flip", "joint", bug=("_adv2.py", "the flipped dim")),
+    _e("adv2_flip_correct", "adv2_flip", "joint", ws=4),
+    _e("adv2_flip_no_swap", "adv2_flip", "joint", ws=4, bug=("_adv2.py", "block order")),
+    _e("adv2_flip_dim", "adv2_flip", "joint", ws=4, bug=("_adv2.py", "the flipped dim")),
+    _e("adv2_vpick_correct", "adv2_vpick", "joint"),
+    _e("adv2_vpick_unmasked", "adv2_vpick", "joint", bug=("_adv2.py", "not zeroed")),
+    _e("adv2_topkx_correct", "adv2_topkx", "joint"),
+    _e("adv2_topkx_local", "adv2_topkx", "joint", bug=("_adv2.py", "top-1 per expert shard")),
+    _e("adv2_all_correct", "adv2_all", "joint"),
+    _e("adv2_all_local", "adv2_all", "joint", bug=("_adv2.py", "verdicts combined")),
+    _e("adv3_all_correct", "adv3_all", "joint"),
+    _e("adv3_all_float", "adv3_all", "joint"),
+    _e("adv3_all_any", "adv3_all", "joint", bug=("_adv3.py", "any() for all()")),
+    _e("adv3_all_sum", "adv3_all", "joint", bug=("_adv3.py", "combined by a sum")),
+    _e("adv3_iscal_correct", "adv3_iscal", "joint"),
+    _e("adv3_iscal_rank_c", "adv3_iscal", "joint", bug=("_adv3.py", "the threshold of the mask")),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}

@@ -39,6 +39,16 @@ def slice_rsum_fold(rng):
 
 
 @repeat(8)
+def slice_rsum_part(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    shape = [rng.randint(1, 5) for _ in range(nd)]
+    s, e = _bounds(rng, shape[d])
+    return {"x": tensor(rng, *shape), "r": [tensor(rng, *shape) for _ in range(rng.randint(0, 3))],
+            "d": d, "s": s, "e": e}
+
+
+@repeat(8)
 def view_unary_rsum(rng):
     from entangle_py.semantics.terms import UNARY_OPS
     shape = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]

@@ -608,3 +608,24 @@ def _tplace_instance(inst):
         inst["u"] = inst.pop("v")
     inst["v"] = L[..., 0] * 3
     return inst
+
+
+# -- a placement is linear in its values (place-rsum)
+
+@repeat(6)
+def place_rsum(rng):
+    inst = _place_instance(rng)
+    v = inst["v"]
+    return {"l": [v] + [tensor(rng, *v.shape) for _ in range(rng.randint(0, 3))], "i": inst["t"], "n": inst["n"]}
+
+
+@repeat(4)
+def map_place_each(rng):
+    inst = _place_instance(rng)
+    v = inst["v"]
+    return {"x": v, "r": [tensor(rng, *v.shape) for _ in range(rng.randint(0, 3))], "i": inst["t"], "n": inst["n"]}
+
+
+def map_place_each_nil(rng):
+    inst = _place_instance(rng)
+    yield {"i": inst["t"], "n": inst["n"]}

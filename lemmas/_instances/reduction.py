@@ -542,3 +542,32 @@ def zip_tplace_misaligned(rng):
     """The first pair does not line up along d (2 and 3): tplace(a, b, c, n) is undefined."""
     for inst in zip_place_misaligned(rng):
         yield {**inst, "c": 0}
+
+
+# -- a scaled softmax, shifted by the row max or not (softmax-mul-unshifted: no_exp_overflow)
+
+def _unshifted_case(rng, big=0.0):
+    nd = rng.randint(1, 3)
+    shape = [rng.randint(1, 4) for _ in range(nd)]
+    x = tensor(rng, *shape) * rng.choice([1.0, 5.0, 20.0]) + big     # float64: exp finite below 709
+    c = tensor(rng, *shape[:-1]) * rng.choice([1.0, 1e3])
+    return {"x": x, "k": nd - 1, "s": shape[:-1] + [1], "f": "float64", "c": c, "m": nd - 1}
+
+
+@repeat(10)
+def softmax_mul_unshifted(rng):
+    return _unshifted_case(rng)
+
+
+def softmax_mul_unshifted_bad(rng):
+    """What the condition refuses: the sums along dim 0 of a square x, viewed as a column, meet other
+    rows' maxima, and so do sums viewed with two trailing 1s; with logits past exp's range (float64:
+    709), what the assumption excludes too: the shifted form stays finite, exp(x) overflows."""
+    for big in (0.0, 1000.0):
+        n = rng.randint(2, 4)
+        x = tensor(rng, n, n) * 5.0 + big
+        yield {"x": x, "k": 0, "s": [n, 1], "f": "float64", "c": tensor(rng, n), "m": 1}
+    # the sums viewed with two trailing 1s: [n, 1, 1] against x [n, n] pairs every row's sum with
+    # every row
+    n = rng.randint(2, 4)
+    yield {"x": tensor(rng, n, n) * 5.0, "k": 1, "s": [n, 1, 1], "f": "float64", "c": tensor(rng, n), "m": 1}

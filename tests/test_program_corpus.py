@@ -98,6 +98,9 @@ FAR = {
     "cp_attention_kv_grad_split[joint]": "the bug is the choice of gather_split (line 24), whose backward runs in "
         "_common.py: the report names the K gradient the ranks' returned slices do not sum (transpose_5, line 32) "
         "and the culprit, gather_split's backward keeping the rank's own slice (_common.py:99)",
+    "adv4_mulrs_correct[joint]": "the bug is the choice of all_reduce for q (line 193; forward-correct), whose "
+        "backward runs in _common.py: the report names b's gradient (mm_2, the linear at line 184) and the "
+        "culprit, all_reduce's backward summing the ranks' equal gradients (_common.py:62)",
 }
 NEAR = 5     # lines
 

@@ -25,7 +25,8 @@ constants.  Every kind has a correct twin; ``bug`` picks the wrong variant (the 
 * ``mulrs``: the product of two row-parallel outputs (finite_values).  Twin ``inner``: each rank's
   partial times the all-reduced other, then all-reduced.  Bugs: ``local`` the partials multiplied
   then summed; ``div`` the inner twin divided by W; joint ``inner_ident``: the inner all-reduce's
-  backward is the identity.
+  backward is the identity.  Joint, the correct twin is wrong: every rank goes on with the same
+  all_reduce(q), whose backward (an all-reduce) then gives b W times its gradient (``inner`` is right).
 * ``lnh`` (joint): hidden-sharded layer norm (gather, normalise, own slice).  Bug ``split``: the
   gather's backward takes the rank's own slice of the gradient instead of the reduce-scatter.
 * ``fdt`` / ``fdtr``: x + a constant 0.1, x row-sharded / replicated.  Bug ``half``: the constant
@@ -189,7 +190,7 @@ class MulRS(nn.Module):
             return out / self.ws if self.bug == "div" else out  # BUG (mulrs): divided by the ranks
         if self.bug == "local":
             return reduce_from(p * q, self.ws)  # BUG (mulrs): the partials multiplied, then summed
-        return reduce_from(p, self.ws) * all_reduce(q, self.ws)
+        return reduce_from(p, self.ws) * all_reduce(q, self.ws)  # BUG (mulrs joint): all_reduce's backward sums the ranks' equal gradients of q
 
 
 class LNH(nn.Module):
@@ -324,16 +325,17 @@ def make_build(kind, bug=None):
         if kind == "lnh":
             return LNH(rank, ws, bug), {"x": torch.randn(2, 2, 6 // ws, requires_grad=True)}
         if kind in ("fdt", "fdtr", "zpad"):
-            return Fill(rank, ws, kind, bug), {"x": torch.randn(4 // ws if kind != "fdtr" else 4, 3)}
+            return Fill(rank, ws, kind, bug), {"x": torch.randn(4 // ws if kind != "fdtr" else 4, 3, requires_grad=True)}
         if kind in ("cnt", "cnt8"):
-            return Cnt(ws, kind, bug), {"x": torch.randn(4 if kind == "cnt" else 2, (8 if kind == "cnt" else 600) // ws)}
+            return Cnt(ws, kind, bug), {"x": torch.randn(4 if kind == "cnt" else 2, (8 if kind == "cnt" else 600) // ws,
+                                                         requires_grad=True)}
         if kind in ("xign", "xignm"):
-            return XIgn(ws, kind, bug), {"logits": torch.randn(8 // ws, 5), "target": XIGN_TARGETS[:8 // ws].clone()}
+            return XIgn(ws, kind, bug), {"logits": torch.randn(8 // ws, 5, requires_grad=True), "target": XIGN_TARGETS[:8 // ws].clone()}
         if kind == "xpad":
             return XPad(ws, bug), {"x": torch.randn(8 // ws, 4), "target": XPAD_TARGETS[:8 // ws].clone()}
         if kind == "tvm":
             return TVM(ws, bug), {"x": torch.randn(2 // ws, 3, 4)}
         if kind == "amin":
-            return AMin(ws, bug), {"x": torch.randn(4 // ws, 3)}
+            return AMin(ws, bug), {"x": torch.randn(4 // ws, 3, requires_grad=True)}
         raise ValueError(kind)
     return build

@@ -449,6 +449,38 @@ CORPUS = [
     _e("adv3_all_sum", "adv3_all", "joint", bug=("_adv3.py", "combined by a sum")),
     _e("adv3_iscal_correct", "adv3_iscal", "joint"),
     _e("adv3_iscal_rank_c", "adv3_iscal", "joint", bug=("_adv3.py", "the threshold of the mask")),
+    # helper-jadv4: joint entries of the adv4 programs that had a forward entry only (and their buggy twins)
+    _e("adv4_vpnll_full", "adv4_vpnll", "joint"),
+    _e("adv4_rsp_alt", "adv4_rsp", "joint"),
+    _e("adv4_rsp_back", "adv4_rsp", "joint", bug=("_adv4.py", "the permutes around the reduce-scatter")),
+    _e("adv4_rsp_order", "adv4_rsp", "joint", bug=("_adv4.py", "the permutes around the reduce-scatter")),
+    _e("adv4_rsp_other", "adv4_rsp", "joint", bug=("_adv4.py", "(rsp): the rank's block")),
+    # forward-correct, backward wrong (gloo): b's gradient W times (all_reduce's backward on a tensor
+    # every rank goes on with whole); the inner twin is the correct joint program
+    _e("adv4_mulrs_correct", "adv4_mulrs", "joint", bug=("_adv4.py", "all_reduce's backward sums the ranks' equal")),
+    _e("adv4_mulrs_local", "adv4_mulrs", "joint", bug=("_adv4.py", "the partials multiplied, then summed")),
+    _e("adv4_mulrs_div", "adv4_mulrs", "joint", bug=("_adv4.py", "divided by the ranks")),
+    _e("adv4_fdt_correct", "adv4_fdt", "joint"),
+    _e("adv4_fdt_half", "adv4_fdt", "joint", bug=("_adv4.py", "the constant's dtype")),
+    _e("adv4_fdtr_correct", "adv4_fdtr", "joint"),
+    _e("adv4_fdtr_half", "adv4_fdtr", "joint", bug=("_adv4.py", "the constant's dtype")),
+    _e("adv4_zpad_correct", "adv4_zpad", "joint"),
+    _e("adv4_zpad_ones", "adv4_zpad", "joint", bug=("_adv4.py", "the padding's fill")),
+    _e("adv4_zpad_correct", "adv4_zpad", "joint", ws=4),
+    _e("adv4_cnt_correct", "adv4_cnt", "joint"),
+    _e("adv4_cnt_cnz", "adv4_cnt", "joint"),
+    _e("adv4_cnt_dim0", "adv4_cnt", "joint", bug=("_adv4.py", "the count over the other dim")),
+    _e("adv4_cnt8_correct", "adv4_cnt", "joint"),
+    _e("adv4_cnt8_u8", "adv4_cnt", "joint", bug=("_adv4.py", "the count summed in uint8")),
+    _e("adv4_xign_correct", "adv4_xign", "joint"),
+    _e("adv4_xign_other", "adv4_xign", "joint", bug=("_adv4.py", "the ranks' ignore index")),
+    _e("adv4_xignm_correct", "adv4_xign", "joint"),
+    _e("adv4_xignm_count", "adv4_xign", "joint", bug=("_adv4.py", "the count of targets")),
+    _e("adv4_xpad_correct", "adv4_xpad", "joint"),
+    _e("adv4_xpad_batch", "adv4_xpad", "joint", bug=("_adv4.py", "divided by the batch size, padding targets included")),
+    _e("adv4_tvm_tt", "adv4_tvm", "joint"),
+    _e("adv4_amin_correct", "adv4_amin", "joint"),
+    _e("adv4_amin_dim1", "adv4_amin", "joint", bug=("_adv4.py", "the dim of the min")),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}

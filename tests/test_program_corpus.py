@@ -57,6 +57,24 @@ def test_corpus_shape():
     assert set(XFAIL) <= {e.id for e in CORPUS}
 
 
+def test_every_correct_program_has_both_modes_or_a_reason():
+    """Issue 13: a correct program refines forward AND joint.  One without a joint entry is in
+    NO_JOINT with the reason it has no training step (a kernel without autograd, raw p2p); a
+    NO_JOINT program has no joint entry, and is a correct program of the corpus.  (A program
+    correct forward may be wrong joint -- its backward is -- and is then a buggy joint entry.)"""
+    from corpus import NO_JOINT
+    correct = {e.name for e in CORPUS if e.label == "correct"}
+    modes: dict = {}
+    for e in CORPUS:
+        if e.name in correct:
+            modes.setdefault(e.name, set()).add(e.mode)
+    lacking = sorted(n for n, m in modes.items() if "joint" not in m and n not in NO_JOINT)
+    assert not lacking, f"correct programs with no joint entry and no NO_JOINT reason: {lacking}"
+    stale = sorted(n for n in NO_JOINT if n not in modes or "joint" in modes[n])
+    assert not stale, f"NO_JOINT names programs that are not correct forward-only entries: {stale}"
+    assert all("forward" in m for m in modes.values())
+
+
 _CHECKED: dict = {}
 
 

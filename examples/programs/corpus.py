@@ -481,6 +481,19 @@ CORPUS = [
     _e("adv4_tvm_tt", "adv4_tvm", "joint"),
     _e("adv4_amin_correct", "adv4_amin", "joint"),
     _e("adv4_amin_dim1", "adv4_amin", "joint", bug=("_adv4.py", "the dim of the min")),
+    # the forward of programs written for their backward (every correct program has both modes)
+    _e("adv2_lng_correct", "adv2_lng"),
+    _e("adv2_emb_correct", "adv2_emb"),
+    _e("adv2_zslice_correct", "adv2_zslice"),
+    _e("adv2_emb_off_correct", "adv2_emb_off"),
+    _e("adv3_emb_correct", "adv3_emb"),
+    _e("adv3_emb_neg", "adv3_emb"),
+    _e("adv3_emb0_correct", "adv3_emb"),
+    _e("adv3_emb0_neg", "adv3_emb"),
+    _e("adv4_lsmv_correct", "adv4_lsmv"),
+    _e("adv4_lsmd_correct", "adv4_lsmd"),
+    _e("adv4_nllb_correct", "adv4_nllb"),
+    _e("adv4_lnh_correct", "adv4_lnh"),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}

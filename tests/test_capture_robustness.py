@@ -158,3 +158,29 @@ def test_progress_with_verbose(tmp_path, capsys):
     assert len(err) == 2 and all(re.fullmatch(rf"rank {r}/2 captured in \d+\.\d s", e) for r, e in zip((0, 1), err))
     assert cli.main(["capture", "examples/mlp.py", "--world-size", "2", "-o", str(out)]) == 0
     assert capsys.readouterr().err == ""      # not a terminal, no -v: quiet
+
+
+# ----------------------------------------------------------------------------- sharding in hooks
+
+FSDP2 = """
+import torch
+import torch.nn as nn
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import fully_shard
+
+
+def build(rank, world_size):
+    m = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 3))
+    if world_size > 1:
+        fully_shard(m[0], mesh=init_device_mesh("cpu", (world_size,)))
+    return m, {"input": torch.randn(2, 4)}
+"""
+
+
+def test_fsdp2_is_refused_by_name(tmp_path):
+    """fully_shard's collectives run in hooks no graph holds: refused, naming the module."""
+    script = tmp_path / "fsdp2.py"
+    script.write_text(FSDP2)
+    with pytest.raises(CaptureError, match=r"module '0' is sharded with FSDP2 \(fully_shard\).*_fsdp.py"):
+        capture(script, 2)
+    assert capture(script, 1).rank(0) is not None      # the sequential program has no FSDP

@@ -240,6 +240,7 @@ def _build(module, rank, world_size, script_file):
             raise CaptureError(f"input {k!r} is a {type(v).__name__}; inputs must be tensors")
         if not re.match(r"^[A-Za-z_][A-Za-z0-9_.]*$", k):
             raise CaptureError(f"input name {k!r} must be an identifier")
+    _refuse_hooked_sharding(model)
     if any(p.device.type != "meta" for p in model.parameters()) or \
             any(b.device.type != "meta" for b in model.buffers()):
         model = model.to("meta")
@@ -257,6 +258,18 @@ def _build(module, rank, world_size, script_file):
             v = v.detach().to("meta").requires_grad_(v.requires_grad)
         moved[k] = v
     return model, moved
+
+
+def _refuse_hooked_sharding(model):
+    """FSDP2 (``fully_shard``) gathers and scatters in module hooks Dynamo does not trace: the
+    graph would miss them, so the program is refused here, by name, not at a graph break."""
+    from torch.distributed.fsdp import FSDPModule
+    for name, m in model.named_modules():
+        if isinstance(m, FSDPModule):
+            raise CaptureError(f"{'module ' + repr(name) if name else 'the model'} is sharded with FSDP2 (fully_shard), "
+                               "whose all-gathers and reduce-scatters run in hooks outside the traced graph: not "
+                               "supported; write ZeRO-3 explicitly (all-gather the weights in forward, reduce-scatter "
+                               "their gradients in backward), as examples/programs/_fsdp.py does")
 
 
 def _trace(model, inputs, module, joint, dynamic, script_file, rank):

@@ -425,8 +425,6 @@ CORPUS = [
     _e("moe_sinkhorn_correct", "moe_sinkhorn", ws=4),
     _e("moe_sinkhorn_correct", "moe_sinkhorn", "joint", ws=4),
     _e("moe_sinkhorn_router_grad", "moe_sinkhorn", "joint", bug=("_moe_sinkhorn.py", "router gradient is not all-reduced")),
-    _e("moe_sinkhorn_router_grad", "moe_sinkhorn", "joint", ws=4,
-       bug=("_moe_sinkhorn.py", "router gradient is not all-reduced")),
     _e("moe_sinkhorn_offset", "moe_sinkhorn", bug=("_moe_sinkhorn.py", "local expert index")),
     _e("moe_sinkhorn_offset", "moe_sinkhorn", "joint", bug=("_moe_sinkhorn.py", "local expert index")),
     _e("moe_sinkhorn_offset", "moe_sinkhorn", ws=4, bug=("_moe_sinkhorn.py", "local expert index")),

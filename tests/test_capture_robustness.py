@@ -184,3 +184,58 @@ def test_fsdp2_is_refused_by_name(tmp_path):
     with pytest.raises(CaptureError, match=r"module '0' is sharded with FSDP2 \(fully_shard\).*_fsdp.py"):
         capture(script, 2)
     assert capture(script, 1).rank(0) is not None      # the sequential program has no FSDP
+
+
+# ----------------------------------------------------------------------------- data-dependent sizes
+
+PROGRAMS = ROOT / "examples" / "programs"
+MOE_NONZERO = PROGRAMS / "moe_sinkhorn_nonzero.py"     # Megatron's SwitchMLP dispatch, (max_ind == e).nonzero()
+
+
+def _line_of(path, text):
+    return next(i for i, ln in enumerate(path.read_text().splitlines(), 1) if text in ln)
+
+
+@pytest.mark.parametrize("world_size, joint", [(1, False), (2, False), (2, True)])
+def test_nonzero_is_refused_by_name_and_line(world_size, joint):
+    """nonzero's size depends on the values (an unbacked size u0 that each capture names on its own):
+    capture refuses the program at the op, never hands the checker graphs whose sizes it cannot
+    relate (before: the fake run crashed at the forward's def line, or, given a ShapeEnv, the checker
+    met seq_u0 against r0_u0 and stopped with an internal error)."""
+    with pytest.raises(CaptureError) as e:
+        capture(MOE_NONZERO, world_size, joint=joint)
+    msg = str(e.value)
+    line = _line_of(PROGRAMS / "_moe_sinkhorn.py", "local_indices = (max_ind == rank * per + le).nonzero()")
+    assert msg.startswith("rank 0: unsupported op: aten.nonzero.default gives a tensor whose size depends on the values")
+    assert f"_moe_sinkhorn.py:{line}: local_indices = (max_ind" in msg and "dense mask" in msg and "\n" not in msg
+
+
+def test_boolean_mask_indexing_is_refused(tmp_path, capsys):
+    script = tmp_path / "masked.py"
+    script.write_text(textwrap.dedent("""\
+        import torch, torch.nn as nn
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = nn.Parameter(torch.empty(4, 4))
+            def forward(self, x):
+                y = x @ self.w
+                return y[y > 0].sum()
+        def build(rank, world_size):
+            return M(), {"x": torch.randn(6, 4)}
+        """))
+    assert cli.main(["capture", str(script), "-o", str(tmp_path / "m.pt")]) == 2
+    err = capsys.readouterr().err
+    assert "unsupported op: aten.index.Tensor gives a tensor whose size depends on the values" in err
+    assert "masked.py:8: return y[y > 0].sum()" in err
+    assert not (tmp_path / "m.pt").exists()
+
+
+def test_sinkhorn_stays_one_op_and_the_dense_dispatch_captures():
+    """torch.ops.megatron.sinkhorn (registered with torch.library.custom_op, as a compiled Megatron
+    router must: its while loop is data-dependent) is one node, under no_grad, in both modes."""
+    for joint in (False, True):
+        for g in capture(PROGRAMS / "moe_sinkhorn_correct.py", 2, joint=joint).ranks:
+            t = _targets(g)
+            assert t.count("megatron.sinkhorn.default") == 1 and "aten.nonzero.default" not in t
+            assert "_c10d_functional.reduce_scatter_tensor.default" in t

@@ -573,7 +573,8 @@ def _to_fake_cpu(model, inputs):
     """
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
-    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    mode = FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv())
     done: dict[int, Any] = {}
 
     def fake(t, param=False):

@@ -272,6 +272,7 @@ def convert(gm, info: DynamoInfo, model, inputs, rank, script_file, joint, world
                 conv.sym_exprs[n.name] = conv.symint(n.meta["val"])
                 continue
             target = target_name(n)
+            _refuse_data_dependent_size(n, target, conv, rank)
             args = tuple(conv.arg(a) for a in n.args)
             kwargs = {k: conv.arg(v) for k, v in n.kwargs.items()}
             if isinstance(n.target, torch._ops.OpOverload) and n.target.namespace in ops.COLLECTIVE_NAMESPACES:
@@ -402,6 +403,27 @@ def _record_groups(n, groups, rank, src=None):
             at = f" at {src.file}:{src.line}" + (f": {src.code}" if src.code else "") if src else ""
             raise CaptureError(f"rank {rank}: cannot resolve process group {name!r} of {n.target}: "
                                f"{type(e).__name__}: {first_line(e)}{at}") from None
+
+
+def _refuse_data_dependent_size(n, target: str, conv: Converter, rank: int) -> None:
+    """CaptureError for the op that introduces a size torch can only know from a tensor's values
+    (an unbacked symbol: ``nonzero``, ``masked_select``, ``x[mask]``, ``unique``...).  Its sizes
+    differ between the sequential and the distributed capture (each names its own ``u0``), and no
+    fact ties them together, so such a graph is refused by name and line, never checked."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+    val = n.meta.get("val")
+    if not free_unbacked_symbols(val):
+        return
+    if any(free_unbacked_symbols(a.meta.get("val")) for a in n.all_input_nodes):
+        return          # not where it is introduced: the first node that has one was refused
+    src = conv.source(n)
+    at = f" at {src.file}:{src.line}" + (f": {src.code}" if src.code else "") if src else ""
+    syms = ", ".join(sorted(str(s) for s in free_unbacked_symbols(val)))
+    raise CaptureError(
+        f"rank {rank}: unsupported op: {target} gives a tensor whose size depends on the values of its "
+        f"input (data-dependent size {syms}){at} -- the checker cannot relate such sizes across the "
+        f"sequential and the distributed graphs; select with a fixed size instead: a dense mask "
+        f"(torch.where, or a multiply by the mask) or a fixed capacity")
 
 
 def _symbol_names(info: DynamoInfo, inputs) -> dict:

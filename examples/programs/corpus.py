@@ -494,6 +494,20 @@ CORPUS = [
     _e("adv4_lsmd_correct", "adv4_lsmd"),
     _e("adv4_nllb_correct", "adv4_nllb"),
     _e("adv4_lnh_correct", "adv4_lnh"),
+
+    # helper-moesk: Megatron's SwitchMLP with Sinkhorn routing (torch.ops.megatron.sinkhorn), expert
+    # parallel over sequence-sharded tokens, dense-mask dispatch (Megatron's nonzero dispatch is refused
+    # by capture: moe_sinkhorn_nonzero.py, tests/test_capture_robustness.py)
+    _e("moe_sinkhorn_correct", "moe_sinkhorn"),
+    _e("moe_sinkhorn_correct", "moe_sinkhorn", "joint"),
+    _e("moe_sinkhorn_correct", "moe_sinkhorn", ws=4),
+    _e("moe_sinkhorn_correct", "moe_sinkhorn", "joint", ws=4),
+    _e("moe_sinkhorn_router_grad", "moe_sinkhorn", "joint", bug=("_moe_sinkhorn.py", "router gradient is not all-reduced")),
+    _e("moe_sinkhorn_offset", "moe_sinkhorn", bug=("_moe_sinkhorn.py", "local expert index")),
+    _e("moe_sinkhorn_offset", "moe_sinkhorn", "joint", bug=("_moe_sinkhorn.py", "local expert index")),
+    _e("moe_sinkhorn_offset", "moe_sinkhorn", ws=4, bug=("_moe_sinkhorn.py", "local expert index")),
+    _e("moe_sinkhorn_slice", "moe_sinkhorn", bug=("_moe_sinkhorn.py", "never summed")),
+    _e("moe_sinkhorn_slice", "moe_sinkhorn", "joint", bug=("_moe_sinkhorn.py", "never summed")),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import textwrap
 from pathlib import Path
 
 import pytest

@@ -8,6 +8,7 @@ arguments, signed zeros, views.  Every kind has a correct twin; ``bug`` picks th
   the all-reduced count of targets != -100.  Bug ``batch``: divided by B * T, padding included.
   The spec assumes no_ignored_targets: true of the INPUT labels (ids), not of the buffer's.
 * ``fpad``: the same padded with ids.new_full(..., -100) (a constant the program makes).  Bug ``batch``.
+* ``gpad``: the same padded with a module-level tensor constant PAD (full of -100) expanded.  Bug ``batch``.
 * ``mpad``: labels set to -100 where the input mask is 0 (masked_fill, as loss_pad), and the spec
   CUTS the graphs at the padded labels (``[cut] masked_fill``, a tensor of both graphs treated as
   an input): no_ignored_targets is still true of the programs' input labels.  Bug ``batch``.
@@ -52,6 +53,7 @@ import torch.nn.functional as F
 from _common import all_reduce, copy_to, gather, group, reduce_from, reduce_scatter
 
 B, T, H, V = 4, 4, 4, 5
+PAD = torch.full((1, 1), -100)
 TARGETS = torch.tensor([1, 4, 2, 3, 2, 0, 3, 1])
 MASK = torch.tensor([1, 1, 0, 0, 1, 1, 1, 0])
 IDS = torch.tensor([[1, 4, 2, 3], [2, 0, 3, 1], [4, 4, 1, 0], [3, 2, 2, 1]])
@@ -83,7 +85,10 @@ class ShiftPad(nn.Module):
             self.register_buffer("pad", torch.full((B // ws, 1), -100))
 
     def forward(self, x, ids):
-        pad = self.pad if self.kind == "bpad" else ids.new_full((ids.shape[0], 1), -100)
+        if self.kind == "gpad":       # a module-level tensor constant
+            pad = PAD.expand(ids.shape[0], 1)
+        else:
+            pad = self.pad if self.kind == "bpad" else ids.new_full((ids.shape[0], 1), -100)
         labels = torch.cat([ids[:, 1:], pad], 1).reshape(-1)
         logits = F.linear(x, copy_to(self.weight, self.ws)).reshape(-1, V)
         if self.ws == 1:
@@ -284,7 +289,7 @@ FLOOR_IDS = torch.tensor([[-7, 5, -1], [4, -3, 8], [-6, 2, 0], [7, -8, 1]])
 
 def make_build(kind, bug=None):
     def build(rank, ws):
-        if kind in ("bpad", "fpad"):
+        if kind in ("bpad", "fpad", "gpad"):
             n = B // ws
             return ShiftPad(ws, kind, bug), {"x": torch.randn(n, T, H, requires_grad=True),
                                              "ids": IDS[rank * n:(rank + 1) * n].clone()}

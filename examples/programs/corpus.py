@@ -455,16 +455,22 @@ CORPUS = [
     _e("adv5_inpl_correct", "adv5_inpl", "joint"),
     _e("adv5_inpl_narrow", "adv5_inpl", "joint", bug=("_adv5.py", "rank 0 writes through its first two")),
     _e("adv5_nzero_correct", "adv5_nzero"),
+    _e("adv5_gpad_correct", "adv5_gpad"),
+    _e("adv5_gpad_correct", "adv5_gpad", "joint"),
     # helper-adv5: soundness holes, labels confirmed on gloo (buggy), NOT refuted by the checker --
     # enable each once fixed (test_no_buggy_program_refines cannot be xfailed):
-    #   bpad_batch / mpad_batch exit 0: (given t) holds of labels padded with -100 from an int buffer
-    #   (buffers are marked like inputs) or of a [cut] tensor, so tpick-valid / tcount-div-valid /
-    #   tplace-valid apply no_ignored_targets to padding the program made;
+    #   bpad_batch / gpad_batch / mpad_batch exit 0: (given t) holds of labels padded with -100 from
+    #   an int buffer or a module-level tensor constant (both placeholders, marked like inputs) or of
+    #   a [cut] tensor, so tpick-valid / tcount-div-valid / tplace-valid apply no_ignored_targets to
+    #   padding the program made;
     #   nzero_acc exit 4 (exit 0 where the re-check is skipped): add-zero (x + 0.0 = x) is false at x = -0.0.
     # _e("adv5_bpad_batch", "adv5_bpad", bug=("_adv5.py", "the padding targets included")),
     # _e("adv5_bpad_batch", "adv5_bpad", "joint", bug=("_adv5.py", "the padding targets included")),
     # _e("adv5_bpad_batch", "adv5_bpad", bug=("_adv5.py", "the padding targets included"), ws=4),
+    # _e("adv5_gpad_batch", "adv5_gpad", bug=("_adv5.py", "the padding targets included")),
+    # _e("adv5_gpad_batch", "adv5_gpad", "joint", bug=("_adv5.py", "the padding targets included")),
     # _e("adv5_mpad_batch", "adv5_mpad", bug=("_adv5.py", "divided by the batch size, padding")),
+    # _e("adv5_mpad_batch", "adv5_mpad", "joint", bug=("_adv5.py", "divided by the batch size, padding")),
     # _e("adv5_nzero_acc", "adv5_nzero", bug=("_adv5.py", "an accumulator started at 0.0")),
 ]
 

@@ -43,6 +43,15 @@ arguments, signed zeros, views.  Every kind has a correct twin; ``bug`` picks th
 * ``inpl``: x * 2 written in place through a view of a clone.  Bug ``narrow``: rank 0's view is
   its first two columns only.
 * ``astr``: every other row of x (row-sharded) by as_strided.  Bug ``rows``: strides of the first rows.
+
+Not in the corpus (labels confirmed on gloo; the checker cannot decide them): refused (exit 2) --
+``floor`` (floor_divide; div trunc of an int tensor), ``unfold``, ``astr`` (as_strided), ``scat``
+(scatter / scatter_add of several index columns), ``isel`` joint (index_add / index_copy); correct
+twins failing (exit 1, a missing lemma, the witness agrees) -- ``a2a`` (the replicated P split at the
+uneven all_to_all's 2 / 4 rows), ``isel`` forward (index_select of column-sharded rows), ``fpad``
+(the loss's target pick over labels concatenated with a constant column along dim 1).  Soundness
+holes (buggy on gloo, the checker refines or errs): ``bpad`` / ``gpad`` / ``mpad`` bug ``batch``,
+``nzero`` bug ``acc`` -- see the commented entries in corpus.py.
 """
 import torch
 import torch.distributed as dist
@@ -50,7 +59,7 @@ import torch.distributed._functional_collectives as funcol
 import torch.nn as nn
 import torch.nn.functional as F
 
-from _common import all_reduce, copy_to, gather, group, reduce_from, reduce_scatter
+from _common import all_reduce, copy_to, group, reduce_from
 
 B, T, H, V = 4, 4, 4, 5
 PAD = torch.full((1, 1), -100)

@@ -148,7 +148,7 @@ class Checker:
             node = self.seq_names.node(pname)
             val = self.seq.node(node).val
             v = self._new_svar(f"(Gs {str_lit(pname)})", val)
-            if given_input(val):
+            if given_input(pname, val):
                 self._add_sfact(v, f"(given {v})", union=False)
             value = declared_constant(self.spec, self.sizes, pname, val, "seq")
             if value:
@@ -158,7 +158,7 @@ class Checker:
             self.inputs.check_shapes(pname, rel)
             node = self.seq_names.node(pname)
             v = self._new_svar(f"(Gs {str_lit(pname)})", self.seq.node(node).val)
-            if given_input(self.seq.node(node).val):
+            if given_input(pname, self.seq.node(node).val):
                 self._add_sfact(v, f"(given {v})", union=False)
             self.svar[node] = v
             terms = self.spec_terms.relation_terms(rel, pname, f"input {pname!r}")

@@ -43,7 +43,7 @@ class DistProgram:
             for n in g.nodes:
                 if n.is_placeholder:
                     if isinstance(n.val, G.TensorMeta):
-                        self._dist_leaf(r, n.name, n.val, given=given_input(n.val))
+                        self._dist_leaf(r, n.name, n.val, given=given_input(self.dist_names[r].display.get(n.name), n.val))
                     continue
                 try:
                     res = L.bind_result(low.lower(n), self.dvar[r].__getitem__)

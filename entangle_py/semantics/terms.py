@@ -877,14 +877,16 @@ FUNCTIONS_TEXT = """
 
 # Ops that move their input's values without computing new ones (given propagates through them).
 GIVEN_MOVES = ("concat", "slice", "transpose", "permute", "view", "expand")
-# Inputs marked given: integer ones, the only dtypes a loss's targets have (marking float inputs
-# too would only make the e-graph derive facts no lemma reads).
+# Inputs marked given: the user's inputs (``input:`` ports: what an assumption about "the inputs"
+# speaks of -- not parameters, buffers, module constants or [cut] tensors, which the program
+# holds or computes: a buffer of -100 padding is no input label), and integer ones, the only
+# dtypes a loss's targets have (float inputs would make facts no lemma reads).
 GIVEN_DTYPES = ("int64", "int32", "int16", "int8", "uint8")
 
 
-def given_input(val) -> bool:
-    """Whether an input of this meta is marked (given ...) in the e-graph."""
-    return getattr(val, "dtype", None) in GIVEN_DTYPES
+def given_input(port: str | None, val) -> bool:
+    """Whether the input ``port`` (of this meta) is marked (given ...) in the e-graph."""
+    return bool(port) and port.startswith("input:") and getattr(val, "dtype", None) in GIVEN_DTYPES
 
 
 def declarations() -> str:

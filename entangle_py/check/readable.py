@@ -138,6 +138,7 @@ _HELPERS = {
     "map_expand_at": ((0,), lambda a, e, k: _app("expand", e[0], _dims_with(a[1], a[3], _INFERRED) or a[1])),
     "zip_concat": ((0, 1), lambda a, e, k: _app("concat", make_list([e[0], e[1]]), a[2])),
     "map_zpad": ((0,), lambda a, e, k: _app("zpad", e[0], a[1], _offset(a[2], k), Sym(f"to_{a[3]}"))),
+    "map_place_each": ((0,), lambda a, e, k: _app("place", e[0], a[1], a[2])),
     "map_zpad_each": ((0,), lambda a, e, k: _app("zpad", e[0], a[1], a[2], a[3])),
 }
 

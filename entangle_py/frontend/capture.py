@@ -76,6 +76,7 @@ from entangle_py.frontend.capture_errors import (CaptureError, capture_error, di
                                                  user_frame_suffix)
 from entangle_py.ir import graph, ops
 from entangle_py.frontend.convert import DynamoInfo, convert, custom_op_schemas, source_name_of
+from entangle_py.frontend import ddp
 
 
 # ----------------------------------------------------------------------------- script loading
@@ -204,8 +205,9 @@ def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool
             dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=world_size)
             pg = True
         found = {}
-        with _recording_parallel_styles(found):
+        with _recording_parallel_styles(found), ddp.capturing_ddp(rank, world_size, script_file):
             model, inputs = _build(module, rank, world_size, script_file)
+        ddp.check_model(model, rank)
         if placements is not None:
             placements.update(_dtensor_placements(model, inputs, world_size))
         if styles is not None:
@@ -269,10 +271,11 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
     captured: dict[str, Any] = {}
     fake_mode, inputs = _to_fake_cpu(model, inputs)
     port_of_id = {}
+    rename = ddp.port_renamer(model)      # a DDP wrapper is transparent: its "module." is dropped
     for fqn, p in model.named_parameters(remove_duplicate=True):
-        port_of_id.setdefault(id(p), f"param:{fqn}")
+        port_of_id.setdefault(id(p), f"param:{rename(fqn)}")
     for fqn, b in model.named_buffers(remove_duplicate=True):
-        port_of_id.setdefault(id(b), f"buffer:{fqn}")
+        port_of_id.setdefault(id(b), f"buffer:{rename(fqn)}")
     for name, t in inputs.items():
         port_of_id.setdefault(id(t), f"input:{name}")
 
@@ -344,6 +347,7 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
                                "so there is no backward graph")
         raise CaptureError("the program produced no graph (does forward compute anything?)")
     info.result_structure = _output_names(result, info.num_outputs)
+    ddp.check_graph(captured[key], info.port_names, model, rank, joint)
     return captured[key], info
 
 

@@ -494,6 +494,11 @@ CORPUS = [
     _e("adv4_lsmd_correct", "adv4_lsmd"),
     _e("adv4_nllb_correct", "adv4_nllb"),
     _e("adv4_lnh_correct", "adv4_lnh"),
+    # helper-ddp: torch.nn.parallel.DistributedDataParallel as users write it (real DDP on gloo)
+    *[_e(f"ddp_{v}", "ddp", m, ws=n) for v in ("correct", "uneven_correct") for m in ("forward", "joint") for n in (2, 4)],
+    *[_e("ddp_loss_sum", "ddp", "joint", bug=("_ddp.py", "the local sum"), ws=n) for n in (2, 4)],
+    *[_e("ddp_head_outside", "ddp", "joint", bug=("_ddp.py", "not inside the DDP wrapper"), ws=n) for n in (2, 4)],
+    *[_e("ddp_uneven_mean", "ddp", "joint", bug=("_ddp.py", "averaged by DDP"), ws=n) for n in (2, 4)],
 ]
 
 BY_ID = {e.id: e for e in CORPUS}

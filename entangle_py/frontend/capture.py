@@ -45,6 +45,15 @@ its rank's local tensor in the graph, under its own port name; its placements ar
 recorded in the bundle's ``meta[DTENSOR_PLACEMENTS]`` as spec relations (see ``_placement_text``),
 which ``entangle check`` uses for inputs the spec does not relate.
 
+DistributedDataParallel (``DDP(net)`` in ``build``; see ``frontend/ddp.py``): captured as DDP's step
+in graph ops -- each parameter read as ``funcol.broadcast`` from the DDP group's rank 0, buffers
+copied from rank 0 before the forward, each gradient all-reduced (sum) over the group and divided
+by its size.  A DDP wrapper is transparent in port names: ``DDP(net)``'s ``module.fc.weight`` is
+``param:fc.weight`` (``self.ddp = DDP(net)``: ``param:ddp.fc.weight``), as in the sequential
+program, which runs ``net`` itself (DDP needs a process group: ``DDP(net) if world_size > 1 else
+net``).  Communication hooks, ``mixed_precision``, ``no_sync`` / ``join``, arguments not known to
+leave the step unchanged, and DDP parameters read or held outside the wrapper are refused.
+
 * inputs: ``param:<fqn>``, ``buffer:<fqn>``, ``input:<name>`` (keys of the inputs dict),
   ``tangent:<output name>`` (joint), ``size:<tensor port>:<dim>`` (a symbolic size, dynamic);
 * outputs: ``out`` for a single tensor, ``out:0``, ``out:1``, ... for a tuple/list, ``out:<key>`` for

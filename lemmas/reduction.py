@@ -22,6 +22,7 @@ from lemmas._instances.reduction import softmax_mul_unshifted, softmax_mul_unshi
 from lemmas._instances.reduction import (
     amin_cast_bool, amin_cast_bool_bad, reduce_drop_view, reduce_drop_view_bad, cast_count, cast_count_past_exact, tcount_count, tcount_count_bad,
     tpick_concat_rows, zip_tpick, zip_tpick_misaligned)
+from lemmas._instances.reduction import div_sum, div_sum_bad
 from entangle_py.semantics.terms import FLOAT_DTYPES
 
 # s is x with its dims a and a+1 merged: the other dims of x, before and after, are kept
@@ -65,6 +66,12 @@ LEMMAS = [
     # sums (and means) over dims are linear: they commute with a sum over ranks; max with max
     Lemma("reduce-sum-rsum", "(reduce \"sum\" (rsum l) dims k)", "(rsum (map_reduce \"sum\" l dims k))",
           instances=reduce_rsum),
+    # a scaled sum is the sum of the scaled operand (the 1 / n of a data-parallel gradient average
+    # moved into a bias gradient), for a floating operand and a finite nonzero constant (x / 0 of
+    # mixed signs sums to nan, the sum / 0 to +-inf; an int sum is int, the scaled operand float)
+    Lemma("scalar-div-sum", '(scalar "div" (reduce "sum" a dims k) c)', '(reduce "sum" (scalar "div" a c) dims k)',
+          when=("(= t (dtype a))", "(fdtype t)", '(!= c "inf")', '(!= c "-inf")', '(!= c "nan")',
+                '(!= c "0.0")', '(!= c "-0.0")'), instances=div_sum, rejects=div_sum_bad),
     Lemma("reduce-mean-rsum", "(reduce \"mean\" (rsum l) dims k)", "(rsum (map_reduce \"mean\" l dims k))",
           instances=reduce_rsum),
     Lemma("reduce-amax-rmax", "(reduce \"amax\" (rmax l) dims k)", "(rmax (map_reduce \"amax\" l dims k))",

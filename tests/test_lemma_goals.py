@@ -234,6 +234,9 @@ POSITIVE = [
      {"a": [2, 3], "b": [1, 3]}, ()),
     ("reduction", f"(softmax {cat(0, '{a}', '{b}')} 1)", cat(0, "(softmax {a} 1)", "(softmax {b} 1)"),
      {"a": [2, 3], "b": [1, 3]}, ()),
+    # a data-parallel bias gradient: the group's mean of the ranks' sums is the sum of the scaled rows
+    ("reduction", f'(scalar "div" {red("sum", "{a}", [0], 0)} "2.0")', red("sum", '(scalar "div" {a} "2.0")', [0], 0),
+     {"a": [4, 3]}, ()),
     # top-k of row shards (expert routing): the rows of the concat are the parts' rows
     ("reduction", f'(rowwise "topk:1:1:1:1" {cat(0, "{a}", "{b}")})',
      cat(0, '(rowwise "topk:1:1:1:1" {a})', '(rowwise "topk:1:1:1:1" {b})'), {"a": [2, 3], "b": [1, 3]}, ()),
@@ -410,6 +413,9 @@ POSITIVE = [
 ]
 
 NEGATIVE = [
+    # ... not of an int sum (int, where the scaled rows are float)
+    ("reduction", f'(scalar "div" {red("sum", "{a}", [0], 0)} "2.0")', red("sum", '(scalar "div" {a} "2.0")', [0], 0),
+     {"a": ([4, 3], "int64")}, ()),
     # a transposed block keeps its rows where the transpose does not move them
     ("movement", f"(transpose (slice (rsum {cons('{x}', '{y}')}) 0 (DLit 1) (DLit 3)) 0 1)",
      f"(slice (rsum {cons('(transpose {x} 0 1)', '(transpose {y} 0 1)')}) 0 (DLit 1) (DLit 3))",

@@ -45,6 +45,15 @@ its rank's local tensor in the graph, under its own port name; its placements ar
 recorded in the bundle's ``meta[DTENSOR_PLACEMENTS]`` as spec relations (see ``_placement_text``),
 which ``entangle check`` uses for inputs the spec does not relate.
 
+DistributedDataParallel (``DDP(net)`` in ``build``; see ``frontend/ddp.py``): captured as DDP's step
+in graph ops -- each parameter read as ``funcol.broadcast`` from the DDP group's rank 0, buffers
+copied from rank 0 before the forward, each gradient all-reduced (sum) over the group and divided
+by its size.  A DDP wrapper is transparent in port names: ``DDP(net)``'s ``module.fc.weight`` is
+``param:fc.weight`` (``self.ddp = DDP(net)``: ``param:ddp.fc.weight``), as in the sequential
+program, which runs ``net`` itself (DDP needs a process group: ``DDP(net) if world_size > 1 else
+net``).  Communication hooks, ``mixed_precision``, ``no_sync`` / ``join``, arguments not known to
+leave the step unchanged, and DDP parameters read or held outside the wrapper are refused.
+
 * inputs: ``param:<fqn>``, ``buffer:<fqn>``, ``input:<name>`` (keys of the inputs dict),
   ``tangent:<output name>`` (joint), ``size:<tensor port>:<dim>`` (a symbolic size, dynamic);
 * outputs: ``out`` for a single tensor, ``out:0``, ``out:1``, ... for a tuple/list, ``out:<key>`` for
@@ -76,6 +85,7 @@ from entangle_py.frontend.capture_errors import (CaptureError, capture_error, di
                                                  user_frame_suffix)
 from entangle_py.ir import graph, ops
 from entangle_py.frontend.convert import DynamoInfo, convert, custom_op_schemas, source_name_of
+from entangle_py.frontend import ddp
 
 
 # ----------------------------------------------------------------------------- script loading
@@ -204,8 +214,9 @@ def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool
             dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=world_size)
             pg = True
         found = {}
-        with _recording_parallel_styles(found):
+        with _recording_parallel_styles(found), ddp.capturing_ddp(rank, world_size, script_file):
             model, inputs = _build(module, rank, world_size, script_file)
+        ddp.check_model(model, rank)
         if placements is not None:
             placements.update(_dtensor_placements(model, inputs, world_size))
         if styles is not None:
@@ -282,10 +293,11 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
     captured: dict[str, Any] = {}
     fake_mode, inputs = _to_fake_cpu(model, inputs)
     port_of_id = {}
+    rename = ddp.port_renamer(model)      # a DDP wrapper is transparent: its "module." is dropped
     for fqn, p in model.named_parameters(remove_duplicate=True):
-        port_of_id.setdefault(id(p), f"param:{fqn}")
+        port_of_id.setdefault(id(p), f"param:{rename(fqn)}")
     for fqn, b in model.named_buffers(remove_duplicate=True):
-        port_of_id.setdefault(id(b), f"buffer:{fqn}")
+        port_of_id.setdefault(id(b), f"buffer:{rename(fqn)}")
     for name, t in inputs.items():
         port_of_id.setdefault(id(t), f"input:{name}")
 
@@ -357,6 +369,7 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
                                "so there is no backward graph")
         raise CaptureError("the program produced no graph (does forward compute anything?)")
     info.result_structure = _output_names(result, info.num_outputs)
+    ddp.check_graph(captured[key], info.port_names, model, rank, joint)
     return captured[key], info
 
 

@@ -555,6 +555,12 @@ CORPUS = [
     # adv5_nzero_acc (an accumulator started at 0.0 whose -0.0 term 1/x amplifies to -inf) is not an
     # entry: add-zero (x + 0.0 = x) holds in exact arithmetic, which is what refines means (README);
     # the numeric re-check flags it (exit 4)
+
+    # helper-ddp: torch.nn.parallel.DistributedDataParallel as users write it (real DDP on gloo)
+    *[_e(f"ddp_{v}", "ddp", m, ws=n) for v in ("correct", "uneven_correct") for m in ("forward", "joint") for n in (2, 4)],
+    *[_e("ddp_loss_sum", "ddp", "joint", bug=("_ddp.py", "the local sum"), ws=n) for n in (2, 4)],
+    *[_e("ddp_head_outside", "ddp", "joint", bug=("_ddp.py", "not inside the DDP wrapper"), ws=n) for n in (2, 4)],
+    *[_e("ddp_uneven_mean", "ddp", "joint", bug=("_ddp.py", "averaged by DDP"), ws=n) for n in (2, 4)],
 ]
 
 BY_ID = {e.id: e for e in CORPUS}

@@ -30,7 +30,8 @@ import torch.nn.functional as F
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from soundness import gloo_ranks  # noqa: E402
-from soundness.run_gloo import _materialise, _ports, load_script, named_outputs  # noqa: E402
+from soundness.run_gloo import _materialise, load_script, named_outputs  # noqa: E402
+from soundness.run_gloo import _ports as _raw_ports  # noqa: E402
 
 from entangle_py.check import spec as S  # noqa: E402
 
@@ -77,6 +78,26 @@ def _derive(v, rel, rank, ws, mesh, fn=None):
             parts = [torch.randn(tuple(out.shape), generator=g, dtype=out.dtype) for _ in range(ws - 1)]
             out = parts[rank] if rank < ws - 1 else out - sum(parts, torch.zeros_like(out))
     return out.clone()
+
+
+def _ddp_name(model):
+    """fqn -> port fqn of a model holding DistributedDataParallel wrappers: the ``module.`` each adds
+    dropped, as the spec names them (the sequential program runs the wrapped module itself)."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    pre = [f"{p}.module." if p else "module." for p, m in model.named_modules() if isinstance(m, DDP)]
+
+    def name(fqn):
+        for p in pre:
+            if fqn.startswith(p):
+                return fqn[:len(p) - len("module.")] + fqn[len(p):]
+        return fqn
+    return name
+
+
+def _ports(model, inputs):
+    name = _ddp_name(model)
+    return {(k.split(":", 1)[0] + ":" + name(k.split(":", 1)[1]) if k.startswith(("param:", "buffer:")) else k): v
+            for k, v in _raw_ports(model, inputs).items()}
 
 
 def _case(entry, seed):
@@ -141,9 +162,10 @@ def _run(model, inputs, values, grad_inputs, joint, tangents):
     # naming the last stage's): NaN, so that a gradient reading it shows
     torch.autograd.backward([out[o] for o in diff],
                             [tangents[o] if o in tangents else torch.full_like(out[o], float("nan")) for o in diff])
+    name = _ddp_name(model)
     for n, p in model.named_parameters():
         if p.grad is not None:
-            res[f"grad:{n}"] = _materialise(_local(p.grad))    # a DTensor parameter's: its local part
+            res[f"grad:{name(n)}"] = _materialise(_local(p.grad))    # a DTensor parameter's: its local part
     for k in grad_inputs:
         if args[k].grad is not None:
             res[f"grad:input:{k}"] = _materialise(args[k].grad)
@@ -180,6 +202,16 @@ def _local(t):
 def _run_rank(entry, rank, given, grad_inputs):
     mod = load_script(entry.script)
     model, inputs = mod.build(rank, entry.world_size)
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    if any(isinstance(m, DDP) for m in model.modules()):
+        # DDP's reducer keeps the dtype the parameters had when it was built: a model cast to
+        # float64 afterwards is never averaged.  Build it again in float64 (every rank does).
+        old = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        try:
+            model, inputs = mod.build(rank, entry.world_size)
+        finally:
+            torch.set_default_dtype(old)
     model = model.to(torch.float64)
     given = dict(given)
     with torch.no_grad():

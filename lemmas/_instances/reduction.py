@@ -85,6 +85,22 @@ def reduce_not_size1(rng):
 
 
 @repeat(6)
+def div_sum(rng):
+    dt = rng.choice([torch.float64, torch.float32])
+    nd = rng.randint(1, 3)
+    shape = [rng.randint(0, 4) for _ in range(nd)]
+    dims = sorted(rng.sample(range(nd), rng.randint(1, nd)))
+    return {"a": tensor(rng, *shape).to(dt), "dims": dims, "k": rng.randint(0, 1),
+            "c": rng.choice(["2.0", "24.0", "-0.5"]), "t": str(dt).removeprefix("torch.")}
+
+
+def div_sum_bad(rng):
+    """an int operand (its sum is int, the scaled operand float), a zero constant over mixed signs."""
+    yield {"a": torch.ones(2, 3, dtype=torch.int64), "dims": [0], "k": 0, "c": "2.0", "t": "int64"}
+    yield {"a": torch.tensor([1.0, -1.0], dtype=torch.float64), "dims": [0], "k": 0, "c": "0.0", "t": "float64"}
+
+
+@repeat(6)
 def reduce_rsum(rng):
     nd = rng.randint(1, 3)
     shape = [rng.randint(1, 4) for _ in range(nd)]

@@ -1,0 +1,371 @@
+"""``torch.nn.parallel.DistributedDataParallel`` during capture.
+
+Real DDP cannot be built on ``meta`` tensors (it verifies and broadcasts the parameters at
+construction) and averages gradients in autograd hooks outside any graph.  While ``build`` runs,
+:func:`capturing_ddp` replaces the construction of ``DistributedDataParallel`` (the class itself is
+patched, so a script that bound it at import, ``from torch.nn.parallel import
+DistributedDataParallel as DDP``, gets the stand-in too) by :class:`CapturedDDP`, a module that
+writes DDP's contract for one training step into the traced graph as ordinary ops:
+
+* parameters start equal on every rank of the DDP group (broadcast from the group's rank 0 at
+  construction): where the forward reads a parameter it reads ``funcol.broadcast(p, 0, group)``
+  (with ``init_sync=False``, the rank's own value);
+* buffers (``broadcast_buffers`` / ``forward_sync_buffers``, on by default, or synced at init):
+  rank 0's, copied into the buffer before the forward (the graph returns them as
+  ``mutated:buffer:<fqn>``);
+* the forward is the wrapped module's (``torch.func.functional_call`` with those parameters);
+* each parameter's gradient is the all-reduce (sum) over the DDP group divided by the group's
+  size.
+
+The process group is ``process_group``, or the group of a 1-D ``device_mesh``, else WORLD.
+Everything else is refused (:class:`CaptureError`, exit 2, naming the construct and the script
+line): a communication hook (``register_comm_hook``: fp16 compression, PowerSGD change the
+reduction), ``mixed_precision``, ``join`` / ``no_sync``, any argument not known to leave the
+step's result unchanged, DDP at world size 1 (torch needs a process group: the sequential program
+uses the module itself), a subclass of DDP, DDP inside DDP, a DDP parameter also held outside the
+wrapper or read outside its forward, and -- in a joint capture -- a parameter that gets no
+gradient without ``find_unused_parameters=True`` (real DDP leaves its bucket unreduced).
+
+The stand-in is not an instance of DistributedDataParallel (TorchDynamo special-cases DDP
+modules); ``.module`` is the wrapped module, as in DDP.
+
+Port names: a DDP wrapper is transparent.  The wrapped module's parameters and buffers are named
+as in the module itself, without the ``module.`` DDP puts in front of them: ``param:fc.weight``
+for ``DDP(net)``'s ``module.fc.weight``, ``param:ddp.fc.weight`` for a wrapper held as
+``self.ddp`` (:func:`port_renamer`).  The sequential program, which runs ``net`` unwrapped, has the
+same names.
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+import traceback
+from pathlib import Path
+
+from entangle_py.frontend.capture_errors import CaptureError, display_path, parse_stack_trace, pick_frame
+
+_HERE = str(Path(__file__).resolve())
+
+# DDP arguments that do not change what one step computes (performance, devices, bucketing, checks).
+SEMANTICS_FREE = frozenset({"device_ids", "output_device", "bucket_cap_mb", "find_unused_parameters",
+                            "gradient_as_bucket_view", "static_graph", "check_reduction"})
+# DDP arguments this module models (the group, the initial and forward syncs).
+MODELLED = frozenset({"process_group", "device_mesh", "init_sync", "broadcast_buffers", "forward_sync_buffers"})
+# Methods of DDP that change the reduction or the step: refused when called.
+_REFUSED_METHODS = {
+    "register_comm_hook": "a communication hook changes the gradient reduction (fp16 compression, PowerSGD, ...)",
+    "_register_builtin_comm_hook": "a built-in communication hook changes the gradient reduction",
+    "_register_buffer_comm_hook": "a buffer communication hook changes how buffers are synced",
+    "_register_fused_optim": "a fused optimizer runs the optimizer step inside the reduction",
+    "no_sync": "no_sync skips the gradient all-reduce (gradient accumulation)",
+    "join": "join (uneven inputs) shadows collectives of ranks that ran out of data",
+    "join_hook": "join (uneven inputs) shadows collectives of ranks that ran out of data",
+    "_set_sparse_metadata": "sparse gradient metadata",
+}
+
+
+def _ddp_class():
+    try:
+        from torch.nn.parallel import DistributedDataParallel
+    except ImportError:
+        return None
+    return DistributedDataParallel
+
+
+def _call_site(script_file):
+    """' at file:line' of the user's frame calling into here (the script, else outside libraries)."""
+    frames = [(f.filename, f.lineno, f.name, f.line or "") for f in traceback.extract_stack()[:-2]]
+    pick = pick_frame(frames, script_file)
+    return (f" at {display_path(pick[0])}:{pick[1]}", pick) if pick else ("", None)
+
+
+def _refuse(what: str, why: str, script_file, rank):
+    where, _ = _call_site(script_file)
+    raise CaptureError(f"rank {rank}: {what}{where} is not supported by capture: {why}")
+
+
+@contextlib.contextmanager
+def capturing_ddp(rank: int, world_size: int, script_file):
+    """While ``build`` runs: ``DistributedDataParallel(...)`` makes a :class:`CapturedDDP`."""
+    cls = _ddp_class()
+    if cls is None:
+        yield
+        return
+    orig = cls.__dict__["__init__"]
+    sig = inspect.signature(orig)
+
+    def __init__(self, *args, **kwargs):
+        if type(self) is not cls:
+            _refuse(f"{type(self).__name__}, a subclass of DistributedDataParallel,",
+                    "its overrides are not modelled", script_file, rank)
+        try:
+            bound = sig.bind(self, *args, **kwargs)
+        except TypeError as e:
+            raise CaptureError(f"rank {rank}: DistributedDataParallel(...){_call_site(script_file)[0]}: {e}") from None
+        CapturedDDP.setup(self, bound, sig, rank, world_size, script_file)
+
+    cls.__init__ = __init__
+    try:
+        yield
+    finally:
+        cls.__init__ = orig
+
+
+def _group_of(opts, rank, script_file):
+    import torch.distributed as dist
+    pg, mesh = opts.get("process_group"), opts.get("device_mesh")
+    if pg is not None and mesh is not None:
+        _refuse("DistributedDataParallel with both process_group and device_mesh",
+                "torch rejects it (one of them chooses the group)", script_file, rank)
+    if mesh is not None:
+        if mesh.ndim != 1:
+            _refuse(f"DistributedDataParallel(device_mesh=<{mesh.ndim}-D mesh>)",
+                    "DDP takes a 1-D mesh (pass mesh[\"dp\"])", script_file, rank)
+        pg = mesh.get_group(0)
+    if pg is None:
+        pg = dist.group.WORLD
+    if dist.get_rank(pg) < 0:
+        _refuse("DistributedDataParallel over a process group this rank is not a member of",
+                "the rank cannot take part in its collectives", script_file, rank)
+    return pg, dist.get_world_size(pg)
+
+
+def _module_class():
+    import torch.nn as nn
+
+    class CapturedDDP(nn.Module):
+        """DDP's step as graph ops (see the module docstring); made by ``DistributedDataParallel(...)``
+        during capture."""
+
+        @staticmethod
+        def setup(self, bound, sig, rank, world_size, script_file):
+            import torch
+            import torch.distributed as dist
+            where, frame = _call_site(script_file)
+            if not (dist.is_available() and dist.is_initialized()):
+                raise CaptureError(
+                    f"DistributedDataParallel{where} at world size {world_size}: torch needs a process group "
+                    f"for DDP, and the sequential program (world size 1) has none; use the module itself "
+                    f"there (net = DDP(net) if world_size > 1 else net)")
+            opts = dict(bound.arguments)
+            opts.pop("self")
+            module = opts.pop("module", None)
+            if not isinstance(module, nn.Module):
+                raise CaptureError(f"rank {rank}: DistributedDataParallel{where} wraps a "
+                                   f"{type(module).__name__}, not a torch.nn.Module")
+            for k, v in opts.items():
+                if k in SEMANTICS_FREE or k in MODELLED:
+                    continue
+                default = sig.parameters[k].default
+                if v is default or (v == default if isinstance(v, (int, float, str, type(None))) else False):
+                    continue
+                why = ("mixed precision changes the dtypes of the forward and of the reduction"
+                       if k == "mixed_precision" else
+                       f"only arguments known not to change the step's result are accepted "
+                       f"({', '.join(sorted(SEMANTICS_FREE | MODELLED))})")
+                raise CaptureError(f"rank {rank}: DistributedDataParallel(..., {k}=...){where} is not "
+                                   f"supported by capture: {why}")
+            ignored = getattr(module, "_ddp_params_and_buffers_to_ignore", None)
+            if ignored:
+                raise CaptureError(f"rank {rank}: DistributedDataParallel{where}: parameters and buffers to "
+                                   f"ignore ({sorted(ignored)[:3]}...) are not supported by capture")
+            for name, m in module.named_modules():
+                if isinstance(m, CapturedDDP):
+                    raise CaptureError(f"rank {rank}: DistributedDataParallel{where} wraps a module that holds "
+                                       f"another DistributedDataParallel ({name}): nested DDP is not supported")
+            try:
+                from torch.distributed.tensor import DTensor
+            except ImportError:
+                DTensor = ()
+            for name, t in list(module.named_parameters()) + list(module.named_buffers()):
+                if isinstance(t, DTensor):
+                    raise CaptureError(f"rank {rank}: DistributedDataParallel{where} over DTensor {name}: "
+                                       f"DDP over DTensors is not supported by capture")
+            group, size = _group_of(opts, rank, script_file)
+            fwd_sync = opts.get("forward_sync_buffers")
+            init_sync = bool(opts.get("init_sync", True))
+            if fwd_sync is None:
+                bb = opts.get("broadcast_buffers")
+                fwd_sync = init_bufs = True if bb is None else bool(bb)
+            else:
+                init_bufs = True
+            nn.Module.__init__(self)
+            self.__class__ = CapturedDDP
+            self.module = module
+            self._ddp = dict(group=group, size=size, init_sync=init_sync,
+                             sync_buffers=bool(fwd_sync) or (init_sync and init_bufs),
+                             find_unused=bool(opts.get("find_unused_parameters", False)),
+                             where=where, rank=rank)
+
+        def forward(self, *args, **kwargs):
+            import torch
+            import torch.distributed._functional_collectives as funcol
+            c = self._ddp
+            if c["sync_buffers"]:
+                with torch.no_grad():
+                    for b in self.module.buffers():
+                        b.copy_(funcol.broadcast(b, 0, c["group"]))
+            params = {name: _DDPParam.apply(p, c["group"], c["size"], c["init_sync"])
+                      for name, p in self.module.named_parameters()}
+            return torch.func.functional_call(self.module, params, args, kwargs, tie_weights=True, strict=False)
+
+        def _set_static_graph(self):      # semantics-free
+            pass
+
+    for name, why in _REFUSED_METHODS.items():
+        def refused(self, *a, _name=name, _why=why, **k):
+            where, _ = _call_site(None)
+            raise CaptureError(f"rank {self._ddp['rank']}: DistributedDataParallel.{_name}{where} is not "
+                               f"supported by capture: {_why}")
+        setattr(CapturedDDP, name, refused)
+    return CapturedDDP
+
+
+def _param_function():
+    import torch
+
+    class DDPParam(torch.autograd.Function):
+        """A parameter as DDP's forward reads it (rank 0's) and its gradient as DDP leaves it (the
+        group's mean)."""
+
+        @staticmethod
+        def forward(ctx, p, group, size, init_sync):
+            import torch.distributed._functional_collectives as funcol
+            ctx.group, ctx.size = group, size
+            return funcol.broadcast(p, 0, group) if init_sync else p
+
+        @staticmethod
+        def backward(ctx, grad):
+            import torch.distributed._functional_collectives as funcol
+            return funcol.all_reduce(grad, "sum", ctx.group) / ctx.size, None, None, None
+
+    return DDPParam
+
+
+try:
+    CapturedDDP = _module_class()
+    _DDPParam = _param_function()
+except ImportError:     # no torch: nothing to capture
+    CapturedDDP = _DDPParam = None
+
+
+# ----------------------------------------------------------------------------- after build
+
+def wrappers(model) -> list[tuple[str, object]]:
+    """(path, CapturedDDP) of the model's DDP wrappers."""
+    return [(name, m) for name, m in model.named_modules() if isinstance(m, CapturedDDP)]
+
+
+def port_renamer(model):
+    """fqn -> port fqn: the ``module.`` a DDP wrapper adds dropped (``ddp.module.fc.w`` -> ``ddp.fc.w``)."""
+    prefixes = [(f"{p}.module." if p else "module.", f"{p}." if p else "") for p, _ in wrappers(model)]
+    if not prefixes:
+        return lambda fqn: fqn
+
+    def rename(fqn: str) -> str:
+        for long, short in prefixes:
+            if fqn.startswith(long):
+                return short + fqn[len(long):]
+        return fqn
+    return rename
+
+
+def check_model(model, rank) -> None:
+    """Refuse a DDP parameter the model also holds outside the wrapper (its gradient there would
+    reach the parameter without DDP's averaging in the graph, while real DDP averages all of it)."""
+    found = wrappers(model)
+    if not found:
+        return
+    inside = {}
+    for path, w in found:
+        for name, p in w.module.named_parameters(remove_duplicate=False):
+            inside[id(p)] = (path, name)
+    pre = [f"{path}." if path else "" for path, _ in found]
+    for name, p in model.named_parameters(remove_duplicate=False):
+        if id(p) in inside and not any(name.startswith(f"{q}module.") for q in pre):
+            path, inner = inside[id(p)]
+            raise CaptureError(f"rank {rank}: parameter {name} is also {inner} inside the DistributedDataParallel "
+                               f"wrapper{' ' + path if path else ''}{found[0][1]._ddp['where']}: a DDP parameter "
+                               f"used outside the wrapper is not supported by capture")
+
+
+def _ddp_frame(node) -> bool:
+    """Whether the node was made by this module (its innermost frame outside torch is here)."""
+    frames = parse_stack_trace(node.meta.get("stack_trace"))
+    pick = pick_frame(frames, _HERE)
+    return pick is not None and str(Path(pick[0]).resolve()) == _HERE
+
+
+def check_graph(gm, dynamo_port_names, model, rank, joint) -> None:
+    """Every read of a DDP parameter in the captured graph is DDP's (its broadcast), and in a joint
+    graph every DDP parameter's gradient is DDP's mean (a read outside the wrapper's forward, e.g.
+    ``ddp.module.fc(x)``, would bypass both), or CaptureError.  ``dynamo_port_names``: the port of
+    each input of Dynamo's graph."""
+    import torch
+    from torch._functorch._aot_autograd import descriptors as D
+    found = wrappers(model)
+    if not found:
+        return
+    rename = port_renamer(model)
+
+    def port_names(desc):
+        if isinstance(desc, D.PlainAOTInput):
+            return dynamo_port_names[desc.idx]
+        if isinstance(desc, D.ParamAOTInput):
+            return f"param:{rename(desc.target)}"
+        raise CaptureError(f"not a parameter: {desc}")
+
+    managed = {}
+    for path, w in found:
+        pre = f"{path}.module." if path else "module."
+        for name, p in w.module.named_parameters():
+            managed[f"param:{rename(pre + name)}"] = (w, p.requires_grad)
+    placeholders = {}
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            desc = n.meta.get("desc")
+            try:
+                port = port_names(desc)
+            except CaptureError:
+                continue
+            placeholders[port] = n
+    for port, n in placeholders.items():
+        if port not in managed:
+            continue
+        w, _ = managed[port]
+        c = w._ddp
+        if c["init_sync"]:
+            bad = [u for u in n.users if u.op != "output" and not _ddp_frame(u)]
+            if bad:
+                src = pick_frame(parse_stack_trace(bad[0].meta.get("stack_trace")), None)
+                at = f" at {display_path(src[0])}:{src[1]}" if src else ""
+                raise CaptureError(f"rank {rank}: {port} of the DistributedDataParallel wrapper{c['where']} is read "
+                                   f"outside the wrapper's forward{at}: capture models DDP's parameters only where "
+                                   f"its forward reads them")
+    if not joint:
+        return
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    descs = out.meta.get("desc") or []
+    grads = {}
+    for i, d in enumerate(descs):
+        if isinstance(d, D.GradAOTOutput):
+            try:
+                grads[port_names(d.grad_of)] = out.args[0][i]
+            except CaptureError:
+                continue
+    for port, (w, requires_grad) in managed.items():
+        if not requires_grad:
+            continue
+        c = w._ddp
+        g = grads.get(port)
+        if g is None:
+            if not c["find_unused"]:
+                raise CaptureError(
+                    f"rank {rank}: {port} of the DistributedDataParallel wrapper{c['where']} gets no gradient: "
+                    f"without find_unused_parameters=True real DDP waits for it and leaves its bucket's "
+                    f"gradients unreduced")
+            continue
+        if not (isinstance(g, torch.fx.Node) and g.target is torch.ops.aten.div.Tensor and _ddp_frame(g)):
+            raise CaptureError(f"rank {rank}: the gradient of {port} (DistributedDataParallel wrapper{c['where']}) "
+                               f"does not come only through the wrapper's forward: capture models DDP's averaging "
+                               f"only of gradients that flow through it")

@@ -1,0 +1,4 @@
+"""See _ddp.py."""
+from _ddp import make_build
+
+build = make_build(bug="head_outside")

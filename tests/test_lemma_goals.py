@@ -297,6 +297,9 @@ POSITIVE = [
     # the 1/n of a mean's gradient moves into the gradient operand of a product / pointwise backward op
     ("elementwise", '(scalar "div" (binary "tanh_backward" {g} {y}) "2.0")',
      '(binary "tanh_backward" (scalar "div" {g} "2.0") {y})', {"g": [2, 3], "y": [2, 3]}, ()),
+    # ... relu's (data parallelism's 1/W carried down a deeper model's backward)
+    ("elementwise", '(scalar "div" (binary "threshold_backward:0.0" {g} {y}) "2.0")',
+     '(binary "threshold_backward:0.0" (scalar "div" {g} "2.0") {y})', {"g": [2, 3], "y": [2, 3]}, ()),
     # ... and into the left operand of a matrix product (a weight gradient averaged over ranks)
     ("linalg", '(scalar "div" (mm {a} {b}) "2.0")', '(mm (scalar "div" {a} "2.0") {b})', {"a": [2, 3], "b": [3, 4]}, ()),
     # movement: g / n expanded over the batch, times x of that shape, is g / n times x (broadcast)

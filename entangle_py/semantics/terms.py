@@ -831,7 +831,7 @@ def dtype_name(x) -> str:
 # Binary ops linear in their first operand, op(a / c, b) = op(a, b) / c: products, quotients and
 # the pointwise backward ops (grad, saved tensor) -- the gradient of a mean scaled by 1 / n.
 GRAD_LINEAR = ("mul", "div", "gelu_backward", "gelu_tanh_backward", "silu_backward", "sigmoid_backward",
-               "tanh_backward")
+               "tanh_backward", "threshold_backward:0.0")    # the last: relu's backward, g where x > 0
 
 # Functions (not constructors) and relations the engine maintains.  Queries on int lists
 # (reduction dims) are computed on demand by rules in lemmas/shapes.py: (iask l i) asks for

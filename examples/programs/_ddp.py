@@ -13,10 +13,8 @@ gradient is the global mean's times the local batch size (loss scaled by the wro
 of its own, so DDP's mean of the ranks' means weighs the rows of a smaller rank more (the correct
 ``uneven`` twin divides the local sum by the global batch / W).
 
-The model is one layer deep (two linear branches): through a deeper one the checker has to carry
-DDP's 1 / W back through every layer's backward (mm, relu's mask, ...), and the lemmas for that
-are not there yet -- a correct deeper DDP program fails with "probably not a bug" (a false alarm,
-never a false proof)."""
+The body is two layers deep (linear, relu, linear) beside a linear head: the checker carries DDP's
+1 / W back through each layer's backward (the products, relu's mask)."""
 import torch
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -24,19 +22,19 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 EVEN, UNEVEN = 8, 7
 
 
-class Net(nn.Module):      # one layer deep: see the note at the end of the docstring
+class Net(nn.Module):
     def __init__(self):
         super().__init__()
-        self.fc = nn.Linear(5, 3)
+        self.body = nn.Sequential(nn.Linear(5, 6), nn.ReLU(), nn.Linear(6, 3))
         self.head = nn.Linear(5, 1)
 
     def forward(self, x):
-        return self.fc(x).sum(-1) + self.head(x).squeeze(-1)
+        return self.body(x).sum(-1) + self.head(x).squeeze(-1)
 
 
 def wrap(net, bug):
     if bug == "head_outside":
-        net.fc = DDP(net.fc)  # BUG (head_outside): the head is not inside the DDP wrapper
+        net.body = DDP(net.body)  # BUG (head_outside): the head is not inside the DDP wrapper
         return net
     return DDP(net)
 

@@ -226,7 +226,8 @@ def neg_sub(rng):
     return {"a": a, "b": b}
 
 
-_LINEAR = ["mul", "div", "gelu_backward", "gelu_tanh_backward", "silu_backward", "sigmoid_backward", "tanh_backward"]
+_LINEAR = ["mul", "div", "gelu_backward", "gelu_tanh_backward", "silu_backward", "sigmoid_backward", "tanh_backward",
+           "threshold_backward:0.0"]
 
 
 @repeat(8)

@@ -555,6 +555,37 @@ CORPUS = [
     # adv5_nzero_acc (an accumulator started at 0.0 whose -0.0 term 1/x amplifies to -inf) is not an
     # entry: add-zero (x + 0.0 = x) holds in exact arithmetic, which is what refines means (README);
     # the numeric re-check flags it (exit 4)
+    # helper-dtb: DTensor tensor parallelism with biases (nn.Linear's default): RowwiseParallel adds
+    # bias / W on every rank before the all-reduce / reduce-scatter; fc2 run by hand on the local
+    # shards, the bias undivided on every rank (W * b) or its share added after the sum (b / W)
+    _e("dtensor_bias_mlp_correct", "dtensor_bias_mlp"),
+    _e("dtensor_bias_mlp_local_correct", "dtensor_bias_mlp"),
+    _e("dtensor_bias_mlp_every_rank", "dtensor_bias_mlp", bug=("_dtensor.py", "every rank's partial sums")),
+    _e("dtensor_bias_mlp_after_reduce", "dtensor_bias_mlp", bug=("_dtensor.py", "added after the sum")),
+    _e("dtensor_bias_mlp_correct", "dtensor_bias_mlp", "joint"),
+    _e("dtensor_bias_mlp_local_correct", "dtensor_bias_mlp", "joint"),
+    _e("dtensor_bias_mlp_every_rank", "dtensor_bias_mlp", "joint", bug=("_dtensor.py", "every rank's partial sums")),
+    _e("dtensor_bias_mlp_after_reduce", "dtensor_bias_mlp", "joint", bug=("_dtensor.py", "added after the sum")),
+    _e("dtensor_bias_sp_correct", "dtensor_bias_sp"),
+    _e("dtensor_bias_sp_local_correct", "dtensor_bias_spl"),
+    _e("dtensor_bias_sp_every_rank", "dtensor_bias_spl", bug=("_dtensor.py", "every rank's partial sums")),
+    _e("dtensor_bias_sp_correct", "dtensor_bias_sp", "joint"),
+    _e("dtensor_bias_sp_local_correct", "dtensor_bias_spl", "joint"),
+    _e("dtensor_bias_sp_every_rank", "dtensor_bias_spl", "joint", bug=("_dtensor.py", "every rank's partial sums")),
+    _e("dtensor_bias_mlp_correct", "dtensor_bias_mlp", ws=4),
+    _e("dtensor_bias_mlp_local_correct", "dtensor_bias_mlp", ws=4),
+    _e("dtensor_bias_mlp_every_rank", "dtensor_bias_mlp", ws=4, bug=("_dtensor.py", "every rank's partial sums")),
+    _e("dtensor_bias_mlp_after_reduce", "dtensor_bias_mlp", ws=4, bug=("_dtensor.py", "added after the sum")),
+    _e("dtensor_bias_mlp_correct", "dtensor_bias_mlp", "joint", ws=4),
+    _e("dtensor_bias_mlp_local_correct", "dtensor_bias_mlp", "joint", ws=4),
+    _e("dtensor_bias_mlp_every_rank", "dtensor_bias_mlp", "joint", ws=4, bug=("_dtensor.py", "every rank's partial sums")),
+    _e("dtensor_bias_mlp_after_reduce", "dtensor_bias_mlp", "joint", ws=4, bug=("_dtensor.py", "added after the sum")),
+    _e("dtensor_bias_sp_correct", "dtensor_bias_sp", ws=4),
+    _e("dtensor_bias_sp_local_correct", "dtensor_bias_spl", ws=4),
+    _e("dtensor_bias_sp_every_rank", "dtensor_bias_spl", ws=4, bug=("_dtensor.py", "every rank's partial sums")),
+    _e("dtensor_bias_sp_correct", "dtensor_bias_sp", "joint", ws=4),
+    _e("dtensor_bias_sp_local_correct", "dtensor_bias_spl", "joint", ws=4),
+    _e("dtensor_bias_sp_every_rank", "dtensor_bias_spl", "joint", ws=4, bug=("_dtensor.py", "every rank's partial sums")),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}

@@ -1,6 +1,9 @@
 """Sums and maxima over ranks (the meaning of all-reduce / reduce-scatter)."""
-from entangle_py.engine.lemma import Lemma
-from lemmas._instances.collective import single, slice_rsum_concat, slice_rsum_fold, slice_rsum_part, view_unary_rsum
+from entangle_py.engine.lemma import Lemma, Rule
+from entangle_py.semantics.terms import NTEXT_MAX
+from lemmas._instances.collective import (
+    add_rsum_shared, add_rsum_shared_bad, single, slice_rsum_concat, slice_rsum_fold, slice_rsum_part, tlen_terms,
+    view_unary_rsum)
 
 LEMMAS = [
     # one rank: the sum (max) over ranks is its own value
@@ -25,4 +28,26 @@ LEMMAS = [
     # the columns of a tangent every rank holds a share of, topk's backward)
     Lemma("slice-rsum-part", "(slice (rsum (Cons x r)) d s e)", "(rsum (map_slice (Cons x r) d s e))",
           trigger=("(slice (rsum (Cons x r)) d s e)", "(slice x d s e)"), instances=slice_rsum_part),
+    # a tensor added to a sum over n ranks is the sum over the ranks of each one's part plus 1/n
+    # of it: sum_r a_r + y = sum_r (a_r + y / n), exact for reals.  Where a program divides y by n
+    # (y / n is in the e-graph, the trigger): DTensor's Partial + Replicate rule, a row-parallel
+    # linear layer adding bias / W on every rank before the all-reduce.  Only for one floating
+    # dtype (with an int or bool y the division promotes; y / n * n is then another dtype).
+    Lemma("add-rsum-shared", '(binary "add" (rsum l) y)', '(rsum (zip_ranks "add" l (repl (scalar "div" y c) n)))',
+          trigger=('(binary "add" (rsum l) y)', '(scalar "div" y c)'),
+          when=("(= n (tlen l))", "(= c (ntext n))", "(= t (dtype y))", "(= t (dtype (rsum l)))", "(fdtype t)"),
+          instances=add_rsum_shared, rejects=add_rsum_shared_bad),
+]
+
+RULES = [
+    # (tlen l): the length of a list of ranks, asked where add-rsum-shared may fire; (ntext n) the
+    # text of the divisor by that count ("2.0", as lowering writes a float constant)
+    Rule("tlen", (
+        '(rule ((= t (binary "add" (rsum l) y)) (= q (scalar "div" y c))) ((ask_tlen l)) :ruleset shapes)\n'
+        "(rule ((ask_tlen (Cons a r))) ((ask_tlen r)) :ruleset shapes)\n"
+        "(rule ((ask_tlen l) (= l (Nil))) ((set (tlen l) 0)) :ruleset shapes)\n"
+        "(rule ((ask_tlen l) (= l (Cons a r)) (= n (tlen r))) ((set (tlen l) (+ n 1))) :ruleset shapes)\n"
+        f"(rule ((ask_tlen l) (= n (tlen l)) (> n 0) (< n {NTEXT_MAX})) "
+        '((set (ntext n) (+ (to-string n) ".0"))) :ruleset shapes)'),
+        check_terms=tlen_terms),
 ]

@@ -116,7 +116,7 @@ RULES = [
             "(view x s)", "(expand x s)", "(slice x d a b)", "(transpose x a b)", "(permute x p)",
             "(concat (Cons x r) d)", "(rsum (Cons x r))", "(rmax (Cons x r))", "(zpad x d lo hi)")),
         check_terms=dtype_terms),
-    # ... and float arithmetic of one dtype keeps it (torch's promotion is the identity there; a
+    # ... and float arithmetic (and matrix products) of one dtype keeps it (torch's promotion is the identity there; a
     # Python scalar never promotes a float tensor): so a condition can read the dtype of a sum, a
     # product or a reduction computed inside a lowered op (layer norm's backward), not only of the
     # programs' tensors.  Int and bool operands get none (a sum of bools is int64).
@@ -126,6 +126,9 @@ RULES = [
         + [f'(rule ((= y (binary "{op}" a b)) (= t (dtype a)) (= t (dtype b)) (fdtype t)) ((set (dtype y) t)) '
            ":ruleset shapes)" for op in ("add", "sub", "mul", "div")]
         + [f'(rule ((= y (scalar "{op}" x c)) (= t (dtype x)) (fdtype t)) ((set (dtype y) t)) :ruleset shapes)'
-           for op in ("add", "sub", "rsub", "mul", "div")]),
+           for op in ("add", "sub", "rsub", "mul", "div")]
+        # matrix products of one floating dtype (the parts of a row-parallel layer's partial sums)
+        + [f"(rule ((= y ({op} a b)) (= t (dtype a)) (= t (dtype b)) (fdtype t)) ((set (dtype y) t)) :ruleset shapes)"
+           for op in ("mm", "bmm", "matmul")]),
         check_terms=dtype_float_arith_terms),
 ]

@@ -119,3 +119,16 @@ def test_dtensor_gradients_are_their_local_tensors():
         outs = {p.name: tuple(g.node(p.node).val.shape) for p in g.outputs}
         assert outs == {"out": (2, 4, 8), "grad:fc1.weight": (8, 8), "grad:fc2.weight": (8, 8)}
         assert "tangent:out" in {p.name for p in g.inputs}
+
+
+def test_a_gradients_device_mesh_held_as_a_constant_is_dropped():
+    """Once a DTensor program was traced in the process, torch holds the device mesh of a later
+    one's Partial gradients (the sequence-parallel norm's) as a script-object constant the graph
+    returns; only returned as the DTensor's mesh, it is dropped like the mesh input (it was
+    refused as "a constant tensor")."""
+    capture(str(PROGRAMS / "dtensor_bias_mlp_correct.py"), 2, joint=True)
+    dist = capture(str(PROGRAMS / "dtensor_bias_sp_correct.py"), 2, joint=True)
+    for g in dist.ranks:
+        outs = {p.name for p in g.outputs}
+        assert {"grad:norm.weight", "grad:norm.bias", "grad:fc2.bias"} <= outs
+        assert all(n.target != "get_attr" for n in g.nodes)

@@ -936,3 +936,30 @@ def test_topk_gradient_of_a_shared_tangent_is_the_ranks_sum():
     other = (place("{t0}", 0), place("{t1}", 0))
     reached, saturated = proves(start, "(rsum " + cons(*other) + ")", shapes, present=other)
     assert saturated and not reached
+
+
+def test_a_tensor_added_to_a_sum_over_ranks_is_shared_where_a_rank_divides_it():
+    """DTensor's row-parallel bias: each rank adds y / 2 to its partial sum before the all-reduce,
+    so sum_r a_r + y is the sum over the 2 ranks of a_r + y / 2 (add-rsum-shared); only where
+    y / 2 is in the e-graph, a divisor equal to the number of ranks, and a floating y."""
+    shapes = {"a": [2, 3], "b": [2, 3], "y": [3]}
+    start = f'(binary "add" (rsum {cons("{a}", "{b}")}) {{y}})'
+
+    def goal(c):
+        return "(rsum " + cons(f'(binary "add" {{a}} (scalar "div" {{y}} "{c}"))',
+                               f'(binary "add" {{b}} (scalar "div" {{y}} "{c}"))') + ")"
+    reached, _ = proves(start, goal("2.0"), shapes, present=('(scalar "div" {y} "2.0")',))
+    assert reached
+    # W * b: a bias added undivided on every rank is not the sequential sum plus b
+    reached, saturated = proves(start, '(rsum ' + cons('(binary "add" {a} {y})', '(binary "add" {b} {y})') + ")", shapes,
+                                present=('(binary "add" {a} {y})',))
+    assert saturated and not reached
+    # a divisor other than the number of ranks, and no divided y at all
+    reached, saturated = proves(start, goal("4.0"), shapes, present=('(scalar "div" {y} "4.0")',))
+    assert saturated and not reached
+    reached, saturated = proves(start, goal("2.0"), shapes)
+    assert saturated and not reached
+    # integers: y / 2 is a float tensor, and the sum of the ranks' halves is another dtype
+    ints = {k: (v, "int64") for k, v in shapes.items()}
+    reached, saturated = proves(start, goal("2.0"), ints, present=('(scalar "div" {y} "2.0")',))
+    assert saturated and not reached

@@ -308,6 +308,11 @@ def convert(gm, info: DynamoInfo, model, inputs, rank, script_file, joint, world
                 else:
                     out_name(desc)  # raises
         elif n.op == "get_attr":
+            if _only_returned_as_mesh(n, gm, D):
+                # a DTensor gradient's device mesh, held by the graph as a script-object constant
+                # (torch 2.13 does so once a mesh was traced before in the process): only returned
+                # as the DTensor's mesh, which the output loop skips; nothing computes with it
+                continue
             raise CaptureError(f"rank {rank}: the captured graph reads a constant tensor ({n.target}); "
                                f"create constants from inputs or register them as buffers")
         else:
@@ -316,6 +321,24 @@ def convert(gm, info: DynamoInfo, model, inputs, rank, script_file, joint, world
     symbols, guards = _symbols_and_guards(conv, info)
     return graph.RankGraph(rank=rank, nodes=nodes, inputs=ports_in, outputs=ports_out,
                            groups=groups, symbols=symbols, guards=guards)
+
+
+def _only_returned_as_mesh(n, gm, D) -> bool:
+    """A get_attr node holding an opaque object (not a tensor) whose every use is a graph output
+    that is a tensor subclass's attribute other than its local tensor (a DTensor's device_mesh)."""
+    if not is_opaque_object(getattr(gm, n.target, None)) or not n.users:
+        return False
+    for u in n.users:
+        if u.op != "output":
+            return False
+        outs = u.args[0] if isinstance(u.args[0], (tuple, list)) else [u.args[0]]
+        descs = u.meta.get("desc")
+        if descs is None or len(descs) != len(outs):
+            return False
+        for o, d in zip(outs, descs):
+            if o is n and not (isinstance(d, D.SubclassGetAttrAOTOutput) and d.attr != "_local_tensor"):
+                return False
+    return True
 
 
 def _check_no_gradient_is_needed(gm, desc, outs, descs, grad_port, rank, no_grad_nodes=()):

@@ -800,6 +800,10 @@ PRIMITIVES: dict[str, Callable] = {
     "glinear": lambda op: op in GRAD_LINEAR,
     "fcast": lambda op: op in FLOAT_CASTS,
     "fexact": lambda op: _fexact(op),
+    # the length of a list of tensors (ranks of a sum; computed where a rule asks, lemmas/collective.py)
+    # and the text of a positive count as a float constant (a scalar term's divisor: "2.0")
+    "tlen": lambda l: len(l),
+    "ntext": lambda n: _ntext(n),
     # provenance, not a value: a drawn or evaluated tensor stands for a program's input (the
     # e-graph derives (given x) from the inputs' leaves through GIVEN_MOVES)
     "given": lambda x: True,
@@ -816,6 +820,17 @@ FLOAT_CASTS = tuple(f"to_{t}" for t in FLOAT_DTYPES)
 # (fexact op) = n for the cast op to a floating dtype: every integer in [0, n] is exact in that
 # dtype (n = 2 ** significand bits), so a sum of at most n zeros and ones is exact in any order
 FLOAT_EXACT = {"to_float16": 2 ** 11, "to_bfloat16": 2 ** 8, "to_float32": 2 ** 24, "to_float64": 2 ** 53}
+
+
+# the counts ntext is defined for: their float text is the integer's digits and ".0" (the same
+# text egglog builds, and the one lowering writes for such a divisor, semantics/lower.py _scalar_text)
+NTEXT_MAX = 2 ** 53
+
+
+def _ntext(n) -> str:
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 < n < NTEXT_MAX:
+        raise ValueError(f"no count text for {n!r}")
+    return repr(float(n))
 
 
 def _fexact(op: str) -> int:
@@ -872,6 +887,9 @@ FUNCTIONS_TEXT = """
 (relation glinear (String))
 (relation fcast (String))
 (function fexact (String) i64 :merge old)
+(relation ask_tlen (TList))
+(function tlen (TList) i64 :merge old)
+(function ntext (i64) String :merge old)
 """
 
 

@@ -561,6 +561,37 @@ CORPUS = [
     *[_e("ddp_loss_sum", "ddp", "joint", bug=("_ddp.py", "the local sum"), ws=n) for n in (2, 4)],
     *[_e("ddp_head_outside", "ddp", "joint", bug=("_ddp.py", "not inside the DDP wrapper"), ws=n) for n in (2, 4)],
     *[_e("ddp_uneven_mean", "ddp", "joint", bug=("_ddp.py", "averaged by DDP"), ws=n) for n in (2, 4)],
+
+    # helper-dtb: DTensor tensor parallelism with biases (nn.Linear's default): RowwiseParallel adds
+    # bias / W on every rank before the all-reduce / reduce-scatter; fc2 run by hand on the local
+    # shards, the bias undivided on every rank (W * b) or its share added after the sum (b / W).
+    # Not the sequence-parallel joint at 4 ranks: it refines, but in minutes (the bias gradient, a
+    # sum over the all-gathered chunks of 4 ranks, is regrouped every way before its certificate)
+    _e("dtensor_bias_mlp_correct", "dtensor_bias_mlp"),
+    _e("dtensor_bias_mlp_local_correct", "dtensor_bias_mlp"),
+    _e("dtensor_bias_mlp_every_rank", "dtensor_bias_mlp", bug=("_dtensor.py", "every rank's partial sums")),
+    _e("dtensor_bias_mlp_after_reduce", "dtensor_bias_mlp", bug=("_dtensor.py", "added after the sum")),
+    _e("dtensor_bias_mlp_correct", "dtensor_bias_mlp", "joint"),
+    _e("dtensor_bias_mlp_local_correct", "dtensor_bias_mlp", "joint"),
+    _e("dtensor_bias_mlp_every_rank", "dtensor_bias_mlp", "joint", bug=("_dtensor.py", "every rank's partial sums")),
+    _e("dtensor_bias_mlp_after_reduce", "dtensor_bias_mlp", "joint", bug=("_dtensor.py", "added after the sum")),
+    _e("dtensor_bias_sp_correct", "dtensor_bias_sp"),
+    _e("dtensor_bias_sp_local_correct", "dtensor_bias_spl"),
+    _e("dtensor_bias_sp_every_rank", "dtensor_bias_spl", bug=("_dtensor.py", "every rank's partial sums")),
+    _e("dtensor_bias_sp_correct", "dtensor_bias_sp", "joint"),
+    _e("dtensor_bias_sp_local_correct", "dtensor_bias_spl", "joint"),
+    _e("dtensor_bias_sp_every_rank", "dtensor_bias_spl", "joint", bug=("_dtensor.py", "every rank's partial sums")),
+    _e("dtensor_bias_mlp_correct", "dtensor_bias_mlp", ws=4),
+    _e("dtensor_bias_mlp_local_correct", "dtensor_bias_mlp", ws=4),
+    _e("dtensor_bias_mlp_every_rank", "dtensor_bias_mlp", ws=4, bug=("_dtensor.py", "every rank's partial sums")),
+    _e("dtensor_bias_mlp_after_reduce", "dtensor_bias_mlp", ws=4, bug=("_dtensor.py", "added after the sum")),
+    _e("dtensor_bias_mlp_correct", "dtensor_bias_mlp", "joint", ws=4),
+    _e("dtensor_bias_mlp_local_correct", "dtensor_bias_mlp", "joint", ws=4),
+    _e("dtensor_bias_mlp_every_rank", "dtensor_bias_mlp", "joint", ws=4, bug=("_dtensor.py", "every rank's partial sums")),
+    _e("dtensor_bias_mlp_after_reduce", "dtensor_bias_mlp", "joint", ws=4, bug=("_dtensor.py", "added after the sum")),
+    _e("dtensor_bias_sp_correct", "dtensor_bias_sp", ws=4),
+    _e("dtensor_bias_sp_local_correct", "dtensor_bias_spl", ws=4),
+    _e("dtensor_bias_sp_every_rank", "dtensor_bias_spl", ws=4, bug=("_dtensor.py", "every rank's partial sums")),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}

@@ -62,3 +62,51 @@ def view_unary_rsum(rng):
         n *= v
     s = rng.choice([[n], [n, 1], [1, n]] + ([shape[::-1]] if shape else [[]]))
     return {"op": op, "l": l, "s": s}
+
+
+def _shared(rng, n, dtype=torch.float64):
+    """n ranks' parts of one shape, and a tensor that broadcasts with them (either way)."""
+    shape = [rng.randint(1, 4) for _ in range(rng.randint(0, 3))]
+    y_shape = rng.choice([shape, shape[rng.randint(0, len(shape)):], [1] * len(shape), [2] + shape])
+    l = [tensor(rng, *shape).to(dtype) for _ in range(n)]
+    return l, tensor(rng, *y_shape).to(dtype)
+
+
+
+
+@repeat(12)
+def add_rsum_shared(rng):
+    # float64: the condition accepts every floating dtype (exact for reals), but float32's and
+    # float16's rounding of y / n is past the tolerance of a numeric check
+    n = rng.randint(1, 8)
+    l, y = _shared(rng, n)
+    return {"l": l, "y": y, "n": n, "c": repr(float(n)), "t": "float64"}
+
+
+def add_rsum_shared_bad(rng):
+    """The divisor is not the number of ranks; or y and the parts are ints, or of two dtypes."""
+    for _ in range(4):
+        n = rng.randint(1, 6)
+        l, y = _shared(rng, n)
+        yield {"l": l, "y": y, "n": n, "c": repr(float(rng.choice([n + 1, 2 * n, n - 0.5]))), "t": "float64"}
+        yield {"l": l, "y": y, "n": n, "c": repr(float(n)) + "0", "t": "float64"}     # not the divisor's text
+        li, yi = _shared(rng, n, torch.int64)
+        yield {"l": li, "y": yi, "n": n, "c": repr(float(n)), "t": "int64"}
+        yield {"l": l, "y": y.float(), "n": n, "c": repr(float(n)), "t": "float32"}
+
+
+def tlen_terms(rng):
+    """The length of the list of ranks a sum plus a tensor shared by them has, and its divisor text."""
+    for n in (1, 2, 3, 4):
+        names = [f"a{i}" for i in range(n)]
+        shape = [rng.randint(1, 3), rng.randint(1, 3)]
+        env = {a: tensor(rng, *shape) for a in names}
+        env["y"] = tensor(rng, shape[1])
+        lst = "(Nil)"
+        for a in reversed(names):
+            lst = f"(Cons {a} {lst})"
+        c = repr(float(n))
+        term = f'(binary "add" (binary "add" (rsum {lst}) y) (scalar "div" y "{c}"))'
+        facts = [f"(= (tlen {lst}) {n})", f"(= (tlen {lst}) {n + 1})", f'(= (ntext {n}) "{c}")',
+                 f'(= (ntext {n}) "{n}")']
+        yield term, env, facts

@@ -197,6 +197,11 @@ def dtype_float_arith_terms(rng):
         for op in ("add", "sub", "rsub", "mul", "div"):
             if dt != torch.bool:
                 yield f'(scalar "{op}" x "{rng.choice(["2.0", "0.5", "inf"])}")', {"x": x}, facts
+        if dt == dt2 and dt != torch.bool:      # matrix products (of one dtype; torch has none of bools)
+            w = tensor(rng, 3, rng.randint(1, 3)).to(dt2)
+            yield "(mm x w)", {"x": x, "w": w}, facts
+            yield "(bmm x w)", {"x": x.unsqueeze(0), "w": w.unsqueeze(0)}, facts
+            yield "(matmul x w)", {"x": x.expand(2, 2, 3), "w": w.expand(2, 3, w.shape[1])}, facts
 
 
 def binary_0d_terms(rng):

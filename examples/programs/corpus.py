@@ -555,6 +555,17 @@ CORPUS = [
     # adv5_nzero_acc (an accumulator started at 0.0 whose -0.0 term 1/x amplifies to -inf) is not an
     # entry: add-zero (x + 0.0 = x) holds in exact arithmetic, which is what refines means (README);
     # the numeric re-check flags it (exit 4)
+    # helper-jadv5: joint mode for adv5's collective-argument and signed-zero programs (their float
+    # inputs require grad; broadcast / reduce-scatter as autograd.Functions with their backward:
+    # a reduce to src, an all-gather; the group-order gather's backward reduce-scatters over it)
+    _e("adv5_bsrc_correct", "adv5_bsrc", "joint"),
+    _e("adv5_bsrc_src", "adv5_bsrc", "joint", bug=("_adv5.py", "broadcast from rank 1")),
+    _e("adv5_rsop_correct", "adv5_rsop", "joint"),
+    _e("adv5_rsop_max", "adv5_rsop", "joint", bug=("_adv5.py", "the reduce-scatter's op")),
+    _e("adv5_grev_rev", "adv5_grev", "joint"),
+    _e("adv5_grev_fwd", "adv5_grev", "joint"),
+    _e("adv5_grev_list", "adv5_grev", "joint"),
+    _e("adv5_nzero_correct", "adv5_nzero", "joint"),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}
@@ -580,9 +591,4 @@ NO_JOINT = {
     "adv_pp_wrong_rank_ok": _RAW_P2P,
     "adv3_pp_correct": _RAW_P2P,
     "adv3_ppv_correct": _RAW_P2P,
-    # helper-adv5: a collective's argument (broadcast src, reduce op, group order) or a signed zero
-    # is the point; their float inputs have no gradient to check
-    "adv5_bsrc_correct": "a forward test of broadcast's src", "adv5_rsop_correct": "a forward test of the reduce op",
-    "adv5_grev_rev": "a forward test of a group's member order", "adv5_grev_fwd": "a forward test of a group's member order",
-    "adv5_grev_list": "a forward test of a group's member order", "adv5_nzero_correct": "a forward test of signed zeros",
 }

@@ -62,3 +62,30 @@ def view_unary_rsum(rng):
         n *= v
     s = rng.choice([[n], [n, 1], [1, n]] + ([shape[::-1]] if shape else [[]]))
     return {"op": op, "l": l, "s": s}
+
+
+
+def _zero_part(rng, parts):
+    shape = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
+    dt = rng.choice([torch.float64, torch.float32, torch.int64])
+    return [tensor(rng, *shape).to(dt) for _ in range(parts)], shape, str(dt).removeprefix("torch.")
+
+
+def rsum_zero_first(least):
+    """A zero constant of the parts' shape and dtype first, then one part (least=1) or at least
+    two (least=3: y, w and the rest)."""
+    @repeat(6)
+    def gen(rng):
+        parts, shape, t = _zero_part(rng, least if least == 1 else rng.randint(2, 5))
+        inst = {"s": shape, "t": t, "y": parts[0]}
+        return inst if least == 1 else {**inst, "w": parts[1], "r": parts[2:]}
+    return gen
+
+
+def rsum_zero_second(least):
+    @repeat(6)
+    def gen(rng):
+        parts, shape, t = _zero_part(rng, least if least == 1 else rng.randint(2, 5))
+        inst = {"s": shape, "t": t, "x": parts[0]}
+        return inst if least == 1 else {**inst, "w": parts[1], "r": parts[2:]}
+    return gen

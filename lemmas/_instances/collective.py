@@ -65,27 +65,19 @@ def view_unary_rsum(rng):
 
 
 
-def _zero_part(rng, parts):
+
+def _zero_pair(rng, name):
+    """A part (0-3 dims, float or int) and a zero constant of its shape and dtype."""
     shape = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
     dt = rng.choice([torch.float64, torch.float32, torch.int64])
-    return [tensor(rng, *shape).to(dt) for _ in range(parts)], shape, str(dt).removeprefix("torch.")
+    return {"s": shape, "t": str(dt).removeprefix("torch."), name: tensor(rng, *shape).to(dt)}
 
 
-def rsum_zero_first(least):
-    """A zero constant of the parts' shape and dtype first, then one part (least=1) or at least
-    two (least=3: y, w and the rest)."""
-    @repeat(6)
-    def gen(rng):
-        parts, shape, t = _zero_part(rng, least if least == 1 else rng.randint(2, 5))
-        inst = {"s": shape, "t": t, "y": parts[0]}
-        return inst if least == 1 else {**inst, "w": parts[1], "r": parts[2:]}
-    return gen
+@repeat(6)
+def rsum_zero_first(rng):
+    return _zero_pair(rng, "y")
 
 
-def rsum_zero_second(least):
-    @repeat(6)
-    def gen(rng):
-        parts, shape, t = _zero_part(rng, least if least == 1 else rng.randint(2, 5))
-        inst = {"s": shape, "t": t, "x": parts[0]}
-        return inst if least == 1 else {**inst, "w": parts[1], "r": parts[2:]}
-    return gen
+@repeat(6)
+def rsum_zero_second(rng):
+    return _zero_pair(rng, "x")

@@ -20,7 +20,8 @@ arguments, signed zeros, views.  Every kind has a correct twin; ``bug`` picks th
 * ``fnb`` (joint): a column-parallel linear as an autograd.Function (backward: the input's gradient
   all-reduced).  Bug ``scale``: the backward divides it by W as well.
 * ``bsrc``: rows of x sharded, out = rank 0's rows broadcast from rank 0, times 2 (an autograd.Function
-  whose backward reduces the ranks' gradient shares to src, zero elsewhere).  Bug ``src``: from rank 1.
+  whose backward reduces the ranks' gradient shares to src, zero elsewhere).  Bug ``src``: from rank 1;
+  ``keep`` (joint): the backward an all-reduce, every rank keeping the sum (x's rows not broadcast get one).
 * ``rsop``: a row-parallel matmul's partials reduce-scattered (backward: all-gathered).  Bug ``max``:
   reduce op max.
 * ``agv``: x column-sharded, all-gathered along dim 0 and put back by chunk + cat.  Bug ``view``:
@@ -178,14 +179,16 @@ class _GatherRows(torch.autograd.Function):   # all-gather along dim 0 fwd, own 
 
 class _Bcast(torch.autograd.Function):   # broadcast fwd; bwd: the ranks' gradients summed to src
     @staticmethod
-    def forward(ctx, x, src, rank):
-        ctx.src, ctx.rank = src, rank
+    def forward(ctx, x, src, rank, keep):
+        ctx.src, ctx.rank, ctx.keep = src, rank, keep
         return funcol.broadcast(x, src, dist.group.WORLD)
 
     @staticmethod
     def backward(ctx, g):       # a reduce to src: every rank's share of the gradient, held by src only
         s = funcol.all_reduce(g.contiguous(), "sum", dist.group.WORLD)
-        return (s if ctx.rank == ctx.src else torch.zeros_like(s)), None, None
+        if ctx.keep:
+            return s, None, None, None  # BUG (bsrc): every rank keeps the summed gradient (an all-reduce)
+        return (s if ctx.rank == ctx.src else torch.zeros_like(s)), None, None, None
 
 
 class _RScatter(torch.autograd.Function):  # reduce-scatter fwd (dim 0, op), all-gather bwd
@@ -213,7 +216,7 @@ class Coll(nn.Module):
             if ws == 1:
                 return x[:2] * 2
             src = 1 if self.bug == "src" else 0  # BUG (bsrc): broadcast from rank 1
-            return _Bcast.apply(x, src, r) * 2
+            return _Bcast.apply(x, src, r, self.bug == "keep") * 2
         if k == "rsop":
             if ws == 1:
                 return x @ y

@@ -560,6 +560,8 @@ CORPUS = [
     # a reduce to src, an all-gather; the group-order gather's backward reduce-scatters over it)
     _e("adv5_bsrc_correct", "adv5_bsrc", "joint"),
     _e("adv5_bsrc_src", "adv5_bsrc", "joint", bug=("_adv5.py", "broadcast from rank 1")),
+    # the forward right, the backward wrong: rank 1's rows of x get a gradient they do not have
+    _e("adv5_bsrc_keep", "adv5_bsrc", "joint", bug=("_adv5.py", "every rank keeps the summed gradient")),
     _e("adv5_rsop_correct", "adv5_rsop", "joint"),
     _e("adv5_rsop_max", "adv5_rsop", "joint", bug=("_adv5.py", "the reduce-scatter's op")),
     _e("adv5_grev_rev", "adv5_grev", "joint"),

@@ -4,11 +4,22 @@ from entangle_py.semantics.terms import NTEXT_MAX
 from lemmas._instances.collective import (
     add_rsum_shared, add_rsum_shared_bad, single, slice_rsum_concat, slice_rsum_fold, slice_rsum_part, tlen_terms,
     view_unary_rsum)
+from lemmas._instances.collective import rsum_zero_first, rsum_zero_second
+from lemmas._instances.movement import ZERO_TEXTS
 
 LEMMAS = [
     # one rank: the sum (max) over ranks is its own value
     Lemma("rsum-single", "(rsum (Cons x (Nil)))", "x", instances=single),
     Lemma("rmax-single", "(rmax (Cons x (Nil)))", "x", instances=single),
+    # a zero part of a sum over a pair of ranks drops out (x + 0 = x; IEEE makes -0.0 + 0.0 a +0.0:
+    # one zero): a rank that holds none of a gradient contributes zeros (broadcast's backward, a
+    # reduce to src: zeros_like on the other rank).  A pair only, and the other part itself: the
+    # sum is then in that part's class, and sums over more ranks shortened one zero at a time
+    # (or a one-rank sum) beside it are lists of other lengths in one class, which add-rsum-rsum
+    # zips into stuck zip_ranks that nest without end
+    *(lem for z, k in zip(ZERO_TEXTS, ("", "-int")) for lem in (
+        Lemma(f"rsum-zero-first{k}", f'(rsum (Cons (cst "{z}" s t) (Cons y (Nil))))', "y", instances=rsum_zero_first),
+        Lemma(f"rsum-zero-second{k}", f'(rsum (Cons x (Cons (cst "{z}" s t) (Nil))))', "x", instances=rsum_zero_second))),
     # a slice of a sum over ranks is the sum of the ranks' slices (linear).  Two targeted uses:
     # a reduce-scatter (slice along d of a sum) of parts that are concats along d -- DTensor's
     # Shard(1) reduce-scatter, a cat along dim 0 of each rank's dim-1 chunks: each rank's block

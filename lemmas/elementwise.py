@@ -16,6 +16,8 @@ from lemmas._instances.elementwise import (
     add_mul_neg_bool, sub_rsum_neg, compare_dtype_terms, zip_aligned_terms, iscalar_concat, logical_not_dtype_terms,
     map_iscalar)
 from lemmas._instances.elementwise import binary_concat_cst, binary_concat_cst_bad, cst_parts_cons, cst_parts_cons_bad, cst_parts_nil
+from lemmas._instances.elementwise import add_zeros, add_zeros_bad, add_zeros_terms
+from lemmas._instances.movement import ZERO_TEXTS
 
 # (unary op (not b)) with b a bool tensor and op a cast to a float dtype
 _CAST_NOT = '(unary op (unary "logical_not" b))'
@@ -119,6 +121,17 @@ LEMMAS = [
     Lemma("rsum-pair-add-swapped", "(rsum (Cons a (Cons b (Nil))))", '(binary "add" b a)', instances=rsum_pair),
     Lemma("add-zero", '(scalar "add" x "0.0")', "x", when=("(= t (dtype x))", "(fdtype t)"),
           instances=add_zero, rejects=add_zero_int),
+    # x plus a zero constant of x's shape and dtype (either side) is x (no broadcast grows it, no
+    # promotion casts it; -0.0 + 0.0 = +0.0: one zero).  Where x = x + 0 is proven (a block
+    # followed by zeros, concat-zpad-rsum), a rule that spreads that add over x's parts (a concat's,
+    # a sum's) gives each part + a zero block: they fold back here, or nest without end
+    *(lem for z, k in zip(ZERO_TEXTS, ("", "-int")) for lem in (
+        Lemma(f"add-zeros-right{k}", f'(binary "add" x (cst "{z}" s t))', "x",
+              when=("(= t (dtype x))", "(= n (ndim x))", "(= n (dlen s))", "(vpfx x s n)"),
+              instances=add_zeros("right"), rejects=add_zeros_bad("right")),
+        Lemma(f"add-zeros-left{k}", f'(binary "add" (cst "{z}" s t) x)', "x",
+              when=("(= t (dtype x))", "(= n (ndim x))", "(= n (dlen s))", "(vpfx x s n)"),
+              instances=add_zeros("left"), rejects=add_zeros_bad("left")))),
     Lemma("div-rsum-nonzero", '(binary "div" (rsum l) y)', '(rsum (map_binary_l "div" l y))',
           when=("(= t (dtype (rsum l)))", "(= t (dtype y))", "(fdtype t)"), assumes=("nonzero_divisors",),
           instances=div_rsum, rejects=div_rsum_zero),
@@ -164,8 +177,13 @@ LEMMAS = [
     # summed by the receiver in its receive order, against autograd's accumulation order
     Lemma("add-comm", '(binary "add" a b)', '(binary "add" b a)',
           trigger=('(binary "add" a b)', '(binary "add" b a)'), instances=add_comm),
-    Lemma("add-rsum-accumulate", '(binary "add" x (rsum (Cons a (Cons b r))))',
-          '(binary "add" (binary "add" x a) (rsum (Cons b r)))', instances=add_rsum),
+    # (the last two terms added as themselves, never a sum over one rank: beside a pair's sum in
+    # its own class -- x followed by zeros, concat-zpad-rsum then rsum-zero-second -- add-rsum-rsum
+    # would zip that one-rank sum with the pair, and the stuck zip_ranks nest without end)
+    Lemma("add-rsum-accumulate", '(binary "add" x (rsum (Cons a (Cons b (Cons c r)))))',
+          '(binary "add" (binary "add" x a) (rsum (Cons b (Cons c r))))', instances=add_rsum(3)),
+    Lemma("add-rsum-accumulate-pair", '(binary "add" x (rsum (Cons a (Cons b (Nil)))))',
+          '(binary "add" (binary "add" x a) b)', instances=add_rsum(2)),
     # a bool mask cast to a float dtype is 0 or 1: 1 - float(not b) = float(b) exactly, in every float
     # dtype (torch.all combined over ranks as 1 - max(1 - float(all_r))).  Only for a bool b (1 -
     # float(not 0.5) = 1) and a cast to a float dtype (1 - exp(not b) is not exp(b)).
@@ -213,6 +231,10 @@ RULES = [
         f'(rule ((= y ({head} "{op}" x c))) ((set (dtype y) "bool")) :ruleset shapes)'
         for head in ("iscalar", "scalar") for op in ("eq", "ne", "lt", "le", "gt", "ge")),
          check_terms=compare_dtype_terms),
+    # x's shape compared with a zero constant's it is added to (add-zeros-*)
+    Rule("ask-vpfx-add-cst", (
+        '(rule ((= y (binary "add" x (cst c s t)))) ((vpfx x s 0)) :ruleset shapes)\n'
+        '(rule ((= y (binary "add" (cst c s t) x))) ((vpfx x s 0)) :ruleset shapes)'), check_terms=add_zeros_terms),
 ]
 
 

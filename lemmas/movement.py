@@ -25,6 +25,7 @@ from lemmas._instances.movement import (
 from lemmas._instances.movement import permute_inverse, permute_not_inverse, expand_split_absent, expand_split_absent_bad
 from lemmas._instances.movement import concat_zpad, concat_zpad_bad, map_zpad, map_zpad_bad, zpad_terms
 from lemmas._instances.movement import map_zpad_each, zpad_concat_other, zpad_concat_same, zpad_rsum
+from lemmas._instances.movement import zpad_zeros, zpad_zeros_bad
 from lemmas._instances.movement import binary_expand_not_scalar, binary_expand_scalar, expand_split_rest, expand_split_rest_bad
 from lemmas._instances.movement import (slices_whole, slices_not_whole, zpad_reassoc, zpad_reassoc_apart)
 from lemmas._instances.movement import (
@@ -363,6 +364,12 @@ LEMMAS = [
           when=("(= (dim x d) (DLit m))", "(<= 0 s)", "(< s lo)", "(< (+ lo m) e)", "(<= e (+ (+ lo m) hi))"),
           instances=slice_zpad_straddle("around"), rejects=slice_zpad_apart),
     Lemma("zpad-none", "(zpad x d 0 0)", "x", instances=zpad_none),
+    # a zero constant padded with zeros is the zero constant of the padded shape (the zero
+    # gradient of a rank that does not hold a block, padded to the whole by concat-zpad-rsum).
+    # Not -0.0: zpad pads with +0.0
+    *(Lemma(f"zpad-zeros{k}", f'(zpad (cst "{z}" s t) d lo hi)', f'(cst "{z}" (dset s d (DLit (+ m (+ lo hi)))) t)',
+            when=("(= (dat s d) (DLit m))",), instances=zpad_zeros, rejects=zpad_zeros_bad)
+      for z, k in zip(ZERO_TEXTS, ("", "-int"))),
     # a permute (transpose) of a zero-padded tensor is the padded permute, the padding moved with
     # its dim (the backward of a block taken between two movedims: slice_backward, then moved back)
     Lemma("permute-zpad", "(permute (zpad x d lo hi) p)", "(zpad (permute x p) j lo hi)", when=("(= j (ipos p d))",),

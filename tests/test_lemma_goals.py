@@ -413,6 +413,18 @@ POSITIVE = [
     # a row factor over the sums times the exponentials, shifted by the row max or not (a
     # vocab-parallel loss's backward scaling its shard's raw exponentials), assuming exp does not overflow
     ("reduction", _SOFTMAX_MUL, _SOFTMAX_MUL_RAW, {"x": [4, 5], "c": [4]}, ("no_exp_overflow",)),
+    # zeros: padded, they are the zeros of the padded shape; a zero part of a sum over ranks (a rank
+    # holding none of a gradient: broadcast's backward) drops out, first or second, of a pair;
+    # x plus zeros of its shape is x; an accumulator adding the last two terms of a sum
+    ("movement", f"(zpad {_ZEROS([2, 3])} 0 1 2)", _ZEROS([5, 3]), {}, ()),
+    ("movement", f'(zpad {_ZEROS([2, 3]).replace("float32", "int64").replace("0.0", "0")} 1 0 1)',
+     f'{_ZEROS([2, 4]).replace("float32", "int64").replace("0.0", "0")}', {}, ()),
+    ("collective", f"(rsum {cons('{a}', _ZEROS([2, 3]))})", "{a}", {"a": [2, 3]}, ()),
+    ("collective", f"(rsum {cons(_ZEROS([2, 3]), '{a}')})", "{a}", {"a": [2, 3]}, ()),
+    ("elementwise", f'(binary "add" {{a}} {_ZEROS([2, 3])})', "{a}", {"a": [2, 3]}, ()),
+    ("elementwise", f'(binary "add" {_ZEROS([2, 3])} {{a}})', "{a}", {"a": [2, 3]}, ()),
+    ("elementwise", f'(binary "add" {{x}} (rsum {cons("{a}", "{b}")}))', '(binary "add" (binary "add" {x} {a}) {b})',
+     {"x": [2], "a": [2], "b": [2]}, ()),
 ]
 
 NEGATIVE = [
@@ -656,6 +668,20 @@ NEGATIVE = [
      {"x": [4, 4], "t": ([4], "int64")}, ("no_exp_overflow",)),
     # ... nor the scaled softmax without the assumption
     ("reduction", _SOFTMAX_MUL, _SOFTMAX_MUL_RAW, {"x": [4, 5], "c": [4]}, ()),
+    # zeros padded are not the zeros of another shape; -0.0 padded with +0.0 is not a -0.0 constant
+    ("movement", f"(zpad {_ZEROS([2, 3])} 0 1 2)", _ZEROS([4, 3]), {}, ()),
+    ("movement", f'(zpad {_ZEROS([2, 3], "-0.0")} 0 1 0)', _ZEROS([3, 3], "-0.0"), {}, ()),
+    # a part of ones, or zeros of -0.0, does not drop out of a sum over ranks
+    ("collective", f'(rsum {cons("{a}", _ZEROS([2, 3], "1.0"))})', "{a}", {"a": [2, 3]}, ()),
+    ("collective", f'(rsum {cons("{a}", _ZEROS([2, 3], "-0.0"))})', "{a}", {"a": [2, 3]}, ()),
+    # nor out of a sum over more ranks (a pair only)
+    ("collective", f"(rsum {cons('{a}', _ZEROS([2, 3]), '{b}')})", f"(rsum {cons('{a}', '{b}')})",
+     {"a": [2, 3], "b": [2, 3]}, ()),
+    # zeros that broadcast x to a larger shape, or promote its dtype, are no identity
+    ("elementwise", f'(binary "add" {{a}} {_ZEROS([2, 3])})', "{a}", {"a": [3]}, ()),
+    ("elementwise", f'(binary "add" {{a}} {_ZEROS([2, 3])})', "{a}", {"a": [1, 3]}, ()),
+    ("elementwise", f'(binary "add" {{a}} {_ZEROS([2, 3])})', "{a}", {"a": ([2, 3], "float16")}, ()),
+    ("elementwise", f'(binary "add" {{a}} {_ZEROS([2, 3], "0.5")})', "{a}", {"a": [2, 3]}, ()),
 ]
 
 
@@ -904,15 +930,17 @@ def test_loss_gradient_splits_along_row_sharded_targets():
 
 def test_zero_blocks_around_rows_are_padding_and_saturate():
     """A rank's rows between zero blocks (cat of new_zeros, x, new_zeros) are x zero-padded; rows
-    followed by zeros alone (F.pad on the right) are not rewritten so: beside x's padded form that
-    concat would be a sum over ranks of its own class and zeros, which add-rsum-rsum and
-    rsum-pair-add grow without end."""
+    followed by zeros alone (F.pad on the right) are so beside x's padded form (concat-zpad-rsum,
+    zpad-zeros, rsum-zero-second), and saturate: that concat is then a sum over ranks of its own
+    class and zeros, whose add spread over its parts folds back (add-zeros-*), and whose
+    accumulation makes no one-rank sum (add-rsum-accumulate-pair) for add-rsum-rsum to zip with
+    the pair: without those the e-graph grew without end."""
     shapes = {"a": [4, 2]}
     reached, saturated = proves(cat(1, _ZEROS([4, 1]), "{a}", _ZEROS([4, 0])), "(zpad {a} 1 1 0)", shapes)
     assert reached and saturated
     start = cat(1, "{a}", _ZEROS([4, 1]))
     reached, saturated = proves(start, "(zpad {a} 1 0 1)", shapes, present=("(zpad {a} 1 0 1)",))
-    assert saturated and not reached
+    assert saturated and reached
 
 
 def test_topk_gradient_of_a_shared_tangent_is_the_ranks_sum():

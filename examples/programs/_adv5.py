@@ -19,17 +19,22 @@ arguments, signed zeros, views.  Every kind has a correct twin; ``bug`` picks th
   ``detach``: the row sum of x.detach() (the forward is the same, the mean's gradient is lost).
 * ``fnb`` (joint): a column-parallel linear as an autograd.Function (backward: the input's gradient
   all-reduced).  Bug ``scale``: the backward divides it by W as well.
-* ``bsrc``: rows of x sharded, out = rank 0's rows * 2 broadcast from rank 0.  Bug ``src``: from rank 1.
-* ``rsop``: a row-parallel matmul's partials reduce-scattered.  Bug ``max``: reduce op max.
+* ``bsrc``: rows of x sharded, out = rank 0's rows broadcast from rank 0, times 2 (an autograd.Function
+  whose backward reduces the ranks' gradient shares to src, zero elsewhere).  Bug ``src``: from rank 1;
+  ``keep`` (joint): the backward an all-reduce, every rank keeping the sum (x's rows not broadcast get one).
+* ``rsop``: a row-parallel matmul's partials reduce-scattered (backward: all-gathered).  Bug ``max``:
+  reduce op max.
 * ``agv``: x column-sharded, all-gathered along dim 0 and put back by chunk + cat.  Bug ``view``:
   the gathered [W * r, c] viewed to [r, W * c] (interleaves rows of one rank).
 * ``grev``: x row-sharded, all-gathered over the group built from the ranks in reverse order
-  (dist.new_group orders its members by rank).  Twins ``fwd``: the group in rank order; ``list``:
-  funcol given the list of ranks in reverse order.
+  (dist.new_group orders its members by rank); backward: reduce-scattered over the same group
+  (_common.gather).  Twins ``fwd``: the group in rank order; ``list``: funcol given the list of
+  ranks in reverse order.
 * ``a2a``: rows of x [6, 3] redistributed unevenly by all_to_all_single (rank 0 keeps 2 rows,
   rank 1 gets 4), each rank weighs its rows by the matching rows of P, partial sums all-reduced.
   Bug ``order``: rank 1 takes its rows as its own first (they arrive by source rank).
-* ``nzero``: out = sigmoid(-1 / relu-like(x)) where relu-like is x * (x > 0): -0.0 at negative x.
+* ``nzero``: out = x * sigmoid(-1 / relu-like(x)) where relu-like is x * (x > 0): -0.0 at negative
+  x, a gate of 1 there (detached: its own gradient through 1 / -0.0 is 0 * inf = NaN).
   Correct: the ranks compute it on their rows.  Bug ``acc``: the rank starts an accumulator at 0.0
   and adds to it (-0.0 + 0.0 = +0.0: the reciprocal flips from +inf to -inf).
 * ``floor``: integer floor division of int ids (negative ones too).  Bug ``trunc``: rounding_mode trunc.
@@ -59,7 +64,7 @@ import torch.distributed._functional_collectives as funcol
 import torch.nn as nn
 import torch.nn.functional as F
 
-from _common import all_reduce, copy_to, group, reduce_from
+from _common import all_reduce, copy_to, gather, group, reduce_from
 
 B, T, H, V = 4, 4, 4, 5
 PAD = torch.full((1, 1), -100)
@@ -172,6 +177,30 @@ class _GatherRows(torch.autograd.Function):   # all-gather along dim 0 fwd, own 
         return g.chunk(ctx.ws, 0)[ctx.rank].contiguous(), None, None
 
 
+class _Bcast(torch.autograd.Function):   # broadcast fwd; bwd: the ranks' gradients summed to src
+    @staticmethod
+    def forward(ctx, x, src, rank, keep):
+        ctx.src, ctx.rank, ctx.keep = src, rank, keep
+        return funcol.broadcast(x, src, dist.group.WORLD)
+
+    @staticmethod
+    def backward(ctx, g):       # a reduce to src: every rank's share of the gradient, held by src only
+        s = funcol.all_reduce(g.contiguous(), "sum", dist.group.WORLD)
+        if ctx.keep:
+            return s, None, None, None  # BUG (bsrc): every rank keeps the summed gradient (an all-reduce)
+        return (s if ctx.rank == ctx.src else torch.zeros_like(s)), None, None, None
+
+
+class _RScatter(torch.autograd.Function):  # reduce-scatter fwd (dim 0, op), all-gather bwd
+    @staticmethod
+    def forward(ctx, x, op):
+        return funcol.reduce_scatter_tensor(x, op, 0, dist.group.WORLD)
+
+    @staticmethod
+    def backward(ctx, g):
+        return funcol.all_gather_tensor(g.contiguous(), 0, dist.group.WORLD), None
+
+
 class Coll(nn.Module):
     def __init__(self, rank, ws, kind, bug):
         super().__init__()
@@ -187,12 +216,12 @@ class Coll(nn.Module):
             if ws == 1:
                 return x[:2] * 2
             src = 1 if self.bug == "src" else 0  # BUG (bsrc): broadcast from rank 1
-            return funcol.broadcast(x * 2, src, dist.group.WORLD)
+            return _Bcast.apply(x, src, r, self.bug == "keep") * 2
         if k == "rsop":
             if ws == 1:
                 return x @ y
             op = "max" if self.bug == "max" else "sum"  # BUG (rsop): the reduce-scatter's op
-            return funcol.reduce_scatter_tensor((x @ y).contiguous(), op, 0, dist.group.WORLD)
+            return _RScatter.apply((x @ y).contiguous(), op)
         if k == "agv":
             if ws == 1:
                 return x * 2
@@ -203,9 +232,9 @@ class Coll(nn.Module):
         if k == "grev":
             if ws == 1:
                 return x * 2
-            if self.bug == "list":     # funcol resolves a list of ranks to a group itself
-                return funcol.all_gather_tensor((x * 2).contiguous(), 0, list(reversed(range(ws))))
-            return funcol.all_gather_tensor((x * 2).contiguous(), 0, self.g)
+            # all-gather fwd, reduce-scatter bwd over the same group (or list of ranks: funcol
+            # resolves a list to a group itself)
+            return gather((x * 2).contiguous(), 0, ws, list(reversed(range(ws))) if self.bug == "list" else self.g)
         if k == "a2a":
             if ws == 1:
                 return (x * self.p).sum(0)
@@ -234,7 +263,9 @@ class Elem(nn.Module):
             if bug == "acc":
                 acc = 0.0
                 y = acc + y  # BUG (nzero): an accumulator started at 0.0 (-0.0 + 0.0 = +0.0)
-            return torch.sigmoid(-1 / y)
+            # a gate taken as a constant of the step (detached): through 1 / -0.0 its own gradient
+            # is 0 * inf; it is 1 where x < 0 (sigmoid(+inf)), 0 if that zero turns +0.0
+            return x * torch.sigmoid(-1 / y.detach())
         if k == "floor":
             if bug == "trunc":
                 return torch.div(x, 3, rounding_mode="trunc")  # BUG (floor): trunc, not floor
@@ -315,13 +346,14 @@ def make_build(kind, bug=None):
             return Fnb(ws, bug), {"x": torch.randn(3, 4, requires_grad=True)}
         if kind in ("bsrc", "agv", "grev"):
             shape = {"bsrc": (4 // ws, 3), "agv": (2, 6 // ws), "grev": (4 // ws, 3)}[kind]
-            return Coll(rank, ws, kind, bug), {"x": torch.randn(*shape, requires_grad=kind == "agv")}
+            return Coll(rank, ws, kind, bug), {"x": torch.randn(*shape, requires_grad=True)}
         if kind == "rsop":
-            return Coll(rank, ws, kind, bug), {"x": torch.randn(4, 4 // ws), "y": torch.randn(4 // ws, 4)}
+            return Coll(rank, ws, kind, bug), {"x": torch.randn(4, 4 // ws, requires_grad=True),
+                                               "y": torch.randn(4 // ws, 4, requires_grad=True)}
         if kind == "a2a":
             return Coll(rank, ws, kind, bug), {"x": torch.randn(6 // ws, 3)}
         if kind in ("nzero", "inpl"):
-            return Elem(rank, ws, kind, bug), {"x": torch.randn(4 // ws, 3, requires_grad=kind == "inpl")}
+            return Elem(rank, ws, kind, bug), {"x": torch.randn(4 // ws, 3, requires_grad=True)}
         if kind == "floor":
             return Elem(rank, ws, kind, bug), {"x": FLOOR_IDS[rank * 4 // ws:(rank + 1) * 4 // ws].clone()}
         if kind in ("unfold", "astr"):

@@ -592,6 +592,20 @@ CORPUS = [
     _e("dtensor_bias_sp_correct", "dtensor_bias_sp", ws=4),
     _e("dtensor_bias_sp_local_correct", "dtensor_bias_spl", ws=4),
     _e("dtensor_bias_sp_every_rank", "dtensor_bias_spl", ws=4, bug=("_dtensor.py", "every rank's partial sums")),
+
+    # helper-jadv5: joint mode for adv5's collective-argument and signed-zero programs (their float
+    # inputs require grad; broadcast / reduce-scatter as autograd.Functions with their backward:
+    # a reduce to src, an all-gather; the group-order gather's backward reduce-scatters over it)
+    _e("adv5_bsrc_correct", "adv5_bsrc", "joint"),
+    _e("adv5_bsrc_src", "adv5_bsrc", "joint", bug=("_adv5.py", "broadcast from rank 1")),
+    # the forward right, the backward wrong: rank 1's rows of x get a gradient they do not have
+    _e("adv5_bsrc_keep", "adv5_bsrc", "joint", bug=("_adv5.py", "every rank keeps the summed gradient")),
+    _e("adv5_rsop_correct", "adv5_rsop", "joint"),
+    _e("adv5_rsop_max", "adv5_rsop", "joint", bug=("_adv5.py", "the reduce-scatter's op")),
+    _e("adv5_grev_rev", "adv5_grev", "joint"),
+    _e("adv5_grev_fwd", "adv5_grev", "joint"),
+    _e("adv5_grev_list", "adv5_grev", "joint"),
+    _e("adv5_nzero_correct", "adv5_nzero", "joint"),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}
@@ -617,9 +631,4 @@ NO_JOINT = {
     "adv_pp_wrong_rank_ok": _RAW_P2P,
     "adv3_pp_correct": _RAW_P2P,
     "adv3_ppv_correct": _RAW_P2P,
-    # helper-adv5: a collective's argument (broadcast src, reduce op, group order) or a signed zero
-    # is the point; their float inputs have no gradient to check
-    "adv5_bsrc_correct": "a forward test of broadcast's src", "adv5_rsop_correct": "a forward test of the reduce op",
-    "adv5_grev_rev": "a forward test of a group's member order", "adv5_grev_fwd": "a forward test of a group's member order",
-    "adv5_grev_list": "a forward test of a group's member order", "adv5_nzero_correct": "a forward test of signed zeros",
 }

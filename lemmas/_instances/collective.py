@@ -110,3 +110,21 @@ def tlen_terms(rng):
         facts = [f"(= (tlen {lst}) {n})", f"(= (tlen {lst}) {n + 1})", f'(= (ntext {n}) "{c}")',
                  f'(= (ntext {n}) "{n}")']
         yield term, env, facts
+
+
+
+def _zero_pair(rng, name):
+    """A part (0-3 dims, float or int) and a zero constant of its shape and dtype."""
+    shape = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
+    dt = rng.choice([torch.float64, torch.float32, torch.int64])
+    return {"s": shape, "t": str(dt).removeprefix("torch."), name: tensor(rng, *shape).to(dt)}
+
+
+@repeat(6)
+def rsum_zero_first(rng):
+    return _zero_pair(rng, "y")
+
+
+@repeat(6)
+def rsum_zero_second(rng):
+    return _zero_pair(rng, "x")

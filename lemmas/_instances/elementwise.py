@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from entangle_py.semantics.terms import MASKED_FILL, UNARY_OPS
-from lemmas._instances import concat_parts, repeat, tensor
+from lemmas._instances import concat_parts, dlist, repeat, tensor
 
 _POSITIVE = {"log", "sqrt", "rsqrt", "reciprocal"}
 
@@ -183,12 +183,17 @@ def rsum_scalar_with(*consts):
     return gen
 
 
-@repeat(6)
-def add_rsum(rng):
-    shape = [rng.randint(1, 3) for _ in range(rng.randint(0, 2))]
-    k = rng.randint(2, 8)
-    return {"x": tensor(rng, *shape), "a": tensor(rng, *shape), "b": tensor(rng, *shape),
-            "r": [tensor(rng, *shape) for _ in range(k - 2)]}
+def add_rsum(least):
+    """x plus a sum of k >= least terms a, b (, c, r...)."""
+    @repeat(6)
+    def gen(rng):
+        shape = [rng.randint(1, 3) for _ in range(rng.randint(0, 2))]
+        k = 2 if least == 2 else rng.randint(3, 8)
+        inst = {"x": tensor(rng, *shape), "a": tensor(rng, *shape), "b": tensor(rng, *shape)}
+        if least == 2:
+            return inst
+        return {**inst, "c": tensor(rng, *shape), "r": [tensor(rng, *shape) for _ in range(k - 3)]}
+    return gen
 
 
 def rsum_rsum(op):
@@ -743,3 +748,34 @@ def cst_parts_cons_bad(rng):
 
 def cst_parts_nil(rng):
     return [{"c": "0.1", "s": [2, 3], "t": "float32", "k": 0, "d": 0}]
+
+
+def add_zeros(side):
+    """x (0-3 dims, float / int / bool) plus a zero constant of its shape and dtype, on ``side``."""
+    @repeat(8)
+    def gen(rng):
+        shape = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
+        dt = rng.choice([torch.float64, torch.float32, torch.int64, torch.bool])
+        x = tensor(rng, *shape).to(dt)
+        return {"x": x, "s": shape, "t": str(dt).removeprefix("torch."), "n": len(shape)}
+    return gen
+
+
+def add_zeros_bad(side):
+    """A constant that broadcasts x to a larger shape, or of another dtype (a promotion)."""
+    def gen(rng):
+        x = tensor(rng, 2, 3)
+        yield {"x": x, "s": [4, 2, 3], "t": "float64", "n": 2}
+        yield {"x": x, "s": [2, 3], "t": "float64", "n": 3}
+        yield {"x": tensor(rng, 1, 3), "s": [2, 3], "t": "float64", "n": 2}
+        yield {"x": torch.tensor([1, 2]), "s": [2], "t": "float32", "n": 1}
+    return gen
+
+
+def add_zeros_terms(rng):
+    """(vpfx x s n) asked for x added to a constant: true where x has s."""
+    for xs, s in (([2, 3], [2, 3]), ([1, 3], [2, 3]), ([3], [2, 3]), ([2, 3], [3])):
+        env = {"x": tensor(rng, *xs)}
+        c = f'(cst "0.0" {dlist(s)} "float64")'
+        for term in (f'(binary "add" x {c})', f'(binary "add" {c} x)'):
+            yield term, env, [f"(vpfx x {dlist(s)} {len(s)})"]

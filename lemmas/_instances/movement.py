@@ -1351,3 +1351,20 @@ def zeros_around_bad(where):
                 inst[k] += 1
         return inst
     return gen
+
+
+@repeat(8)
+def zpad_zeros(rng):
+    """A zero constant (1-3 dims, sizes 0-3, float / int / bool) padded along one of its dims."""
+    nd = rng.randint(1, 3)
+    s = [rng.randint(0, 3) for _ in range(nd)]
+    d = rng.randrange(nd)
+    return {"s": s, "d": d, "lo": rng.randint(0, 3), "hi": rng.randint(0, 3), "m": s[d],
+            "t": rng.choice(["float64", "float32", "int64", "bool"])}
+
+
+@repeat(3)
+def zpad_zeros_bad(rng):
+    """m read wrong (not the constant's size along d)."""
+    inst = next(zpad_zeros(rng))
+    return {**inst, "m": inst["m"] + 1}

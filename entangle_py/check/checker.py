@@ -82,11 +82,17 @@ class Checker:
         self.sleaves[v] = leaves_in(text).union(*(self.sleaves.get(u, ()) for u in SVAR.findall(text)))
         return v
 
-    def _add_sfact(self, v: str, text: str, union: bool = True):
-        """``v`` also equals ``text`` (said before ``v`` is brought into the e-graph); with
-        ``union=False``, ``text`` is a fact about ``v`` (given: it is an input of G_s)."""
-        self.sfacts[v].append(f"(union {v} {text})" if union else text)
+    def _add_sfact(self, v: str, text: str):
+        """``v`` also equals ``text`` (said before ``v`` is brought into the e-graph)."""
+        self.sfacts[v].append(f"(union {v} {text})")
         self.sleaves[v] |= leaves_in(text)
+
+    def _new_input(self, pname: str, val) -> str:
+        """The G_s input ``pname``: a leaf, marked given when a user's integer input (terms.given_input)."""
+        v = self._new_svar(f"(Gs {str_lit(pname)})", val)
+        if given_input(pname, val):
+            self.sfacts[v].append(f"(given {v})")
+        return v
 
     def _bring(self, v: str):
         """Put a G_s tensor's facts, and those of what they name, into the e-graph."""
@@ -147,9 +153,7 @@ class Checker:
         for pname in self.inputs.free:
             node = self.seq_names.node(pname)
             val = self.seq.node(node).val
-            v = self._new_svar(f"(Gs {str_lit(pname)})", val)
-            if given_input(pname, val):
-                self._add_sfact(v, f"(given {v})", union=False)
+            v = self._new_input(pname, val)
             value = declared_constant(self.spec, self.sizes, pname, val, "seq")
             if value:
                 self._add_sfact(v, value)
@@ -157,9 +161,7 @@ class Checker:
         for pname, rel in rels.items():
             self.inputs.check_shapes(pname, rel)
             node = self.seq_names.node(pname)
-            v = self._new_svar(f"(Gs {str_lit(pname)})", self.seq.node(node).val)
-            if given_input(pname, self.seq.node(node).val):
-                self._add_sfact(v, f"(given {v})", union=False)
+            v = self._new_input(pname, self.seq.node(node).val)
             self.svar[node] = v
             terms = self.spec_terms.relation_terms(rel, pname, f"input {pname!r}")
             texts = []

@@ -139,7 +139,6 @@ def _module_class():
 
         @staticmethod
         def setup(self, bound, sig, rank, world_size, script_file):
-            import torch
             import torch.distributed as dist
             where, frame = _call_site(script_file)
             if not (dist.is_available() and dist.is_initialized()):
@@ -258,7 +257,13 @@ def wrappers(model) -> list[tuple[str, object]]:
 
 def port_renamer(model):
     """fqn -> port fqn: the ``module.`` a DDP wrapper adds dropped (``ddp.module.fc.w`` -> ``ddp.fc.w``)."""
-    prefixes = [(f"{p}.module." if p else "module.", f"{p}." if p else "") for p, _ in wrappers(model)]
+    return renamer_for_wrappers(p for p, _ in wrappers(model))
+
+
+def renamer_for_wrappers(paths):
+    """fqn -> port fqn for DDP wrappers at ``paths`` (module paths, "" for the model itself); also
+    what the gloo runner uses on real DDP, so both name ports alike."""
+    prefixes = [(f"{p}.module." if p else "module.", f"{p}." if p else "") for p in paths]
     if not prefixes:
         return lambda fqn: fqn
 

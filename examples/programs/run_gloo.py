@@ -84,14 +84,8 @@ def _ddp_name(model):
     """fqn -> port fqn of a model holding DistributedDataParallel wrappers: the ``module.`` each adds
     dropped, as the spec names them (the sequential program runs the wrapped module itself)."""
     from torch.nn.parallel import DistributedDataParallel as DDP
-    pre = [f"{p}.module." if p else "module." for p, m in model.named_modules() if isinstance(m, DDP)]
-
-    def name(fqn):
-        for p in pre:
-            if fqn.startswith(p):
-                return fqn[:len(p) - len("module.")] + fqn[len(p):]
-        return fqn
-    return name
+    from entangle_py.frontend.ddp import renamer_for_wrappers
+    return renamer_for_wrappers(p for p, m in model.named_modules() if isinstance(m, DDP))
 
 
 def _ports(model, inputs):

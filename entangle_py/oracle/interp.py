@@ -428,7 +428,7 @@ class Runner:
         if isinstance(v, sympy.Basic):
             if v is sympy.true or v is sympy.false:
                 return bool(v)
-            if isinstance(v, sympy.logic.boolalg.Boolean):      # a runtime assertion (u0 <= 8)
+            if isinstance(v, (sympy.core.relational.Relational, sympy.logic.boolalg.BooleanFunction)):  # u0 <= 8
                 return _eval_condition(v, self.bindings[r], f"rank {r} node {node.name!r}")
             return eval_size(v, self.bindings[r], f"rank {r} node {node.name!r}")
         return v

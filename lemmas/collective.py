@@ -4,13 +4,16 @@ from entangle_py.semantics.terms import NTEXT_MAX
 from lemmas._instances.collective import (
     add_rsum_shared, add_rsum_shared_bad, single, slice_rsum_concat, slice_rsum_fold, slice_rsum_part, tlen_terms,
     view_unary_rsum)
-from lemmas._instances.collective import rsum_zero_first, rsum_zero_second
+from lemmas._instances.collective import rsum_nested, rsum_zero_first, rsum_zero_second
 from lemmas._instances.movement import ZERO_TEXTS
 
 LEMMAS = [
     # one rank: the sum (max) over ranks is its own value
     Lemma("rsum-single", "(rsum (Cons x (Nil)))", "x", instances=single),
     Lemma("rmax-single", "(rmax (Cons x (Nil)))", "x", instances=single),
+    # a part plus a sum is one sum (writes into zeros at disjoint rows, iput-rsum-disjoint, nest
+    # to the right: each expert's write on one rank, 4 ranks of one expert each)
+    Lemma("rsum-nested-last", "(rsum (Cons a (Cons (rsum l) (Nil))))", "(rsum (Cons a l))", instances=rsum_nested),
     # a zero part of a sum over a pair of ranks drops out (x + 0 = x; IEEE makes -0.0 + 0.0 a +0.0:
     # one zero): a rank that holds none of a gradient contributes zeros (broadcast's backward, a
     # reduce to src: zeros_like on the other rank).  A pair only, and the other part itself: the

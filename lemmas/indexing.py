@@ -31,7 +31,19 @@ from lemmas._instances.indexing import (
     tcount_div_any, tcount_div_any_bad, tplace_ignored, tplace_terms, tplace_valid)
 from lemmas._instances.indexing import itext_terms, tpick_local, tpick_local_bad, tplace_local, tplace_local_bad
 from lemmas._instances.indexing import map_place_each, map_place_each_nil, place_rsum
+from lemmas._instances.indexing import (
+    add_iput, add_iput_bad, iput_disjoint, iput_disjoint_bad, take_iput_disjoint, take_iput_disjoint_bad, iput_rsum_disjoint, iput_rsum_disjoint_bad, iput_terms, nonzero_terms)
+from lemmas._instances.movement import ZERO_TEXTS
 from lemmas._instances import cons
+
+
+def _iput(base, c, vals):
+    """``base`` with ``vals`` written at the rows where the ids ``v`` equal ``c``."""
+    return f'(iput {base} (nonzero (iscalar "eq" v {c})) {vals})'
+
+
+_NOT_BOOL = '(!= t "bool")'          # bools add as a logical or; a sum over ranks of them is undefined
+_ZERO_CSTS = [(k, f'(cst "{z}" s t)') for z, k in zip(ZERO_TEXTS, ("", "-int"))]
 
 
 def _mask_text(x, lo, hi):
@@ -188,6 +200,28 @@ LEMMAS = [
     Lemma("map-place-each-nil", "(map_place_each (Nil) i n)", "(Nil)", instances=map_place_each_nil),
     Lemma("map-place-each-cons", "(map_place_each (Cons x r) i n)",
           "(Cons (place x i n) (map_place_each r i n))", instances=map_place_each),
+    # Megatron's MoE dispatch: each expert's rows written into a zero buffer at (ids == e).nonzero().
+    # Writes at the rows of two different ids never meet (1-D ids: one id per row; a 2-D tensor's
+    # nonzero indexes rows by both coordinates), so the buffer is the sum of the writes each into
+    # zeros -- what a rank's experts' buffers summed over ranks (all-reduce, reduce-scatter) are.
+    *(lem for k, zeros in _ZERO_CSTS for lem in (
+        Lemma(f"iput-disjoint-sum{k}", _iput(_iput(zeros, "a", "x"), "b", "y"),
+              f"(rsum (Cons {_iput(zeros, 'a', 'x')} (Cons {_iput(zeros, 'b', 'y')} (Nil))))",
+              when=("(!= a b)", "(= (ndim v) 1)", _NOT_BOOL), instances=iput_disjoint, rejects=iput_disjoint_bad),
+        # the same, the buffer already a sum whose first part is a write into zeros at another id
+        Lemma(f"iput-rsum-disjoint{k}", _iput(f"(rsum (Cons {_iput(zeros, 'a', 'x')} (Cons w (Nil))))", "b", "y"),
+              f"(rsum (Cons {_iput(zeros, 'a', 'x')} (Cons {_iput('w', 'b', 'y')} (Nil))))",
+              when=("(!= a b)", "(= (ndim v) 1)", _NOT_BOOL), instances=iput_rsum_disjoint, rejects=iput_rsum_disjoint_bad),
+        # two writes into one zero buffer added (the gradient of the tokens gathered for two
+        # experts: index's backward) are a sum of the pair, which sums over ranks regroup
+        Lemma(f"add-iput-rsum{k}", f"(binary \"add\" (iput {zeros} i x) (iput {zeros} j y))",
+              f"(rsum (Cons (iput {zeros} i x) (Cons (iput {zeros} j y) (Nil))))",
+              when=(_NOT_BOOL,), instances=add_iput, rejects=add_iput_bad))),
+    # the rows where the ids are b are not those a write at the rows where they are a changed
+    # (index_put's backward: the gradient at the rows written, zeroed, read again at other rows)
+    Lemma("take-iput-disjoint", f"(take {_iput('x', 'a', 'y')} (nonzero (iscalar \"eq\" v b)))",
+          '(take x (nonzero (iscalar "eq" v b)))', when=("(!= a b)", "(= (ndim v) 1)"),
+          instances=take_iput_disjoint, rejects=take_iput_disjoint_bad),
 ]
 
 
@@ -247,4 +281,13 @@ RULES = [
         "(rule ((= y (cst c s t)) (= n (dlen s))) ((set (ndim y) n)) :ruleset shapes)\n"
         "(rule ((= y (cst c s t)) (= v (dat s i))) ((set (dim y i) v)) :ruleset shapes)\n"
         "(rule ((= y (cst c s t))) ((set (dtype y) t)) :ruleset shapes)"), check_terms=cst_terms),
+    # a nonzero result is [count, ndim of its input] int64, its count the term's own DRows; a write
+    # at positions has its buffer's shape and dtype
+    Rule("shape-nonzero", (
+        "(rule ((= y (nonzero x)) (= n (ndim x))) ((set (ndim y) 2) (set (dim y 0) (DRows y)) "
+        "(set (dim y 1) (DLit n)) (set (dtype y) \"int64\")) :ruleset shapes)"), check_terms=nonzero_terms),
+    Rule("shape-iput", (
+        "(rule ((= y (iput x i v)) (= n (ndim x))) ((set (ndim y) n)) :ruleset shapes)\n"
+        "(rule ((= y (iput x i v)) (= d (dim x k))) ((set (dim y k) d)) :ruleset shapes)\n"
+        "(rule ((= y (iput x i v)) (= f (dtype x))) ((set (dtype y) f)) :ruleset shapes)"), check_terms=iput_terms),
 ]

@@ -190,25 +190,48 @@ def test_fsdp2_is_refused_by_name(tmp_path):
 # ----------------------------------------------------------------------------- data-dependent sizes
 
 PROGRAMS = ROOT / "examples" / "programs"
-MOE_NONZERO = PROGRAMS / "moe_sinkhorn_nonzero.py"     # Megatron's SwitchMLP dispatch, (max_ind == e).nonzero()
+MOE_NONZERO = PROGRAMS / "moe_sinkhorn_nonzero_correct.py"     # Megatron's SwitchMLP dispatch, (max_ind == e).nonzero()
 
 
 def _line_of(path, text):
     return next(i for i, ln in enumerate(path.read_text().splitlines(), 1) if text in ln)
 
 
-@pytest.mark.parametrize("world_size, joint", [(1, False), (2, False), (2, True)])
-def test_nonzero_is_refused_by_name_and_line(world_size, joint):
-    """nonzero's size depends on the values (an unbacked size u0 that each capture names on its own):
-    capture refuses the program at the op, never hands the checker graphs whose sizes it cannot
-    relate (before: the fake run crashed at the forward's def line, or, given a ShapeEnv, the checker
-    met seq_u0 against r0_u0 and stopped with an internal error)."""
-    with pytest.raises(CaptureError) as e:
-        capture(MOE_NONZERO, world_size, joint=joint)
-    msg = str(e.value)
-    line = _line_of(PROGRAMS / "_moe_sinkhorn.py", "local_indices = (max_ind == rank * per + le).nonzero()")
-    assert msg.startswith("rank 0: unsupported op: aten.nonzero.default gives a tensor whose size depends on the values")
-    assert f"_moe_sinkhorn.py:{line}: local_indices = (max_ind" in msg and "dense mask" in msg and "\n" not in msg
+@pytest.mark.parametrize("world_size, joint", [(1, False), (2, True)])
+def test_nonzero_is_captured_with_its_row_count_as_its_own_size(world_size, joint):
+    """nonzero's row count depends on the values (torch's unbacked u0): capture keeps it, one
+    symbol per nonzero node, so the checker can name it after the node (check/sizes.py, DRows);
+    every tensor sized by it (the rows gathered for an expert) carries that symbol."""
+    b = capture(MOE_NONZERO, world_size, joint=joint)
+    for g in b.ranks:
+        counts = g.nonzero_counts()
+        experts = 4 // world_size
+        assert sorted(counts.values()) == sorted(["nonzero"] + [f"nonzero_{k}" for k in range(1, experts)])
+        gathered = [n for n in g.nodes if n.target == "aten.index.Tensor"]
+        assert len(gathered) >= experts and {n.val.shape[0].name for n in gathered} <= set(counts)
+
+
+def test_a_data_dependent_size_other_than_nonzero_is_refused(tmp_path, capsys):
+    """masked_select's size depends on the values too, but no term says which values: refused by
+    name and line, with what to write instead."""
+    script = tmp_path / "msel.py"
+    script.write_text(textwrap.dedent("""\
+        import torch, torch.nn as nn
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = nn.Parameter(torch.empty(4, 4))
+            def forward(self, x):
+                y = x @ self.w
+                return torch.masked_select(y, y > 0).sum()
+        def build(rank, world_size):
+            return M(), {"x": torch.randn(6, 4)}
+        """))
+    assert cli.main(["capture", str(script), "-o", str(tmp_path / "m.pt")]) == 2
+    err = capsys.readouterr().err
+    assert "unsupported op: aten.masked_select.default gives a tensor whose size depends on the values" in err
+    assert "msel.py:8: return torch.masked_select(y, y > 0).sum()" in err and "nonzero" in err
+    assert not (tmp_path / "m.pt").exists()
 
 
 def test_boolean_mask_indexing_is_refused(tmp_path, capsys):

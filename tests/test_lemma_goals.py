@@ -123,6 +123,11 @@ _SOFTMAX_MUL_RAW = ('(binary "mul" (view (binary "div" {c} (reduce "sum" (unary 
 _ZEROS = lambda shape, c="0.0": f'(cst "{c}" {dlist(shape)} "float32")'
 
 # (family, start, goal, leaf shapes, assumptions)
+def _put(base, c, vals):
+    """``base`` with ``vals`` written at the rows where the ids {v} equal ``c``."""
+    return f'(iput {base} (nonzero (iscalar "eq" {{v}} {c})) {vals})'
+
+
 POSITIVE = [
     # a loss's target gradient with a negative ignore index, targets being classes: a placement,
     # the masked one of columns [0, 5), and its sum along the classes is the values
@@ -425,9 +430,28 @@ POSITIVE = [
     ("elementwise", f'(binary "add" {_ZEROS([2, 3])} {{a}})', "{a}", {"a": [2, 3]}, ()),
     ("elementwise", f'(binary "add" {{x}} (rsum {cons("{a}", "{b}")}))', '(binary "add" (binary "add" {x} {a}) {b})',
      {"x": [2], "a": [2], "b": [2]}, ()),
+    # Megatron's nonzero dispatch: writes into zeros at the rows of three ids are the sum of each
+    # write into zeros; a read at other ids' rows skips a write
+    ("indexing", _put(_put(_put(_ZEROS([4, 3]), 0, "{x}"), 1, "{y}"), 2, "{w}"),
+     f'(rsum (Cons {_put(_ZEROS([4, 3]), 0, "{x}")} (Cons {_put(_ZEROS([4, 3]), 1, "{y}")} '
+     f'(Cons {_put(_ZEROS([4, 3]), 2, "{w}")} (Nil)))))',
+     {"v": ([4], "int64"), "x": [1, 3], "y": [1, 3], "w": [1, 3]}, ()),
+    ("indexing", f'(take {_put("{g}", 1, "{y}")} (nonzero (iscalar "eq" {{v}} 0)))', '(take {g} (nonzero (iscalar "eq" {v} 0)))',
+     {"v": ([4], "int64"), "g": [4, 3], "y": [1, 3]}, ()),
 ]
 
 NEGATIVE = [
+    # a second write at the same id's rows replaces the first: no sum
+    ("indexing", _put(_put(_ZEROS([4, 3]), 1, "{x}"), 1, "{y}"),
+     f'(rsum (Cons {_put(_ZEROS([4, 3]), 1, "{x}")} (Cons {_put(_ZEROS([4, 3]), 1, "{y}")} (Nil))))',
+     {"v": ([4], "int64"), "x": [1, 3], "y": [1, 3]}, ()),
+    # ... nor at 2-D ids' nonzero (its rows index by both coordinates: they repeat and overlap)
+    ("indexing", _put(_put(_ZEROS([4, 3]), 0, "{x}"), 1, "{y}"),
+     f'(rsum (Cons {_put(_ZEROS([4, 3]), 0, "{x}")} (Cons {_put(_ZEROS([4, 3]), 1, "{y}")} (Nil))))',
+     {"v": ([2, 2], "int64"), "x": [1, 3], "y": [1, 3]}, ()),
+    # a read at the rows just written sees the write
+    ("indexing", f'(take {_put("{g}", 0, "{y}")} (nonzero (iscalar "eq" {{v}} 0)))', '(take {g} (nonzero (iscalar "eq" {v} 0)))',
+     {"v": ([4], "int64"), "g": [4, 3], "y": [1, 3]}, ()),
     # ... not of an int sum (int, where the scaled rows are float)
     ("reduction", f'(scalar "div" {red("sum", "{a}", [0], 0)} "2.0")', red("sum", '(scalar "div" {a} "2.0")', [0], 0),
      {"a": ([4, 3], "int64")}, ()),

@@ -57,7 +57,10 @@ WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1,
                "zpad-add-reassoc-right-before": 3, "zpad-add-reassoc-right-after": 4,
                "zpad-add-reassoc-left-before": 2, "zpad-add-reassoc-left-after": 5,
                # a factor of the sums' shape, x reduced along its last dim only
-               "softmax-mul-unshifted": 10}
+               "softmax-mul-unshifted": 10,
+               # values of one row per match of 1-D int ids with a drawn id, written into zeros
+               **{f"{name}{k}": 0 for name in ("iput-disjoint-sum", "iput-rsum-disjoint", "add-iput-rsum")
+                  for k in ("", "-int")}}
 
 
 def _cases():

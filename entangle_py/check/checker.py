@@ -630,19 +630,43 @@ class Checker:
         def size(d):
             value = self.sizes.solver.value(d)
             if value is None:
+                value = self._counted_size(d)
+            if value is None:
                 raise EvalError(f"size {to_sexpr(d)} is not a size expression")
             return value
 
+        def same(a, b):
+            return self.sizes.same(a, b) or self._same_count(a, b)
+
         want = tuple(self.sizes.canonical(s, "seq") for s in val.shape)
         try:
-            shape, dtype = clean_meta(term, leaf, size, self.sizes.same)
+            shape, dtype = clean_meta(term, leaf, size, same)
         except EvalError as e:
             return f"{self.show_term(term)} is ill-shaped ({e})"
-        if len(shape) != len(want) or not all(self.sizes.same(a, b) for a, b in zip(shape, want)):
+        if len(shape) != len(want) or not all(same(a, b) for a, b in zip(shape, want)):
             return f"has shape {list(shape)} but the sequential tensor has {list(want)}"
         if dtype is not None and dtype != val.dtype:
             return f"has dtype {dtype} but the sequential tensor has {val.dtype}"
         return None
+
+    @staticmethod
+    def _counted_size(d):
+        """The checker's symbol for ``(DRows (Gd "r<k>.<node>"))`` in a certificate: that rank's
+        nonzero row count (check/sizes.py); None for any other Dim term."""
+        if isinstance(d, tuple) and len(d) == 2 and getattr(d[0], "name", d[0]) == "DRows":
+            t = d[1]
+            if isinstance(t, tuple) and getattr(t[0], "name", None) == "Gd":
+                r, node = t[1].split(".", 1)
+                return L.rows_symbol(int(r[1:]), node.split("#")[0] if "#" not in node else node)
+        return None
+
+    def _same_count(self, a, b) -> bool:
+        """Two nonzero row counts are one size where the e-graph proves their tensors equal."""
+        at = [L.rows_node(x) for x in (a, b)]
+        if None in at:
+            return False
+        vs = [self.svar.get(node) if graph == "seq" else self.dvar[int(graph)].get(node) for graph, node in at]
+        return None not in vs and self.engine.equal(*vs)
 
     def _prove_equal(self, a: str, b: str) -> bool:
         return self._saturate_equal(a, b) or (self._widen() and self._saturate_equal(a, b))

@@ -5,6 +5,10 @@ nothing.  ``Sizes`` renames every symbol per graph (``seq_s0``, ``r1_s0``) and i
 symbol with a sequential one only where an input of both graphs has the two on the same,
 unsharded axis.  It gives Z3 (``engine.dims.DimSolver``) every symbol's range and guard under
 those names; the engine answers size questions with that solver.
+
+A ``nonzero`` result's row count (an unbacked ``u0``: known only from the values) is named after
+the node that computes it (``rows@<graph>@<node>``); in terms it is ``(DRows <that tensor>)``, so
+the sizes of two programs' nonzero results are one e-class exactly where their values are.
 """
 from __future__ import annotations
 
@@ -22,9 +26,12 @@ class Sizes:
         """``rels``: the input relations (G_s input port -> Relation) that say which axes are
         sharded; ``seq_names``/``dist_names``: port name -> node lookups (``names.Names``)."""
         self._map = _unify(seq, dist, seq_names, dist_names, rels)
+        self._rows = {graph: _nonzero_rows(g, graph) for graph, g in [("seq", seq)] + list(enumerate(dist.ranks))}
         self.solver = DimSolver()
         for graph, g in [("seq", seq)] + list(enumerate(dist.ranks)):
             for name, (lo, hi) in g.symbols.items():
+                if name in self._rows[graph]:
+                    continue        # a term's size (DRows), never an unknown Z3 reasons about
                 self.solver.add_symbol(self.canonical(G.symbolic.make_symbol(name), graph).name, lo, hi)
             for guard in g.guards:
                 self.solver.add_guard(self.canonical(guard, graph))
@@ -33,7 +40,7 @@ class Sizes:
         """``size`` of ``graph`` ("seq" or a rank) under the checker's symbol names."""
         if isinstance(size, int) or not hasattr(size, "free_symbols") or not size.free_symbols:
             return size
-        mapping = self._map.get(graph, {})
+        mapping = {**self._map.get(graph, {}), **self._rows.get(graph, {})}
         prefix = "seq_" if graph == "seq" else f"r{graph}_"
         subs = {sym: mapping.get(sym.name) or G.symbolic.make_symbol(prefix + sym.name) for sym in size.free_symbols}
         return size.xreplace(subs)
@@ -51,8 +58,16 @@ class Sizes:
         if not isinstance(val, G.TensorMeta):
             return []
         dtype = [f"(set (dtype {var}) {str_lit(val.dtype)})"] if val.dtype else []
+        sizes = [self.canonical(s, graph) for s in val.shape]
+        # a size counted from values (DRows) is a term over a tensor of the graph: it is the
+        # size of the term lowered for the node, not a fact set here
         return [f"(set (ndim {var}) {len(val.shape)})"] + dtype + [
-            f"(set (dim {var} {i}) {L.dim_term(self.canonical(s, graph))})" for i, s in enumerate(val.shape)]
+            f"(set (dim {var} {i}) {L.dim_term(s)})" for i, s in enumerate(sizes) if not L.counted(s)]
+
+
+def _nonzero_rows(g: G.RankGraph, graph) -> dict:
+    """Each nonzero's unbacked row count in ``g`` -> its name in the checker (see the module)."""
+    return {sym: L.rows_symbol(graph, node) for sym, node in g.nonzero_counts().items()}
 
 
 def _unify(seq, dist, seq_names, dist_names, rels) -> dict:

@@ -429,24 +429,33 @@ def _record_groups(n, groups, rank, src=None):
 
 
 def _refuse_data_dependent_size(n, target: str, conv: Converter, rank: int) -> None:
-    """CaptureError for the op that introduces a size torch can only know from a tensor's values
-    (an unbacked symbol: ``nonzero``, ``masked_select``, ``x[mask]``, ``unique``...).  Its sizes
-    differ between the sequential and the distributed capture (each names its own ``u0``), and no
-    fact ties them together, so such a graph is refused by name and line, never checked."""
+    """CaptureError for an op that introduces a size torch can only know from a tensor's values
+    (an unbacked symbol: ``masked_select``, ``x[mask]``, ``unique``...), other than ``nonzero``.
+    The checker relates ``nonzero``'s row count across the programs as a size of the term itself
+    (``DRows`` in semantics/terms.py: two captures' ``u0`` are one size where the e-graph proves
+    their nonzero results equal); no other op's data-dependent size has such a meaning, so a graph
+    with one is refused by name and line, never checked."""
     from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
-    val = n.meta.get("val")
-    if not free_unbacked_symbols(val):
+    new = set(free_unbacked_symbols(n.meta.get("val")))
+    for a in n.all_input_nodes:
+        new -= set(free_unbacked_symbols(a.meta.get("val")))
+    if not new or _is_nonzero_rows(n, target, new):
         return
-    if any(free_unbacked_symbols(a.meta.get("val")) for a in n.all_input_nodes):
-        return          # not where it is introduced: the first node that has one was refused
     src = conv.source(n)
     at = f" at {src.file}:{src.line}" + (f": {src.code}" if src.code else "") if src else ""
-    syms = ", ".join(sorted(str(s) for s in free_unbacked_symbols(val)))
+    syms = ", ".join(sorted(str(s) for s in new))
     raise CaptureError(
         f"rank {rank}: unsupported op: {target} gives a tensor whose size depends on the values of its "
-        f"input (data-dependent size {syms}){at} -- the checker cannot relate such sizes across the "
-        f"sequential and the distributed graphs; select with a fixed size instead: a dense mask "
-        f"(torch.where, or a multiply by the mask) or a fixed capacity")
+        f"input (data-dependent size {syms}){at} -- the checker relates only nonzero's row count across "
+        f"the sequential and the distributed graphs; write the selection with nonzero (x[m.nonzero()]), "
+        f"a dense mask (torch.where, or a multiply by the mask) or a fixed capacity")
+
+
+def _is_nonzero_rows(n, target: str, new: set) -> bool:
+    """``n`` is ``nonzero`` and its one new symbol is its row count (``[u, ndim]``)."""
+    val = n.meta.get("val")
+    return (target == ops.NONZERO and len(new) == 1 and getattr(val, "ndim", 0) == 2
+            and val.shape[0].node.expr in new)
 
 
 def _symbol_names(info: DynamoInfo, inputs) -> dict:

@@ -171,6 +171,13 @@ class RankGraph:
     def has(self, name: str) -> bool:
         return name in self._by_name
 
+    def nonzero_counts(self) -> dict[str, str]:
+        """Symbol -> the nonzero node whose row count it is: a size known only from the values
+        (torch's unbacked ``u0``), never a size of the inputs to choose."""
+        return {n.val.shape[0].name: n.name for n in self.nodes
+                if n.target == ops.NONZERO and isinstance(n.val, TensorMeta) and n.val.shape
+                and getattr(n.val.shape[0], "is_Symbol", False)}
+
     def sympy_symbols(self) -> dict[str, sympy.Symbol]:
         return {name: symbolic.make_symbol(name) for name in self.symbols}
 

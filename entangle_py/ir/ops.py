@@ -119,6 +119,9 @@ COPY_OPS = frozenset({"aten.copy.default", "aten.copy_.default"})
 # functionalization writes an input's new value with copy_ into the placeholder
 COPY_INTO = "aten.copy_.default"
 TO_COPY = "aten._to_copy.default"
+# the indices of a tensor's nonzero elements, [count, ndim]: its row count is known only from the
+# values (an unbacked size), which the checker relates across programs as a size of the term
+NONZERO = "aten.nonzero.default"
 
 # A mutating op in functional form: outputs are (op result, new value of each base).
 AUTO_FUNCTIONALIZED = frozenset({"higher_order.auto_functionalized", "higher_order.auto_functionalized_v2"})

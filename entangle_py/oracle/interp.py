@@ -119,6 +119,14 @@ def eval_size(expr, binding: dict[str, int], where: str = "") -> int:
         raise InterpError(f"{where}: size {expr} does not evaluate to an integer ({e})") from None
 
 
+def _eval_condition(expr, binding: dict[str, int], where: str) -> bool:
+    """Value of a condition on sizes under ``binding``."""
+    e = expr.xreplace({s: sympy.Integer(binding[s.name]) for s in expr.free_symbols if s.name in binding})
+    if e is sympy.true or e is sympy.false:
+        return bool(e)
+    raise InterpError(f"{where}: condition {expr} does not evaluate to true or false ({e})")
+
+
 def unify_shape(meta_shape: Iterable, actual: Iterable[int], binding: dict[str, int], where: str) -> None:
     """Bind the symbols of ``meta_shape`` so that it equals ``actual``; raise on a contradiction."""
     meta_shape, actual = tuple(meta_shape), tuple(int(a) for a in actual)
@@ -420,6 +428,8 @@ class Runner:
         if isinstance(v, sympy.Basic):
             if v is sympy.true or v is sympy.false:
                 return bool(v)
+            if isinstance(v, (sympy.core.relational.Relational, sympy.logic.boolalg.BooleanFunction)):  # u0 <= 8
+                return _eval_condition(v, self.bindings[r], f"rank {r} node {node.name!r}")
             return eval_size(v, self.bindings[r], f"rank {r} node {node.name!r}")
         return v
 

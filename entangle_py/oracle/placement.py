@@ -55,8 +55,9 @@ def random_inputs(rank_graph: G.RankGraph, generator: torch.Generator | None = N
     sizes = dict(sizes or {})
     int_ranges = int_ranges or {}
     fixed = fixed or {}
+    counts = rank_graph.nonzero_counts()
     for name, (lo, hi) in rank_graph.symbols.items():
-        if name not in sizes and default_size is not None:
+        if name not in sizes and name not in counts and default_size is not None:
             v = max(default_size, lo if lo is not None else 1)
             sizes[name] = min(v, hi) if hi is not None else v
     out = {}

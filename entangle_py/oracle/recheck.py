@@ -315,7 +315,7 @@ def _dim(g, name, d):
 def choose_sizes(seq: G.RankGraph, world: int) -> dict:
     """Small distinct symbol values, multiples of the world size (sharded dims must split),
     inside the symbols' ranges and satisfying the sequential graph's guards."""
-    names = sorted(seq.symbols)
+    names = sorted(set(seq.symbols) - set(seq.nonzero_counts()))     # a count follows from the values
     if not names:
         return {}
     syms = seq.sympy_symbols()

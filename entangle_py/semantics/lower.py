@@ -99,7 +99,7 @@ OPAQUE_PURE = {
     "aten.tril.default", "aten.triu.default", "aten.squeeze.dims", "aten.sum.dim_IntList",
     "apex.fused_layer_norm_affine_fwd.default", "apex.fused_layer_norm_affine_bwd.default",
     "aten.eye.default", "aten.eye.m",
-    "aten.select_backward.default", "aten.nonzero.default", "aten.flip.default",
+    "aten.select_backward.default", "aten.flip.default",
 }
 
 @dataclass(frozen=True)
@@ -240,9 +240,12 @@ class Lowerer:
         if refused is not None:
             return refused
         handler = LOWERINGS.get(n.target)
-        out = handler(self, n) if handler is not None else None
-        if out is None and n.target in OPAQUE_PURE:
-            return self._opaque(n)
+        try:
+            out = handler(self, n) if handler is not None else None
+            if out is None and n.target in OPAQUE_PURE:
+                return self._opaque(n)
+        except CountedSize as e:
+            return Refused(n.target, "size", f"a size computed from a nonzero's row count ({e.args[0]})")
         return out if out is not None else NoSemantics(n.target)
 
     # -- table-driven ops (registered below the class) ---------------------------------------
@@ -327,7 +330,7 @@ class Lowerer:
         argument (in the list), positional then keyword in name order, nested lists included."""
         kwargs = tuple(sorted(n.kwargs.items()))
         tensors = list(_refs_in_order((n.args, kwargs)))
-        key = n.target + "|" + _const_key(n.args) + "|" + _const_key(kwargs)
+        key = n.target + "|" + _const_key(n.args, self.canon) + "|" + _const_key(kwargs, self.canon)
         items = term_list([self.var(r.name) for r in tensors])
         if isinstance(n.val, tuple):
             return TupleTerms(tuple(
@@ -1171,15 +1174,36 @@ class Lowerer:
             return None
         return L, I
 
+    @lowers(ops.NONZERO)
+    def _h_nonzero(self, n):
+        return Term(f"(nonzero {self.t(n.args[0])})")
+
+    def _distinct_rows(self, name) -> bool:
+        """``name`` is the nonzero result of a 1-D tensor: positions that never repeat."""
+        src = self._source(name)
+        return (src.target == ops.NONZERO and isinstance(src.args[0], Ref)
+                and self.ndim(src.args[0].name) == 1)
+
     @lowers("aten.index_put.default")
     def _h_index_put_default(self, n):
-        # x[mask] = c with a boolean mask on x's leading dims and a declared constant c:
-        # masked_fill(x, mask reshaped to broadcast from the right, c)
+        # x[i] = v at the distinct positions of a 1-D tensor's nonzero (iput); x[mask] = c with a
+        # boolean mask on x's leading dims and a declared constant c: masked_fill(x, mask reshaped
+        # to broadcast from the right, c)
         x, indices, values = n.args[:3]
         accumulate = self._arg(n, 3, "accumulate", False)
-        if accumulate or not isinstance(x, Ref) or not isinstance(indices, (list, tuple)) or len(indices) != 1:
+        if not isinstance(x, Ref) or not isinstance(indices, (list, tuple)) or len(indices) != 1:
             return None
         mask = indices[0]
+        if (isinstance(mask, Ref) and isinstance(values, Ref) and self._distinct_rows(mask.name)
+                and self._dtype(values.name) == self._dtype(x.name) and isinstance(accumulate, bool)):
+            put = f"(iput {self.t(x)} {self.t(mask)} {self.t(values)})"
+            if not accumulate:
+                return Term(put)
+            # added at distinct positions (index's backward): x plus the values written into zeros
+            zeros = self._filled(fill_text(0, n.val.dtype), n.val.shape, n.val.dtype)
+            return Term(f"(binary \"add\" {self.t(x)} (iput {zeros} {self.t(mask)} {self.t(values)}))")
+        if accumulate:
+            return None
         if not isinstance(mask, Ref) or self._dtype(mask.name) != "bool":
             return None
         vv = self.g.node(values.name).val if isinstance(values, Ref) else None
@@ -1886,11 +1910,41 @@ def shape_list(shape, canon=lambda size: size) -> str:
     return out
 
 
+ROWS_PREFIX = "rows@"
+
+
+def rows_symbol(graph, node: str) -> sympy.Symbol:
+    """The row count of ``node``'s nonzero result in ``graph`` (the checker's name for its
+    unbacked size): a term's size, ``(DRows <the node's tensor>)``; possibly 0."""
+    return sympy.Symbol(f"{ROWS_PREFIX}{graph}@{node}", integer=True, nonnegative=True)
+
+
+def counted(s) -> bool:
+    """``s`` involves a size counted from a tensor's values (a nonzero's row count)."""
+    return any(x.name.startswith(ROWS_PREFIX) for x in getattr(s, "free_symbols", ()))
+
+
+def rows_node(s) -> tuple[str, str] | None:
+    """(graph, node) of a bare nonzero row count (``rows_symbol``), else None."""
+    if not (getattr(s, "is_Symbol", False) and s.name.startswith(ROWS_PREFIX)):
+        return None
+    graph, node = s.name[len(ROWS_PREFIX):].split("@", 1)
+    return graph, node
+
+
+class CountedSize(Exception):
+    """A size computed from a nonzero's row count (``u0 * 4``, ``u0 + 1``): no Dim term says it."""
+
+
 def dim_term(s) -> str:
     if isinstance(s, int):
         return f"(DLit {s})"
     if isinstance(s, sympy.Basic) and s.is_Integer:
         return f"(DLit {int(s)})"
+    if counted(s):
+        if not s.is_Symbol:
+            raise CountedSize(s)
+        return f"(DRows {ref(rows_node(s)[1])})"
     return f"(DSym {str_lit(to_text(s))})"
 
 
@@ -1931,16 +1985,20 @@ def _scalar_text(v) -> str:
     return repr(v)
 
 
-def _const_key(v) -> str:
-    """Text of an op's constant arguments (tensor arguments appear as '_')."""
+def _const_key(v, canon) -> str:
+    """Text of an op's constant arguments (tensor arguments appear as '_'); a symbolic size under
+    the checker's name (``canon``): a rank's own ``s0`` is not the sequential program's."""
     if isinstance(v, Ref):
         return "_"
     if isinstance(v, (list, tuple)):
-        return "[" + ",".join(_const_key(x) for x in v) + "]"
+        return "[" + ",".join(_const_key(x, canon) for x in v) + "]"
     if isinstance(v, TorchConst):
         return f"{v.kind}={v.value}" if v.kind == "dtype" else "_"
     if isinstance(v, sympy.Basic):
-            return to_text(v)
+        c = canon(v)
+        if counted(c):
+            raise CountedSize(c)
+        return to_text(c)
     return repr(v)
 
 

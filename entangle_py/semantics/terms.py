@@ -361,6 +361,18 @@ def _take(w, ids):
     return w[ids]
 
 
+def _iput(x, i, v):
+    """``x.index_put((i,), v)``: the rows of ``x`` at the positions ``i`` lists replaced by ``v``
+    (broadcast to ``i.shape + x.shape[1:]``, same dtype).  Undefined where a position repeats
+    (torch keeps any one of the values written there)."""
+    if i.dtype not in (torch.int64, torch.int32) or v.dtype != x.dtype:
+        raise ValueError("iput needs integer positions and values of the tensor's dtype")
+    rows = (i % x.shape[0] if x.shape[0] else i).flatten() if x.dim() else i.flatten()
+    if rows.numel() != torch.unique(rows).numel():
+        raise ValueError("iput at a repeated position")
+    return x.index_put((i,), v)
+
+
 def _mtake(w, ids, lo: int):
     """Rows ``w[ids - lo]`` where ``lo <= ids < lo + rows(w)``, zero rows elsewhere (any ids)."""
     rel = ids - int(lo)
@@ -615,6 +627,9 @@ CONSTRUCTORS: list[Constructor] = [
     _c("DSym", "String", "Dim", 0, True, None),
     _c("dadd", "Dim Dim", "Dim", 1, True, lambda a, b: a + b),   # size arithmetic (see dims.py)
     _c("dsub", "Dim Dim", "Dim", 1, True, lambda a, b: a - b),
+    # the row count of a tensor whose size is known only from values (a nonzero result's u0,
+    # check/sizes.py): one e-class with the count of every tensor proven equal to it
+    _c("DRows", "T", "Dim", 0, True, lambda t: int(t.shape[0])),
     # lists: tensors (concat parts, ranks of a sum), ints (dims), sizes (shapes)
     _c("Nil", "", "TList", 0, True, lambda: []),
     _c("Cons", "T TList", "TList", 0, True, lambda a, r: [a] + r),
@@ -650,6 +665,10 @@ CONSTRUCTORS: list[Constructor] = [
     _c("cst", "String DList String", "T", CLEAN_COST, True, _cst),   # a constant tensor of a shape and dtype
     _c("arange", "i64 i64 Dim", "T", CLEAN_COST, True, _arange),     # positions (see _arange)
     _c("take", "T T", "T", BIG, False, _take),
+    # x.nonzero() and x.index_put((i,), v) at distinct positions i (a 1-D tensor's nonzero: the
+    # Megatron MoE dispatch ``out[(ids == e).nonzero(), :] = expert(x[...])``)
+    _c("nonzero", "T", "T", BIG, False, lambda x: torch.nonzero(x)),
+    _c("iput", "T T T", "T", BIG, False, _iput),
     _c("mtake", "T T i64", "T", BIG, False, _mtake),
     _c("pick", "T T", "T", BIG, False, _pick),
     _c("mpick", "T T i64", "T", BIG, False, _mpick),

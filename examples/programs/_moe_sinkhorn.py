@@ -12,11 +12,11 @@ gradient is all-reduced over the ranks (Megatron's sequence-parallel parameter g
 here in the graph: identity forward, all-reduce backward).
 
 Dispatch: Megatron writes ``local_indices = (max_ind == e).nonzero(); hidden = gx[local_indices, :]``
-and ``output_total[local_indices, :] = output``.  ``nonzero`` has a size that depends on the values,
-which ``entangle capture`` refuses (``dispatch="nonzero"``, moe_sinkhorn_nonzero.py: exit 2 naming the
-line).  The corpus entries dispatch with a dense mask as later Megatron / MoE codes do without
-token dropping: every expert runs on all tokens and its output is kept where the token is routed to
-it (``y * (max_ind == e)``), the same value on every row.
+and ``output_total[local_indices, :] = output`` (``dispatch="nonzero"``, the ``moe_sinkhorn_nonzero*``
+scripts): a size that depends on the values (the count of tokens routed to e), related across the
+programs as the row count of the nonzero result itself.  The ``moe_sinkhorn_*`` scripts dispatch
+with a dense mask as later Megatron / MoE codes do without token dropping: every expert runs on all
+tokens and its output is kept where the token is routed to it (``y * (max_ind == e)``).
 
 Bugs (each modelled on a public one): ``router_grad`` -- the router's gradient is not all-reduced
 while the tokens are sequence-sharded (Megatron-LM's sequence-parallel router gradient bug: each
@@ -63,7 +63,8 @@ class SwitchMLP(nn.Module):
         if self.dispatch == "nonzero":                          # Megatron's SwitchMLP
             out_total = torch.zeros_like(gx)
             for le in range(per):
-                local_indices = (max_ind == rank * per + le).nonzero()
+                e = le if self.bug == "offset" else rank * per + le  # BUG: the local expert index taken as the global one (nonzero dispatch)
+                local_indices = (max_ind == e).nonzero()
                 hidden = gx[local_indices, :]
                 out_total[local_indices, :] = self.expert(le, hidden)
         else:     # the local experts as one grouped GEMM on every token (Megatron's GroupedMLP), masked

@@ -496,8 +496,8 @@ CORPUS = [
     _e("adv4_lnh_correct", "adv4_lnh"),
 
     # helper-moesk: Megatron's SwitchMLP with Sinkhorn routing (torch.ops.megatron.sinkhorn), expert
-    # parallel over sequence-sharded tokens, dense-mask dispatch (Megatron's nonzero dispatch is refused
-    # by capture: moe_sinkhorn_nonzero.py, tests/test_capture_robustness.py)
+    # parallel over sequence-sharded tokens, dense-mask dispatch (Megatron's own nonzero dispatch: the
+    # moe_sinkhorn_nonzero_* block at the end)
     _e("moe_sinkhorn_correct", "moe_sinkhorn"),
     _e("moe_sinkhorn_correct", "moe_sinkhorn", "joint"),
     _e("moe_sinkhorn_correct", "moe_sinkhorn", ws=4),
@@ -606,6 +606,18 @@ CORPUS = [
     _e("adv5_grev_fwd", "adv5_grev", "joint"),
     _e("adv5_grev_list", "adv5_grev", "joint"),
     _e("adv5_nzero_correct", "adv5_nzero", "joint"),
+    # Megatron's own SwitchMLP dispatch: out_total[(max_ind == e).nonzero(), :] = expert(gx[...]),
+    # a size counted from the values (the checker's DRows); 4 ranks joint is not proven yet (the
+    # experts' input gradients, added in backward order, are a sum over ranks in another order)
+    _e("moe_sinkhorn_nonzero_correct", "moe_sinkhorn"),
+    _e("moe_sinkhorn_nonzero_correct", "moe_sinkhorn", "joint"),
+    _e("moe_sinkhorn_nonzero_correct", "moe_sinkhorn", ws=4),
+    _e("moe_sinkhorn_nonzero_offset", "moe_sinkhorn", bug=("_moe_sinkhorn.py", "local expert index taken as the global one (nonzero dispatch)")),
+    _e("moe_sinkhorn_nonzero_offset", "moe_sinkhorn", "joint", bug=("_moe_sinkhorn.py", "local expert index taken as the global one (nonzero dispatch)")),
+    _e("moe_sinkhorn_nonzero_offset", "moe_sinkhorn", ws=4, bug=("_moe_sinkhorn.py", "local expert index taken as the global one (nonzero dispatch)")),
+    _e("moe_sinkhorn_nonzero_slice", "moe_sinkhorn", bug=("_moe_sinkhorn.py", "never summed")),
+    _e("moe_sinkhorn_nonzero_slice", "moe_sinkhorn", "joint", bug=("_moe_sinkhorn.py", "never summed")),
+    _e("moe_sinkhorn_nonzero_router_grad", "moe_sinkhorn", "joint", bug=("_moe_sinkhorn.py", "router gradient is not all-reduced")),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}

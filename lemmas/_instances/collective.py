@@ -128,3 +128,11 @@ def rsum_zero_first(rng):
 @repeat(6)
 def rsum_zero_second(rng):
     return _zero_pair(rng, "x")
+
+
+@repeat(8)
+def rsum_nested(rng):
+    """A part and a list of 1-4 parts, all of one shape (0-3 dims, some empty) and dtype."""
+    s = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
+    dt = rng.choice([torch.float64, torch.float32, torch.int64])
+    return {"a": (tensor(rng, *s) * 4).to(dt), "l": [(tensor(rng, *s) * 4).to(dt) for _ in range(rng.randint(1, 4))]}

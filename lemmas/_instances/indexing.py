@@ -629,3 +629,91 @@ def map_place_each(rng):
 def map_place_each_nil(rng):
     inst = _place_instance(rng)
     yield {"i": inst["t"], "n": inst["n"]}
+
+
+# ----------------------------------------------------------------------------- nonzero dispatch
+
+_IPUT_DTYPES = (torch.float64, torch.float32, torch.int64)
+
+
+def _iput_env(rng, same=False, ndim_v=1):
+    """A zero buffer [n, *rest] (``s``, ``t``), ids ``v`` (values -1..3, 1-D: one per row), two ids
+    ``a`` != ``b`` (equal with ``same``) and the values written at each one's rows, of the rows'
+    shape or broadcast to it."""
+    n = rng.randint(0, 6)
+    rest = [rng.randint(0, 3) for _ in range(rng.randint(0, 2))]
+    dt = rng.choice(_IPUT_DTYPES)
+    v = _ids(rng, [n] if ndim_v == 1 else [n, 2], -1, 4)
+    a = rng.randint(-1, 3)
+    b = a if same else rng.choice([k for k in range(-1, 4) if k != a])
+
+    def values(c):
+        u = int((v == c).sum())
+        shape = rng.choice([[u, 1] + rest, [1] + rest, rest])
+        return (tensor(rng, *shape) * 4).to(dt)
+    return {"s": [n] + rest, "t": str(dt).removeprefix("torch."), "v": v, "a": a, "b": b,
+            "x": values(a), "y": values(b)}
+
+
+@repeat(10)
+def iput_disjoint(rng):
+    return _iput_env(rng)
+
+
+@repeat(4)
+def iput_disjoint_bad(rng):
+    """The same id twice (the second write replaces the first), or 2-D ids (a nonzero of 2
+    columns indexes rows by both coordinates: positions repeat and overlap)."""
+    return _iput_env(rng, same=True) if rng.random() < 0.5 else {**_iput_env(rng), "v": _ids(rng, [3, 2], -1, 4)}
+
+
+@repeat(10)
+def iput_rsum_disjoint(rng):
+    env = _iput_env(rng)
+    return {**env, "w": (tensor(rng, *env["s"]) * 4).to(getattr(torch, env["t"]))}
+
+
+@repeat(4)
+def iput_rsum_disjoint_bad(rng):
+    env = _iput_env(rng, same=True) if rng.random() < 0.5 else {**_iput_env(rng), "v": _ids(rng, [3, 2], -1, 4)}
+    return {**env, "w": (tensor(rng, *env["s"]) * 4).to(getattr(torch, env["t"]))}
+
+
+@repeat(4)
+def nonzero_terms(rng):
+    shape = [rng.randint(0, 4) for _ in range(rng.randint(1, 3))]
+    return ("(nonzero x)", {"x": _ids(rng, shape, 0, 2)})
+
+
+@repeat(4)
+def iput_terms(rng):
+    n = rng.randint(1, 5)
+    v = _ids(rng, [n], 0, 2)
+    u = int((v == 1).sum())
+    return ("(iput x (nonzero (iscalar \"eq\" v 1)) y)", {"x": tensor(rng, n, 3), "v": v, "y": tensor(rng, u, 1, 3)})
+
+
+@repeat(6)
+def add_iput(rng):
+    env = _iput_env(rng)
+    return {**env, "i": torch.nonzero(env["v"] == env["a"]), "j": torch.nonzero(env["v"] == env["b"])}
+
+
+@repeat(8)
+def take_iput_disjoint(rng):
+    """x [n, *rest], y the values written at the rows where v is a, read at the rows where it is b."""
+    env = _iput_env(rng)
+    return {**env, "y": env["x"], "x": (tensor(rng, *env["s"]) * 4).to(getattr(torch, env["t"]))}
+
+
+@repeat(4)
+def take_iput_disjoint_bad(rng):
+    env = _iput_env(rng, same=True)
+    return {**env, "y": env["x"], "x": (tensor(rng, *env["s"]) * 4).to(getattr(torch, env["t"]))}
+
+
+@repeat(3)
+def add_iput_bad(rng):
+    """A bool buffer: two writes added are a logical or, and a sum over ranks of bools is undefined."""
+    env = next(add_iput(rng))
+    return {**env, "t": "bool", "x": env["x"] > 0, "y": env["y"] > 0}

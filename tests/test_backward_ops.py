@@ -447,3 +447,18 @@ def test_slice_backward_of_a_step(tmp_path):
     assert low["a"].text == ("(zpad (view (zpad (view $g (DCons (DLit 2) (DCons (DLit 1) (DCons (DLit 6) (DNil))))) "
                              "1 0 1) (DCons (DLit 4) (DCons (DLit 6) (DNil)))) 0 0 4)")
     assert low["b"].text == "(zpad $h 0 4 0)"
+
+
+def test_a_bool_constant_is_written_as_the_float_it_means(tmp_path):
+    # x / False is x / 0.0: one text per value, so that a lemma excluding the zero constant ("0.0")
+    # excludes it too (adversary pass 6: each rank's sum / False, then all-reduced, refined on the
+    # proof as scalar-div-rsum's "0" passed its nonzero condition; the re-check found nan != inf)
+    low = _lowered(tmp_path, '''
+        def forward(self, a: "f32[2, 3]"):
+            d0: "f32[2, 3]" = torch.ops.aten.div.Tensor(a, False)
+            d1: "f32[2, 3]" = torch.ops.aten.div.Tensor(a, 0.0)
+            m0: "f32[2, 3]" = torch.ops.aten.mul.Tensor(a, True)
+            return (d0, d1, m0)
+        ''')
+    assert low["d0"].text == low["d1"].text == '(scalar "div" $a "0.0")'
+    assert low["m0"].text == '(scalar "mul" $a "1.0")'

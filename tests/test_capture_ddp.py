@@ -178,3 +178,31 @@ def test_a_ddp_parameter_held_outside_the_wrapper_is_refused(tmp_path):
                                        "    def forward(self, x):\n        return self.body(x) + self.tied(x).sum()"))
     with pytest.raises(CaptureError, match="used outside the wrapper"):
         capture(s, 2, joint=True)
+
+
+_AFTER = "    def forward(self, x):\n        return self.body(x)"
+
+
+def _after_wrap(tmp_path, wrap, stmt):
+    """The script with ``stmt`` run on the wrapped module (m) after DDP was built."""
+    s = _script(tmp_path, wrap=wrap)
+    s.write_text(s.read_text().replace(
+        _AFTER, f"        m = getattr(self.body, 'module', self.body)\n        {stmt}\n" + _AFTER))
+    return s
+
+
+def test_a_parameter_attached_after_ddp_was_built_is_neither_broadcast_nor_averaged(tmp_path):
+    # DDP's init sync and reducer know the parameters the module had at construction: a layer put in
+    # place later is each rank's own, its gradient never averaged (adversary pass 6: it was averaged)
+    s = _after_wrap(tmp_path, "DDP(Net(), find_unused_parameters=True) if ws > 1 else Net()", "m.fc = nn.Linear(5, 3)")
+    g = capture(s, 2, joint=True).rank(0)
+    assert _targets(g).count("_c10d_functional.broadcast.default") == 2      # the unused layer's, built with DDP
+    assert _targets(g).count("_c10d_functional.all_reduce.default") == 0     # fc's gradient is the rank's own
+
+
+@pytest.mark.parametrize("stmt", ["m.fc.bias.requires_grad_(False)", "m.fc.weight = nn.Parameter(m.fc.weight.detach())"])
+def test_a_ddp_parameter_frozen_or_replaced_after_ddp_was_built_is_refused(tmp_path, stmt):
+    # its reducer waits for that gradient: without find_unused_parameters no bucket of it is reduced
+    s = _after_wrap(tmp_path, "DDP(Net()) if ws > 1 else Net()", stmt)
+    with pytest.raises(CaptureError, match="no longer take part in the step"):
+        capture(s, 2, joint=True)

@@ -220,3 +220,20 @@ def test_a_bundle_without_plugin_ops_is_returned_as_is():
     g = b.ranks[0]
     plain = dataclasses.replace(b, ranks=[dataclasses.replace(g, nodes=g.nodes[:3])])
     assert decompose(plain) is plain
+
+
+def test_a_pure_op_of_the_same_name_and_another_default_is_refused():
+    """A default is part of the op: sinkhorn(x) runs the program's own tol, the oracle the plugin's
+    (adversary pass 6: a program registering megatron::sinkhorn with tol=0.01, its sequential call
+    leaving tol out and its ranks passing 1e-4, got the witness 'numerically equal, probably not a
+    bug').  A pure op's schema is checked as a decomposed one's."""
+    meta = G.TensorMeta((4, 3), "float32")
+    nodes = [G.Node("x", "placeholder", val=meta), G.Node("y", "megatron.sinkhorn.default", (G.Ref("x"),), {}, meta)]
+    b = G.Bundle([G.RankGraph(0, nodes, [G.Port("input:x", "x")], [G.Port("out", "y")])])
+    b.meta[G.CUSTOM_OP_SCHEMAS] = json.dumps(
+        {"megatron.sinkhorn.default": "megatron::sinkhorn(Tensor cost, float tol=0.01) -> Tensor"})
+    with pytest.raises(PluginError, match="a different op of the same name"):
+        decompose(b)
+    b.meta[G.CUSTOM_OP_SCHEMAS] = json.dumps(
+        {"megatron.sinkhorn.default": "megatron::" + REGISTRY["megatron.sinkhorn.default"].schema})
+    assert decompose(b) is b

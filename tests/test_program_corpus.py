@@ -23,6 +23,22 @@ from corpus import CORPUS  # noqa: E402
 XFAIL = {
     # helper-adv2: correct twins the checker cannot prove yet (their buggy twins are refuted)
     # helper-adv4: correct twins the checker cannot prove yet (their buggy twins are refuted)
+    # helper-adv6: buggy programs refused (exit 2), not refuted; correct twins a lemma or a capture short
+    "adv6_dunused_detach[joint]": "real DDP (find_unused_parameters=True) all-reduces zeros for fc2's weight, "
+        "which rank 1 reads detached; the capture gives rank 1 no all-reduce for a parameter without a gradient, "
+        "and the checker refuses the ranks' unequal collective sequences (exit 2)",
+    "adv6_dswap_after[joint]": "refused at capture (exit 2): fc's weight replaced after DDP was built -- its "
+        "reducer waits for the old one's gradient and reduces none of its bucket (not modelled)",
+    "adv6_dfrz_after[joint]": "refused at capture (exit 2): fc's bias frozen after DDP was built -- its reducer "
+        "waits for that gradient and reduces none of its bucket (not modelled)",
+    "adv6_lar_correct[forward]": "the labels' pad ids[:, :1] * 0 - 100: no lemma relates the ranks' rows of an "
+        "integer product with a constant to the sequential one (fails at mul)",
+    "adv6_lar_correct[joint]": "the labels' pad ids[:, :1] * 0 - 100: no lemma relates the ranks' rows of an "
+        "integer product with a constant to the sequential one (fails at mul)",
+    "adv6_dtb_rank0[forward]": "the bias added to rank 0's partial sums only (zeros_like on the others): no lemma "
+        "takes a term added to one part out of a sum over ranks (fails at addmm)",
+    "adv6_dtb_rank0[joint]": "capture (exit 2): rank 1 reads the bias only through zeros_like, which has no "
+        "gradient, so grad:b is missing on rank 1",
 }
 XFAIL = {k: v for k, v in XFAIL.items() if v}
 
@@ -119,6 +135,15 @@ FAR = {
     "adv4_mulrs_correct[joint]": "the bug is the choice of all_reduce for q (line 193; forward-correct), whose "
         "backward runs in _common.py: the report names b's gradient (mm_2, the linear at line 184) and the "
         "culprit, all_reduce's backward summing the ranks' equal gradients (_common.py:62)",
+    # helper-adv6: a DDP construction whose effect shows where the forward reads what it set up
+    "adv6_dsub_self[joint]": "the bug is DDP's process_group (line 107): the report names the loss (lines "
+        "138-139) whose gradient the parameters' one-rank means do not average",
+    "adv6_dlate_after[joint]": "the bug is where fc2 is attached after DDP (line 120): the report names fc2's read "
+        "(line 82), whose gradient no DDP averages, and the loss",
+    "adv6_dbuf_bcast[forward]": "the bug is DDP's default broadcast_buffers (line 112): the report names where the "
+        "forward adds the buffer (line 74), rank 0's rows on every rank",
+    "adv6_dbuf_bcast[joint]": "the bug is DDP's default broadcast_buffers (line 112): the report names where the "
+        "forward adds the buffer (line 74), rank 0's rows on every rank",
 }
 NEAR = 5     # lines
 

@@ -17,6 +17,12 @@ writes DDP's contract for one training step into the traced graph as ordinary op
 * each parameter's gradient is the all-reduce (sum) over the DDP group divided by the group's
   size.
 
+Both hold for the parameters the module has when DDP is built (real DDP syncs those at
+construction and its reducer hooks those that require grad then): a parameter attached or
+replaced later is the rank's own value with a local gradient, one unfrozen later is broadcast but
+not averaged, and a reducer parameter replaced, removed or frozen later is refused (without
+``find_unused_parameters=True`` the reducer waits for its gradient and reduces none of its bucket).
+
 The process group is ``process_group``, or the group of a 1-D ``device_mesh``, else WORLD.
 Everything else is refused (:class:`CaptureError`, exit 2, naming the construct and the script
 line): a communication hook (``register_comm_hook``: fp16 compression, PowerSGD change the
@@ -191,10 +197,16 @@ def _module_class():
             nn.Module.__init__(self)
             self.__class__ = CapturedDDP
             self.module = module
+            # DDP fixes its parameters at construction: the init sync broadcasts those the module
+            # has then, and its reducer averages those of them that require grad then (one hook
+            # each); a parameter attached, replaced or (un)frozen later is not DDP's
+            # (the parameters themselves are held: their ids are compared once build returns,
+            # _plan, before capture swaps them for fake tensors)
             self._ddp = dict(group=group, size=size, init_sync=init_sync,
                              sync_buffers=bool(fwd_sync) or (init_sync and init_bufs),
                              find_unused=bool(opts.get("find_unused_parameters", False)),
-                             where=where, rank=rank)
+                             where=where, rank=rank, built=[(n, p, p.requires_grad) for n, p in module.named_parameters()],
+                             plan=None, modelled={})
 
         def forward(self, *args, **kwargs):
             import torch
@@ -204,8 +216,15 @@ def _module_class():
                 with torch.no_grad():
                     for b in self.module.buffers():
                         b.copy_(funcol.broadcast(b, 0, c["group"]))
-            params = {name: _DDPParam.apply(p, c["group"], c["size"], c["init_sync"])
-                      for name, p in self.module.named_parameters()}
+            plan = _plan(self)
+            params, modelled = {}, {}
+            for name, p in self.module.named_parameters():
+                bcast, avg = plan.get(name, (False, False))
+                if avg and not p.requires_grad:
+                    _refuse_gone(c, [name])
+                modelled[name] = (bcast, avg)
+                params[name] = _DDPParam.apply(p, c["group"], c["size"], bcast, avg) if bcast or avg else p
+            c["modelled"] = modelled
             return torch.func.functional_call(self.module, params, args, kwargs, tie_weights=True, strict=False)
 
         def _set_static_graph(self):      # semantics-free
@@ -220,6 +239,40 @@ def _module_class():
     return CapturedDDP
 
 
+def _plan(w) -> dict:
+    """{name: (broadcast, averaged)} of the module's parameters as real DDP treats them.  DDP fixes
+    its parameters at construction: the init sync broadcasts rank 0's value of each parameter the
+    module has then, and its reducer averages the gradients of those that require grad then (a hook
+    each).  A parameter attached or replaced later is the rank's own, its gradient local; one
+    unfrozen later is broadcast but not averaged.  A reducer parameter no longer in the step
+    (replaced, removed or frozen later) is refused.  Computed once, by identity, while the module
+    holds the parameters build made (check_model, right after build; or a forward build runs)."""
+    c = w._ddp
+    if c["plan"] is None:
+        built = c["built"]
+        synced = {id(p) for _, p, _ in built}
+        reduced = {id(p): n for n, p, trained in built if trained}
+        now = dict(w.module.named_parameters())
+        live = {id(p) for p in now.values() if p.requires_grad}
+        gone = [n for i, n in reduced.items() if i not in live]
+        if gone:
+            _refuse_gone(c, gone)
+        c["plan"] = {n: (c["init_sync"] and id(p) in synced, id(p) in reduced and p.requires_grad)
+                     for n, p in now.items()}
+        c["built"] = None
+    return c["plan"]
+
+
+def _refuse_gone(c, names):
+    if c["find_unused"]:    # DDP marks a parameter without a gradient ready (as unused): its bucket completes
+        return
+    raise CaptureError(
+        f"rank {c['rank']}: DistributedDataParallel{c['where']}: parameter(s) {', '.join(names[:3])} it was "
+        f"built with no longer take part in the step (replaced, removed or frozen after construction): real "
+        f"DDP's reducer waits for their gradients and, without find_unused_parameters=True, never reduces "
+        f"their bucket")
+
+
 def _param_function():
     import torch
 
@@ -228,15 +281,17 @@ def _param_function():
         group's mean)."""
 
         @staticmethod
-        def forward(ctx, p, group, size, init_sync):
+        def forward(ctx, p, group, size, bcast, avg):
             import torch.distributed._functional_collectives as funcol
-            ctx.group, ctx.size = group, size
-            return funcol.broadcast(p, 0, group) if init_sync else p
+            ctx.group, ctx.size, ctx.avg = group, size, avg
+            return funcol.broadcast(p, 0, group) if bcast else p
 
         @staticmethod
         def backward(ctx, grad):
             import torch.distributed._functional_collectives as funcol
-            return funcol.all_reduce(grad, "sum", ctx.group) / ctx.size, None, None, None
+            if not ctx.avg:
+                return grad, None, None, None, None
+            return funcol.all_reduce(grad, "sum", ctx.group) / ctx.size, None, None, None, None
 
     return DDPParam
 
@@ -281,6 +336,8 @@ def check_model(model, rank) -> None:
     found = wrappers(model)
     if not found:
         return
+    for _, w in found:      # which parameters are DDP's: compared while build's tensors are held
+        _plan(w)
     inside = {}
     for path, w in found:
         for name, p in w.module.named_parameters(remove_duplicate=False):
@@ -323,8 +380,10 @@ def check_graph(gm, dynamo_port_names, model, rank, joint) -> None:
     managed = {}
     for path, w in found:
         pre = f"{path}.module." if path else "module."
-        for name, p in w.module.named_parameters():
-            managed[f"param:{rename(pre + name)}"] = (w, p.requires_grad)
+        # (broadcast, averaged) as the wrapper's forward read each parameter (frozen at DDP's
+        # construction: a parameter attached later is neither)
+        for name, (bcast, avg) in w._ddp["modelled"].items():
+            managed[f"param:{rename(pre + name)}"] = (w, bcast, avg)
     placeholders = {}
     for n in gm.graph.nodes:
         if n.op == "placeholder":
@@ -337,9 +396,9 @@ def check_graph(gm, dynamo_port_names, model, rank, joint) -> None:
     for port, n in placeholders.items():
         if port not in managed:
             continue
-        w, _ = managed[port]
+        w, bcast, _ = managed[port]
         c = w._ddp
-        if c["init_sync"]:
+        if bcast:
             bad = [u for u in n.users if u.op != "output" and not _ddp_frame(u)]
             if bad:
                 src = pick_frame(parse_stack_trace(bad[0].meta.get("stack_trace")), None)
@@ -358,8 +417,8 @@ def check_graph(gm, dynamo_port_names, model, rank, joint) -> None:
                 grads[port_names(d.grad_of)] = out.args[0][i]
             except CaptureError:
                 continue
-    for port, (w, requires_grad) in managed.items():
-        if not requires_grad:
+    for port, (w, _, avg) in managed.items():
+        if not avg:
             continue
         c = w._ddp
         g = grads.get(port)

@@ -34,10 +34,14 @@ class PluginError(InputError):
 
 def decompose(bundle: G.Bundle) -> G.Bundle:
     """The bundle with every decomposable plugin op replaced (unchanged when there is none)."""
+    # every plugin op the program calls is the one its plugin was written for -- a pure one too:
+    # congruence needs no reference, but the oracle runs the plugin's (re-check, witness)
+    _check_schemas(bundle, {t for g in bundle.ranks for n in g.nodes
+                            for t in [n.args[0] if n.target in ops.AUTO_FUNCTIONALIZED and n.args else n.target]
+                            if isinstance(t, str) and t in REGISTRY})
     calls = {c[0].target for g in bundle.ranks for n in g.nodes if (c := _plugin_call(n))}
     if not calls:
         return bundle
-    _check_schemas(bundle, calls)
     return dataclasses.replace(bundle, ranks=[_decompose_graph(g) for g in bundle.ranks])
 
 
@@ -78,12 +82,15 @@ def _decompose_graph(g: G.RankGraph) -> G.RankGraph:
 
 def _check_schemas(bundle, targets):
     """The program's op must be the one the plugin was written for: same arguments (names,
-    types, which are written) and returns, when the capture recorded its schema."""
+    types, which are written, defaults) and returns, when the capture recorded its schema.  (A
+    default is part of the op: a call that leaves the argument out runs the program's own default,
+    while the plugin's reference -- decomposition, the oracle -- fills in the plugin's.)"""
     recorded = json.loads(bundle.meta.get(G.CUSTOM_OP_SCHEMAS, "{}"))
 
     def signature(text):
         s = torch._C.parse_schema(text.split("::", 1)[-1])
-        return ([(a.name, str(a.type), bool(a.alias_info and a.alias_info.is_write)) for a in s.arguments],
+        return ([(a.name, str(a.type), bool(a.alias_info and a.alias_info.is_write),
+                  repr(a.default_value) if a.has_default_value() else None) for a in s.arguments],
                 [str(r.type) for r in s.returns])
     for t in sorted(targets):
         if t in recorded and signature(recorded[t]) != signature(REGISTRY[t].schema):

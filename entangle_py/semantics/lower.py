@@ -1976,11 +1976,11 @@ def scalar_lit(v) -> str:
 
 
 def _scalar_text(v) -> str:
-    """One text per value for a float operand: ``x / 8`` and ``x / 8.0`` are the same term
+    """One text per value for a float operand: ``x / 8``, ``x / 8.0`` are the same term, and so are
+    ``x / False`` and ``x / 0.0`` (a term's constant means float(text); a lemma that excludes a zero
+    or infinite constant names its one text -- a bool's "0" was a second zero no condition named)
     (integer tensors with integer constants use ``iscalar`` instead)."""
-    if isinstance(v, bool):
-        return str(int(v))
-    if isinstance(v, int) and abs(v) < 2**53:
+    if isinstance(v, bool) or (isinstance(v, int) and abs(v) < 2**53):
         return repr(float(v))
     return repr(v)
 

@@ -618,6 +618,43 @@ CORPUS = [
     _e("moe_sinkhorn_nonzero_slice", "moe_sinkhorn", bug=("_moe_sinkhorn.py", "never summed")),
     _e("moe_sinkhorn_nonzero_slice", "moe_sinkhorn", "joint", bug=("_moe_sinkhorn.py", "never summed")),
     _e("moe_sinkhorn_nonzero_router_grad", "moe_sinkhorn", "joint", bug=("_moe_sinkhorn.py", "router gradient is not all-reduced")),
+
+    # helper-adv6: DDP's contract (its group, buffers, the parameters it was built with), DTensor
+    # partial sums with a bias, labels padded by arithmetic, a division by False, Sinkhorn's tol,
+    # an all-gather by zero-padded all-reduce (_adv6.py; the DDP bugs are gradient bugs: joint only)
+    *[_e(f"adv6_{k}_correct", "adv6_ddp", m) for k in ("dsub", "dunused", "dlate", "dswap") for m in ("forward", "joint")],
+    _e("adv6_dsub_self", "adv6_ddp", "joint", bug=("_adv6.py", "own one-rank group")),
+    _e("adv6_dunused_detach", "adv6_ddp", "joint", bug=("_adv6.py", "rank 1 reads fc2's weight detached")),
+    _e("adv6_dlate_after", "adv6_ddp", "joint", bug=("_adv6.py", "fc2 attached after")),
+    _e("adv6_dswap_after", "adv6_ddp", "joint", bug=("_adv6.py", "replaced after DDP")),
+    _e("adv6_dfrz_correct", "adv6_dfrz"),
+    _e("adv6_dfrz_correct", "adv6_dfrz", "joint"),
+    _e("adv6_dfrz_after", "adv6_dfrz", "joint", bug=("_adv6.py", "frozen after DDP")),
+    _e("adv6_dbuf_correct", "adv6_dbuf"),
+    _e("adv6_dbuf_correct", "adv6_dbuf", "joint"),
+    _e("adv6_dbuf_bcast", "adv6_dbuf", bug=("_adv6.py", "broadcast_buffers (the default)")),
+    _e("adv6_dbuf_bcast", "adv6_dbuf", "joint", bug=("_adv6.py", "broadcast_buffers (the default)")),
+    _e("adv6_dtwo_correct", "adv6_dtwo", ws=4),
+    _e("adv6_dtwo_correct", "adv6_dtwo", "joint", ws=4),
+    _e("adv6_dtwo_pairs", "adv6_dtwo", "joint", bug=("_adv6.py", "over a pair of ranks"), ws=4),
+    _e("adv6_dmesh_correct", "adv6_dmesh", ws=4),
+    _e("adv6_dmesh_correct", "adv6_dmesh", "joint", ws=4),
+    _e("adv6_dmesh_tp", "adv6_dmesh", "joint", bug=("_adv6.py", "over the tp group"), ws=4),
+    *[_e("adv6_lar_correct", "adv6_lbl", m) for m in ("forward", "joint")],
+    *[_e("adv6_lar_batch", "adv6_lbl", m, bug=("_adv6.py", "the padding targets included")) for m in ("forward", "joint")],
+    *[_e("adv6_divf_correct", "adv6_divf", m) for m in ("forward", "joint")],
+    *[_e("adv6_divf_each", "adv6_divf", m, bug=("_adv6.py", "each rank's partial sum divided")) for m in ("forward", "joint")],
+    *[_e("adv6_dtb_correct", "adv6_dtb", m) for m in ("forward", "joint")],
+    *[_e("adv6_dtb_bpartial", "adv6_dtb", m, bug=("_adv6.py", "wrapped as Partial on every rank")) for m in ("forward", "joint")],
+    *[_e("adv6_dtb_avg", "adv6_dtb", m, bug=("_adv6.py", "their mean")) for m in ("forward", "joint")],
+    *[_e("adv6_dtb_rank0", "adv6_dtb0", m) for m in ("forward", "joint")],
+    _e("adv6_dtb_rank0div", "adv6_dtb0", bug=("_adv6.py", "rank 0 adds a share")),
+    _e("adv6_sk_correct", "adv6_sk"),
+    _e("adv6_sk_tol", "adv6_sk", bug=("_adv6.py", "another tolerance")),
+    _e("adv6_sk_local", "adv6_sk", bug=("_adv6.py", "its own tokens only")),
+    *[_e("adv6_zag_correct", "adv6_zag", m) for m in ("forward", "joint")],
+    *[_e(f"adv6_zag_{v}", "adv6_zag", m, bug=("_adv6.py", t)) for v, t in (("off", "at offset 0"), ("one", "padded with ones"))
+      for m in ("forward", "joint")],
 ]
 
 BY_ID = {e.id: e for e in CORPUS}
@@ -643,4 +680,6 @@ NO_JOINT = {
     "adv_pp_wrong_rank_ok": _RAW_P2P,
     "adv3_pp_correct": _RAW_P2P,
     "adv3_ppv_correct": _RAW_P2P,
+    "adv6_sk_correct": ("Megatron's sinkhorn has no autograd (the stand-in in _megatron_ops.py; Megatron runs it "
+                        "under torch.no_grad() on the router logits)"),
 }

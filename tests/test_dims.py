@@ -70,3 +70,21 @@ def test_symbolic_sums_are_canonical_sizes():
     eng = _engine()
     _saturate(eng, "(concat (Cons x (Cons x (Nil))) 0)")
     assert eng.equal("(dim t 0)", '(DSym "(2*s0)")')   # s0 + s0, canonical
+
+
+def test_a_size_counted_from_a_sequential_tensor_is_not_clean():
+    """A nonzero's row count is a size of the tensor itself (DRows): a constant or a view sized by
+    a G_s tensor's count is not clean in the e-graph, as terms.is_clean says (before, cleanliness
+    looked at tensor arguments only, and such a term counted as clean with no clean term to extract);
+    sized by a G_d tensor's count, it is."""
+    from entangle_py.semantics.terms import is_clean, parse_sexpr
+    eng = Engine(LIB)
+    eng.add('(let m (Gs "nz"))', '(let md (Gd "r0.nz"))')     # a nonzero result of each program
+    for name, leaf in (("zs", "m"), ("zd", "md")):
+        eng.add(f'(let {name} (cst "0.0" (DCons (DRows {leaf}) (DCons (DLit 3) (DNil))) "float32"))')
+    eng.add('(let vd (view (Gd "x") (DCons (DRows md) (DNil))))')
+    eng.add('(let vs (view (Gd "x") (DCons (DRows m) (DNil))))')
+    eng.prove_clean("zs", Limits(iterations=3))
+    assert not eng.holds("(clean zs)") and not eng.holds("(clean vs)")
+    assert eng.holds("(clean zd)") and eng.holds("(clean vd)")
+    assert not is_clean(parse_sexpr('(cst "0.0" (DCons (DRows (nonzero (Gs "m"))) (DNil)) "float32")'))

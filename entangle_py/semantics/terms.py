@@ -885,6 +885,10 @@ FUNCTIONS_TEXT = """
 (relation certleaf (T))
 (relation cert (T))
 (relation certl (TList))
+(relation cleand (Dim))
+(relation cleandl (DList))
+(relation certd (Dim))
+(relation certdl (DList))
 (relation given (T))
 (relation givenl (TList))
 (relation vpfx (T DList i64))
@@ -968,18 +972,24 @@ def declarations() -> str:
             conds = " ".join(f"({'given' if s == 'T' else 'givenl'} a{i})" for i, s in enumerate(sig) if s in ("T", "TList"))
             lines.append(f"(rule ((= x ({c.name} {' '.join(args)})) {conds}) ((given x)) :ruleset cleanliness)")
     lines.append("(rule ((certleaf x)) ((cert x)) :ruleset certify)")
-    for rel, lrel, ruleset in (("clean", "cleanl", "cleanliness"), ("cert", "certl", "certify")):
-        lines.append(f"(rule ((= l (Nil))) (({lrel} l)) :ruleset {ruleset})")
-        lines.append(f"(rule ((= l (Cons a r)) ({rel} a) ({lrel} r)) (({lrel} l)) :ruleset {ruleset})")
+    # a term is clean when its constructor is and every argument of a sort that can hold a tensor
+    # is: tensors, their lists, and sizes -- a size may be a tensor's row count (DRows), so a
+    # view or a constant sized by a G_s tensor's count is not clean (as is_clean says)
+    for sorts, ruleset in ((CLEAN_SORTS, "cleanliness"), (CERT_SORTS, "certify")):
         for c in CONSTRUCTORS:
-            if c.sort != "T" or not c.clean or c.name == "Gd":
+            if c.sort not in sorts or not c.clean or c.name == "Gd":
                 continue
             sig = c.signature.split()
             args = [f"a{i}" for i in range(len(sig))]
-            conds = [f"({rel} a{i})" for i, s in enumerate(sig) if s == "T"]
-            conds += [f"({lrel} a{i})" for i, s in enumerate(sig) if s == "TList"]
-            lines.append(f"(rule ((= x ({c.name} {' '.join(args)})) {' '.join(conds)}) (({rel} x)) :ruleset {ruleset})")
+            conds = [f"({sorts[s]} a{i})" for i, s in enumerate(sig) if s in sorts]
+            lhs = f"({c.name} {' '.join(args)})" if args else f"({c.name})"
+            lines.append(f"(rule ((= x {lhs}) {' '.join(conds)}) (({sorts[c.sort]} x)) :ruleset {ruleset})")
     return "\n".join(lines)
+
+
+# the cleanliness relation of each sort that can hold a G_s or G_d tensor (and the certificate's)
+CLEAN_SORTS = {"T": "clean", "TList": "cleanl", "Dim": "cleand", "DList": "cleandl"}
+CERT_SORTS = {"T": "cert", "TList": "certl", "Dim": "certd", "DList": "certdl"}
 
 
 # ----------------------------------------------------------------------------- evaluation

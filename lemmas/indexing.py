@@ -32,7 +32,7 @@ from lemmas._instances.indexing import (
 from lemmas._instances.indexing import itext_terms, tpick_local, tpick_local_bad, tplace_local, tplace_local_bad
 from lemmas._instances.indexing import map_place_each, map_place_each_nil, place_rsum
 from lemmas._instances.indexing import (
-    add_iput, add_iput_bad, iput_disjoint, iput_disjoint_bad, take_iput_disjoint, take_iput_disjoint_bad, iput_rsum_disjoint, iput_rsum_disjoint_bad, iput_terms, nonzero_terms)
+    add_iput, add_iput_bad, add_rsum_scatter, add_rsum_scatter_bad, add_scatter, add_scatter_bad, iput_disjoint, iput_disjoint_bad, take_iput_disjoint, take_iput_disjoint_bad, iput_rsum_disjoint, iput_rsum_disjoint_bad, iput_terms, nonzero_terms)
 from lemmas._instances.movement import ZERO_TEXTS
 from lemmas._instances import cons
 
@@ -217,6 +217,20 @@ LEMMAS = [
         Lemma(f"add-iput-rsum{k}", f"(binary \"add\" (iput {zeros} i x) (iput {zeros} j y))",
               f"(rsum (Cons (iput {zeros} i x) (Cons (iput {zeros} j y) (Nil))))",
               when=(_NOT_BOOL,), instances=add_iput, rejects=add_iput_bad))),
+    # two tables of rows added into zeros, added (Hugging Face's MoE: each expert's rows
+    # index_add-ed into one buffer, which lowers as buffer + scatter) are a sum of the pair, which
+    # sums over ranks regroup; of one width and dtype (else the add broadcasts or promotes)
+    Lemma("add-scatter-rsum", '(binary "add" (scatter a i n) (scatter b j n))',
+          "(rsum (Cons (scatter a i n) (Cons (scatter b j n) (Nil))))",
+          when=("(= w (dim (scatter a i n) 1))", "(= w (dim (scatter b j n) 1))", "(= t (dtype a))", "(= t (dtype b))",
+                _NOT_BOOL), instances=add_scatter, rejects=add_scatter_bad),
+    # ... and a further table added to such a sum joins it, last (the sequential program adds its
+    # experts' tables one by one, in the order of the ranks that hold them)
+    Lemma("add-rsum-scatter", '(binary "add" (rsum l) (scatter b j n))',
+          "(rsum (lappend l (Cons (scatter b j n) (Nil))))",
+          when=("(= 2 (ndim (rsum l)))", "(= (DLit n) (dim (rsum l) 0))", "(= w (dim (rsum l) 1))",
+                "(= w (dim (scatter b j n) 1))", "(= t (dtype (rsum l)))", "(= t (dtype b))", _NOT_BOOL),
+          instances=add_rsum_scatter, rejects=add_rsum_scatter_bad),
     # the rows where the ids are b are not those a write at the rows where they are a changed
     # (index_put's backward: the gradient at the rows written, zeroed, read again at other rows)
     Lemma("take-iput-disjoint", f"(take {_iput('x', 'a', 'y')} (nonzero (iscalar \"eq\" v b)))",
@@ -264,6 +278,10 @@ RULES = [
     Rule("dtype-place", "\n".join(
         f"(rule ((= y {pat}) (= f (dtype v))) ((set (dtype y) f)) :ruleset shapes)"
         for pat in ("(place v i n)", "(tplace v i c n)", "(mplace v i o n)")), check_terms=tplace_terms),
+    # ... and so has a table of rows added into zeros
+    Rule("dtype-scatter", "\n".join(
+        f"(rule ((= y {pat}) (= f (dtype g))) ((set (dtype y) f)) :ruleset shapes)"
+        for pat in ("(scatter g i n)", "(mscatter g i o n)")), check_terms=scatter_terms),
     Rule("shape-tcount", "(rule ((= y (tcount x i c n))) ((set (ndim y) 0)) :ruleset shapes)", check_terms=tcount_terms),
     # the ignore index of a loss's target pick as a constant's text and as a masked_fill op (to match
     # the fill of its local targets: tpick-local-*); a where's constant compared with t's shape

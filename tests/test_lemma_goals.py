@@ -438,6 +438,10 @@ POSITIVE = [
      {"v": ([4], "int64"), "x": [1, 3], "y": [1, 3], "w": [1, 3]}, ()),
     ("indexing", f'(take {_put("{g}", 1, "{y}")} (nonzero (iscalar "eq" {{v}} 0)))', '(take {g} (nonzero (iscalar "eq" {v} 0)))',
      {"v": ([4], "int64"), "g": [4, 3], "y": [1, 3]}, ()),
+    # Hugging Face's MoE: three experts' rows index_add-ed into one buffer are one sum, in order
+    ("indexing", '(binary "add" (binary "add" (scatter {a} {i} 6) (scatter {b} {j} 6)) (scatter {c} {k} 6))',
+     "(rsum (Cons (scatter {a} {i} 6) (Cons (scatter {b} {j} 6) (Cons (scatter {c} {k} 6) (Nil)))))",
+     {"a": [2, 3], "b": [1, 3], "c": [4, 3], "i": ([2], "int64"), "j": ([1], "int64"), "k": ([4], "int64")}, ()),
 ]
 
 NEGATIVE = [
@@ -449,6 +453,10 @@ NEGATIVE = [
     ("indexing", _put(_put(_ZEROS([4, 3]), 0, "{x}"), 1, "{y}"),
      f'(rsum (Cons {_put(_ZEROS([4, 3]), 0, "{x}")} (Cons {_put(_ZEROS([4, 3]), 1, "{y}")} (Nil))))',
      {"v": ([2, 2], "int64"), "x": [1, 3], "y": [1, 3]}, ()),
+    # tables of two widths added broadcast: no sum
+    ("indexing", '(binary "add" (scatter {a} {i} 6) (scatter {b} {j} 6))',
+     "(rsum (Cons (scatter {a} {i} 6) (Cons (scatter {b} {j} 6) (Nil))))",
+     {"a": [2, 3], "b": [1, 1], "i": ([2], "int64"), "j": ([1], "int64")}, ()),
     # a read at the rows just written sees the write
     ("indexing", f'(take {_put("{g}", 0, "{y}")} (nonzero (iscalar "eq" {{v}} 0)))', '(take {g} (nonzero (iscalar "eq" {v} 0)))',
      {"v": ([4], "int64"), "g": [4, 3], "y": [1, 3]}, ()),

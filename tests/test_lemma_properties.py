@@ -60,7 +60,9 @@ WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1,
                "softmax-mul-unshifted": 10,
                # values of one row per match of 1-D int ids with a drawn id, written into zeros
                **{f"{name}{k}": 0 for name in ("iput-disjoint-sum", "iput-rsum-disjoint", "add-iput-rsum")
-                  for k in ("", "-int")}}
+                  for k in ("", "-int")},
+               # tables of rows at integer ids in [0, n), of one width
+               "add-scatter-rsum": 0, "add-rsum-scatter": 0}
 
 
 def _cases():

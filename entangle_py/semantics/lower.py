@@ -551,6 +551,53 @@ class Lowerer:
             return None
         return self._split_parts(n, [min(size, total - i) for i in range(0, total, size)])
 
+    @lowers("aten.unbind.int")
+    def _h_unbind_int(self, n):
+        """unbind(x, d): each index i along d selected (a dim of static size; else declined)."""
+        x, dim = n.args[0], self._arg(n, 1, "dim", 0)
+        shape = tuple(self.shape(x.name))
+        if not shape or not isinstance(dim, int) or isinstance(dim, bool) or not isinstance(n.val, tuple):
+            return None
+        d = self._dim(dim, len(shape))
+        if not isinstance(shape[d], int) or len(n.val) != shape[d]:
+            return None
+        return TupleTerms(tuple(
+            Term(f"(view (slice {self.t(x)} {d} (DLit {i}) (DLit {i + 1})) {self._shape_list(v.shape)})")
+            for i, v in enumerate(n.val)))
+
+    @lowers("aten.index_add.default")
+    def _h_index_add_default(self, n):
+        """index_add(x, d, ids, src, alpha): x plus alpha times the slices of src along d added
+        into zeros at their ids (``scatter``, embedding's backward, on the rows of x moved to the
+        front: ids outside [0, size) are undefined there as here).  x of at most 2 dims of static
+        size along d, ids a 1-D integer tensor, src of x's dtype; else refused."""
+        x, dim, ids, src = n.args[:4]
+        alpha = self._arg(n, 4, "alpha", 1)
+        if not all(isinstance(a, Ref) for a in (x, ids, src)):
+            return Refused(n.target, "self", "an argument that is not a tensor")
+        xs, is_, ss = (tuple(self.shape(a.name)) for a in (x, ids, src))
+        if len(xs) > 2 or not isinstance(dim, int) or isinstance(dim, bool):
+            return Refused(n.target, "dim", f"dim={dim!r} of a {len(xs)}-D tensor (at most 2-D)")
+        d = self._dim(dim, max(len(xs), 1))
+        if len(is_) != 1 or self._dtype(ids.name) not in ("int64", "int32"):
+            return Refused(n.target, "index", "not a 1-D tensor of integer ids")
+        if len(ss) != len(xs) or self._dtype(src.name) != self._dtype(x.name) or not isinstance((xs or (1,))[d], int):
+            return Refused(n.target, "source", f"slices of shape {list(ss)} into a tensor of shape {list(xs)}")
+        k, rows = is_[0], (xs or (1,))[d]
+        g = self.t(src)
+        if len(xs) == 2:            # the slices along d as rows [k, width]
+            g = f"(transpose {g} 0 1)" if d == 1 else g
+        else:                       # a 1-D (0-D) x: each element a row of width 1
+            g = f"(view {g} {self._shape_list((k, 1))})"
+        table = f"(scatter {g} {self.t(ids)} {rows})"
+        table = (f"(transpose {table} 0 1)" if d == 1 else table) if len(xs) == 2 else \
+            f"(view {table} {self._shape_list(xs)})"
+        if alpha != 1 or isinstance(alpha, bool):
+            table = self._scaled(table, x.name, alpha)
+            if table is None:
+                return Refused(n.target, "alpha", f"alpha={alpha!r} in {self._dtype(x.name)} arithmetic")
+        return Term(f"(binary \"add\" {self.t(x)} {table})")
+
     @lowers("aten.flip.default")
     def _h_flip_default(self, n):
         """flip(x, dims): along each dim, the concat of its size-1 slices in reverse order (data

@@ -655,6 +655,12 @@ CORPUS = [
     *[_e("adv6_zag_correct", "adv6_zag", m) for m in ("forward", "joint")],
     *[_e(f"adv6_zag_{v}", "adv6_zag", m, bug=("_adv6.py", t)) for v, t in (("off", "at offset 0"), ("one", "padded with ones"))
       for m in ("forward", "joint")],
+    # Hugging Face's sparse MoE block (Mixtral): torch.where(expert_mask[e]) (nonzero) and
+    # index_add_ of each expert's rows, expert parallel over replicated tokens
+    *[_e("moe_hf_correct", "moe_hf", ws=w) for w in (2, 4)],
+    _e("moe_hf_offset", "moe_hf", bug=("_moe_hf.py", "BUG (offset)")),
+    *[_e("moe_hf_index", "moe_hf", bug=("_moe_hf.py", "BUG (index)"), ws=w) for w in (2, 4)],
+    _e("moe_hf_norm", "moe_hf", bug=("_moe_hf.py", "BUG (norm)")),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}
@@ -668,6 +674,8 @@ _KERNEL = ("vLLM's _C kernels (the stand-ins in _vllm_ops.py) have no autograd: 
 _RAW_P2P = ("raw point-to-point: the received tensor carries no gradient, so as a training step stage 0 "
             "never gets its parameters' gradient (the pp family, _pp.py, sends gradients back)")
 NO_JOINT = {
+    "moe_hf_correct": "the routing weights' gradient is an index_put accumulated at two index tensors "
+                      "(weights[top_x, idx]'s backward), which has no semantics yet (exit 2)",
     "vllm_mlp_correct": _KERNEL,
     "adv_vllm_norm_correct": _KERNEL,
     "adv_vllm_rope_correct": _KERNEL,

@@ -717,3 +717,57 @@ def add_iput_bad(rng):
     """A bool buffer: two writes added are a logical or, and a sum over ranks of bools is undefined."""
     env = next(add_iput(rng))
     return {**env, "t": "bool", "x": env["x"] > 0, "y": env["y"] > 0}
+
+
+def _scatter_pair(rng, widths, dtypes):
+    n = rng.randint(1, 6)
+    env = {"n": n}
+    for (g, ids), w, dt in zip((("a", "i"), ("b", "j")), widths, dtypes):
+        lead = [rng.randint(0, 4) for _ in range(rng.randint(1, 2))]
+        env[ids] = _ids(rng, lead, 0, n)
+        env[g] = (tensor(rng, *lead, w) * 4).to(dt)
+    env["t"], env["w"] = str(dtypes[0]).removeprefix("torch."), widths[0]
+    return env
+
+
+@repeat(8)
+def add_scatter(rng):
+    w = rng.randint(0, 3)
+    dt = rng.choice(_IPUT_DTYPES)
+    return _scatter_pair(rng, (w, w), (dt, dt))
+
+
+@repeat(4)
+def add_scatter_bad(rng):
+    """Widths 1 and 3 (the add broadcasts), two dtypes (it promotes), or bool rows (a logical or)."""
+    k = rng.randrange(3)
+    if k == 0:
+        return _scatter_pair(rng, (1, 3), (torch.float64, torch.float64))
+    if k == 1:
+        return _scatter_pair(rng, (2, 2), (torch.float32, torch.float64))
+    env = _scatter_pair(rng, (2, 2), (torch.int64, torch.int64))
+    return {**env, "a": env["a"] > 0, "b": env["b"] > 0, "t": "bool"}
+
+
+def _rsum_scatter(rng, width_off=0, dtypes=None):
+    n, w = rng.randint(1, 6), rng.randint(0, 3)
+    dt, dt_b = dtypes or (rng.choice(_IPUT_DTYPES),) * 2
+    lead = [rng.randint(0, 4) for _ in range(rng.randint(1, 2))]
+    j = _ids(rng, lead, 0, n)
+    return {"l": [(tensor(rng, n, w) * 4).to(dt) for _ in range(rng.randint(1, 4))], "n": n, "j": j,
+            "b": (tensor(rng, *lead, w + width_off) * 4).to(dt_b), "t": str(dt).removeprefix("torch."),
+            "w": w}
+
+
+@repeat(8)
+def add_rsum_scatter(rng):
+    return _rsum_scatter(rng)
+
+
+@repeat(4)
+def add_rsum_scatter_bad(rng):
+    """A table of another width (the add broadcasts a width-1 one) or dtype (it promotes)."""
+    if rng.random() < 0.5:
+        env = _rsum_scatter(rng)
+        return {**env, "l": [x[:, :1] for x in env["l"]], "w": 1} if env["w"] != 1 else {**env, "l": [x[:, :0] for x in env["l"]], "w": 0}
+    return _rsum_scatter(rng, dtypes=(torch.float32, torch.float64))

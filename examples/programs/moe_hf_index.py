@@ -1,0 +1,4 @@
+"""See _moe_hf.py, bug ``index``."""
+from _moe_hf import make_build
+
+build = make_build(bug="index")

@@ -606,6 +606,15 @@ CORPUS = [
     _e("adv5_grev_fwd", "adv5_grev", "joint"),
     _e("adv5_grev_list", "adv5_grev", "joint"),
     _e("adv5_nzero_correct", "adv5_nzero", "joint"),
+
+    # helper-falarm: adv5's correct programs the checker failed on (missing lemmas), with their twins
+    _e("adv5_a2a_correct", "adv5_a2a"),
+    _e("adv5_a2a_order", "adv5_a2a", bug=("_adv5.py", "rank 1 takes its own rows first")),
+    _e("adv5_a2a_correct", "adv5_a2a", "joint"),
+    _e("adv5_a2a_order", "adv5_a2a", "joint", bug=("_adv5.py", "rank 1 takes its own rows first")),
+    _e("adv5_isel_correct", "adv5_isel"),
+    _e("adv5_fpad_correct", "adv5_fpad"),
+    _e("adv5_fpad_batch", "adv5_fpad", bug=("_adv5.py", "the padding targets included")),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}

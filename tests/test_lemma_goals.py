@@ -124,6 +124,9 @@ _ZEROS = lambda shape, c="0.0": f'(cst "{c}" {dlist(shape)} "float32")'
 
 # (family, start, goal, leaf shapes, assumptions)
 POSITIVE = [
+    # rows looked up in a column-sharded table (index_select of x split along dim 1): each part's rows
+    ("indexing", f"(take {cat(1, '{a}', '{b}')} {{i}})", cat(1, "(take {a} {i})", "(take {b} {i})"),
+     {"a": [4, 2], "b": [4, 3], "i": ([5], "int64")}, ()),
     # a loss's target gradient with a negative ignore index, targets being classes: a placement,
     # the masked one of columns [0, 5), and its sum along the classes is the values
     ("indexing", "(tplace {v} {t} -100 5)", "(mplace {v} {t} 0 5)", {"v": [4], "t": ([4], "int64")},
@@ -428,6 +431,9 @@ POSITIVE = [
 ]
 
 NEGATIVE = [
+    # ... not in a row-sharded one (each part would be looked up at ids of the whole)
+    ("indexing", f"(take {cat(0, '{a}', '{b}')} {{i}})", cat(0, "(take {a} {i})", "(take {b} {i})"),
+     {"a": [2, 3], "b": [2, 3], "i": ([2], "int64")}, ()),
     # ... not of an int sum (int, where the scaled rows are float)
     ("reduction", f'(scalar "div" {red("sum", "{a}", [0], 0)} "2.0")', red("sum", '(scalar "div" {a} "2.0")', [0], 0),
      {"a": ([4, 3], "int64")}, ()),

@@ -874,6 +874,23 @@ class Lowerer:
         col = f"(view {self.t(idx)} {self._shape_list(xs[:-1])})"
         return Term(f"(view (pick {self.t(x)} {col}) {self._shape_list(n.val.shape)})")
 
+    @lowers("aten.index_select.default")
+    def _h_index_select_default(self, n):
+        """index_select(x, d, ids) with 1-D integer ids: the rows ``take`` looks up, along d (moved
+        to the front and back).  ``take`` wraps negative ids where index_select raises: the two
+        agree wherever the program runs.  A 0-D index (which keeps a dim of 1) or a 0-D x stays
+        opaque."""
+        x, dim, idx = n.args[:3]
+        if not isinstance(x, Ref) or not isinstance(idx, Ref) or not isinstance(dim, int):
+            return None
+        nd = self.ndim(x.name)
+        if nd == 0 or self.ndim(idx.name) != 1 or self._dtype(idx.name) not in ("int64", "int32"):
+            return None
+        d = self._dim(dim, nd)
+        if d == 0:
+            return Term(f"(take {self.t(x)} {self.t(idx)})")
+        return Term(f"(transpose (take (transpose {self.t(x)} 0 {d}) {self.t(idx)}) 0 {d})")
+
     @lowers("aten.scatter_add.default")
     def _h_scatter_add_default(self, n):
         """scatter_add(x, last dim, idx, src) into a float buffer of zeros (``ops.ZERO_FILLS``)

@@ -726,6 +726,20 @@ def test_concat_interchange_where_a_rank_concatenates_the_pair():
     assert saturated and not reached
 
 
+def test_concat_interchange_with_a_constant_split_at_the_rows():
+    """Labels shifted and padded with a constant column (-100) along dim 1, of row-sharded ids:
+    the constant splits at the rows' parts, and the concat is the ranks' padded rows -- only where
+    a rank padded its rows (its pair's concat is in the e-graph)."""
+    shapes = {"a": ([2, 3], "int64"), "b": ([1, 3], "int64")}
+    pad = lambda n: f'(cst "-100" {dlist([n, 1])} "int64")'
+    start = cat(1, cat(0, "{a}", "{b}"), pad(3))
+    goal = cat(0, cat(1, "{a}", pad(2)), cat(1, "{b}", pad(1)))
+    reached, _ = proves(start, goal, shapes, present=(cat(1, "{a}", pad(2)),))
+    assert reached
+    reached, saturated = proves(start, goal, shapes)
+    assert saturated and not reached
+
+
 def test_masked_scatter_splits_where_a_rank_block_ends():
     """The rows of a masked scatter split at the blocks the ranks computed (the vocab-parallel
     embedding's table gradient), three blocks nesting in the head; without them no split."""

@@ -57,7 +57,10 @@ WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1,
                "zpad-add-reassoc-right-before": 3, "zpad-add-reassoc-right-after": 4,
                "zpad-add-reassoc-left-before": 2, "zpad-add-reassoc-left-after": 5,
                # a factor of the sums' shape, x reduced along its last dim only
-               "softmax-mul-unshifted": 10}
+               "softmax-mul-unshifted": 10,
+               # a constant of the shape of a concat along another dim than the outer concat's, and
+               # of the parts' dtype
+               "concat-nest-cst": 4}
 
 
 def _cases():

@@ -615,6 +615,10 @@ CORPUS = [
     _e("adv5_isel_correct", "adv5_isel"),
     _e("adv5_fpad_correct", "adv5_fpad"),
     _e("adv5_fpad_batch", "adv5_fpad", bug=("_adv5.py", "the padding targets included")),
+    _e("adv5_fpad_correct", "adv5_fpad", "joint"),
+    _e("adv5_fpad_batch", "adv5_fpad", "joint", bug=("_adv5.py", "the padding targets included")),
+    _e("adv5_fpad_correct", "adv5_fpad", ws=4),
+    _e("adv5_fpad_batch", "adv5_fpad", bug=("_adv5.py", "the padding targets included"), ws=4),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}

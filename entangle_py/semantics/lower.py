@@ -22,6 +22,7 @@ from entangle_py.ir.graph import Node, Ref, TensorMeta, TorchConst
 from entangle_py.ir.symbolic import to_text
 from entangle_py.semantics.sexpr import Var, parse_sexpr, to_sexpr
 from entangle_py.semantics.terms import CASTS, DROPMASK, DROPOUT, INT_SCALAR_OPS, MASKED_FILL, THRESHOLD_BACKWARD, str_lit
+from entangle_py.semantics.terms import const_positive
 
 # The lowering registry: ATen target -> handler(lowerer, node).  One entry per target (a second
 # registration is an error); ``supported(target)`` is membership.  A handler may return None to
@@ -355,6 +356,12 @@ class Lowerer:
                 return Term(f"(iscalar {str_lit(op)} {self.t(x)} {c})")
             if xd == "bool" and op not in _COMPARISONS:
                 return Refused(n.target, "other", f"{op} of a bool tensor and a number")
+            if op == "mul" and xd == n.val.dtype and self._float_zeros(x.name) and const_positive(_scalar_text(c)):
+                # a float buffer of zeros times a positive constant is that buffer of zeros,
+                # +0.0 exactly (a rank's zero gradient through the backward of x * c).  Folded
+                # here: a lemma (scalar mul zeros c) = zeros puts the product in the zeros' class,
+                # where x * a * b = x * (ab) then multiplies its constants without end
+                return Term(self._filled("0.0", n.val.shape, n.val.dtype))
             return Term(f"(scalar {str_lit(op)} {self.t(x)} {scalar_lit(c)})")
         return None
 

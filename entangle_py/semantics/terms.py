@@ -261,6 +261,21 @@ def const_product(a: str, b: str) -> str:
     return repr(p)
 
 
+# float32's largest finite value: a constant beyond it overflows to inf in float32 (and in the
+# float32 arithmetic of float16 / bfloat16 ops)
+_F32_MAX = 3.4028234663852886e38
+
+
+def const_positive(c: str) -> bool:
+    """Whether a constant text is a positive number, finite in float32: 0.0 * c is then +0.0 in
+    every float dtype (a negative c makes -0.0; an inf, or a c overflowing float32, makes nan)."""
+    try:
+        v = float(c)
+    except ValueError:
+        return False
+    return 0 < v <= _F32_MAX
+
+
 # masked_fill(x, mask, c) is the binary op "masked_fill:<c>" over (x, mask): it is elementwise with
 # broadcasting like any binary op, so the binary lemmas (concat, broadcast) cover it.
 MASKED_FILL = "masked_fill:"

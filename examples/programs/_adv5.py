@@ -217,6 +217,11 @@ class Coll(nn.Module):
                 return x[:2] * 2
             src = 1 if self.bug == "src" else 0  # BUG (bsrc): broadcast from rank 1
             return _Bcast.apply(x, src, r, self.bug == "keep") * 2
+        if k == "msrc":     # the same, doubled before the broadcast
+            if ws == 1:
+                return x[:2] * 2
+            src = 1 if self.bug == "src" else 0  # BUG (msrc): the doubled rows sent from rank 1
+            return _Bcast.apply(x * 2, src, r, self.bug == "keep")
         if k == "rsop":
             if ws == 1:
                 return x @ y
@@ -344,8 +349,8 @@ def make_build(kind, bug=None):
             return Detach(ws, bug), {"x": torch.randn(4, 8 // ws, requires_grad=True)}
         if kind == "fnb":
             return Fnb(ws, bug), {"x": torch.randn(3, 4, requires_grad=True)}
-        if kind in ("bsrc", "agv", "grev"):
-            shape = {"bsrc": (4 // ws, 3), "agv": (2, 6 // ws), "grev": (4 // ws, 3)}[kind]
+        if kind in ("bsrc", "msrc", "agv", "grev"):
+            shape = {"bsrc": (4 // ws, 3), "msrc": (4 // ws, 3), "agv": (2, 6 // ws), "grev": (4 // ws, 3)}[kind]
             return Coll(rank, ws, kind, bug), {"x": torch.randn(*shape, requires_grad=True)}
         if kind == "rsop":
             return Coll(rank, ws, kind, bug), {"x": torch.randn(4, 4 // ws, requires_grad=True),

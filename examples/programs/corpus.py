@@ -619,6 +619,11 @@ CORPUS = [
     _e("adv5_fpad_batch", "adv5_fpad", "joint", bug=("_adv5.py", "the padding targets included")),
     _e("adv5_fpad_correct", "adv5_fpad", ws=4),
     _e("adv5_fpad_batch", "adv5_fpad", bug=("_adv5.py", "the padding targets included"), ws=4),
+    _e("adv5_msrc_correct", "adv5_msrc"),
+    _e("adv5_msrc_src", "adv5_msrc", bug=("_adv5.py", "the doubled rows sent from rank 1")),
+    _e("adv5_msrc_correct", "adv5_msrc", "joint"),
+    _e("adv5_msrc_src", "adv5_msrc", "joint", bug=("_adv5.py", "the doubled rows sent from rank 1")),
+    _e("adv5_msrc_keep", "adv5_msrc", "joint", bug=("_adv5.py", "every rank keeps the summed gradient")),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}

@@ -613,6 +613,8 @@ CORPUS = [
     _e("adv5_a2a_correct", "adv5_a2a", "joint"),
     _e("adv5_a2a_order", "adv5_a2a", "joint", bug=("_adv5.py", "rank 1 takes its own rows first")),
     _e("adv5_isel_correct", "adv5_isel"),
+    _e("adv5_isel_correct", "adv5_isel", "joint"),
+    _e("adv5_isel_copy", "adv5_isel", "joint", bug=("_adv5.py", "index_copy keeps one gradient of a duplicate")),
     _e("adv5_fpad_correct", "adv5_fpad"),
     _e("adv5_fpad_batch", "adv5_fpad", bug=("_adv5.py", "the padding targets included")),
     _e("adv5_fpad_correct", "adv5_fpad", "joint"),

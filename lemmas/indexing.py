@@ -35,6 +35,7 @@ from lemmas._instances.indexing import (
     add_iput, add_iput_bad, add_rsum_scatter, add_rsum_scatter_bad, add_scatter, add_scatter_bad, iput_disjoint, iput_disjoint_bad, take_iput_disjoint, take_iput_disjoint_bad, iput_rsum_disjoint, iput_rsum_disjoint_bad, iput_terms, nonzero_terms)
 from lemmas._instances.movement import ZERO_TEXTS
 from lemmas._instances import cons
+from lemmas._instances.indexing import map_take, map_take_nil, take_concat_other, take_concat_rows
 
 
 def _iput(base, c, vals):
@@ -105,6 +106,13 @@ LEMMAS = [
                 "(= (dlen s) (+ (ndim ids) 1))", "(= (dlast s) (DLit 1))",
                 f"(vpfx {_mask_text('ids', 'lo', 'hi')} s (ndim ids))"),
           instances=mtake_intro, rejects=mtake_intro_bad),
+    # a lookup of rows of a table split along another dim (its columns: x column-sharded) looks up
+    # every part at the same ids; the parts' axis d moves to where take puts it (after ids' dims).
+    # Exact for any ids (a negative one wraps alike in every part: they have the table's rows)
+    Lemma("take-concat-other", "(take (concat (Cons x r) d) ids)", "(concat (map_take (Cons x r) ids) e)",
+          when=("(> d 0)", "(= e (+ d (- (ndim ids) 1)))"), instances=take_concat_other, rejects=take_concat_rows),
+    Lemma("map-take-nil", "(map_take (Nil) ids)", "(Nil)", instances=map_take_nil),
+    Lemma("map-take-cons", "(map_take (Cons x r) ids)", "(Cons (take x ids) (map_take r ids))", instances=map_take),
     Lemma("mtake-concat", "(mtake (concat l d) ids lo)", "(rsum (map_mtake l ids lo))",
           when=("(= d 0)", '(!= (dtype (concat l d)) "bool")'), instances=mtake_concat, rejects=mtake_concat_bad),
     Lemma("map-mtake-nil", "(map_mtake (Nil) ids lo)", "(Nil)",

@@ -22,6 +22,7 @@ from lemmas._instances.movement import (
     transpose_view_prefix, transpose_view_suffix, unary_view, view_keep_prefix, view_keep_suffix,
     view_kept_dims_terms, expand_not_self, view_last, view_last_bad, view_merge, view_merge_into_axis, view_not_self, view_rsum,
     view_self, view_split, view_view)
+from lemmas._instances.movement import concat_nest_cst, concat_nest_cst_bad
 from lemmas._instances.movement import permute_inverse, permute_not_inverse, expand_split_absent, expand_split_absent_bad
 from lemmas._instances.movement import concat_zpad, concat_zpad_bad, map_zpad, map_zpad_bad, zpad_terms
 from lemmas._instances.movement import map_zpad_each, zpad_concat_other, zpad_concat_same, zpad_rsum
@@ -307,6 +308,13 @@ LEMMAS = [
           trigger=("(concat_nest (Cons a r1) (Cons (concat (Cons b r2) e) (Nil)) d e)",
                    "(concat (Cons a (Cons b (Nil))) d)"),
           when=("(!= d e)",), instances=concat_interchange, rejects=concat_interchange_same),
+    # ... and with a constant for the second concat: a constant is the concat of its blocks, split
+    # where the first concat's parts are (labels shifted and padded with a constant column, -100,
+    # along dim 1, of row-sharded ids: each rank pads its rows with its own block of the column)
+    Lemma("concat-nest-cst", "(concat_nest (Cons a r1) (Cons (cst c s t) (Nil)) d e)",
+          "(concat_nest (Cons a r1) (Cons (concat (cst_parts c s t e (Cons a r1) e) e) (Nil)) d e)",
+          when=("(!= d e)", "(= (dlen s) (ndim (concat (Cons a r1) e)))", "(= (dat s e) (dim (concat (Cons a r1) e) e))"),
+          instances=concat_nest_cst, rejects=concat_nest_cst_bad),
     Lemma("zip-concat-nil", "(zip_concat (Nil) (Nil) d e)", "(Nil)", instances=fixed({"d": 0, "e": 1})),
     Lemma("zip-concat-cons", "(zip_concat (Cons a r1) (Cons b r2) d e)",
           "(Cons (concat (Cons a (Cons b (Nil))) d) (zip_concat r1 r2 d e))",

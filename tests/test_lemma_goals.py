@@ -129,6 +129,9 @@ def _put(base, c, vals):
 
 
 POSITIVE = [
+    # rows looked up in a column-sharded table (index_select of x split along dim 1): each part's rows
+    ("indexing", f"(take {cat(1, '{a}', '{b}')} {{i}})", cat(1, "(take {a} {i})", "(take {b} {i})"),
+     {"a": [4, 2], "b": [4, 3], "i": ([5], "int64")}, ()),
     # a loss's target gradient with a negative ignore index, targets being classes: a placement,
     # the masked one of columns [0, 5), and its sum along the classes is the values
     ("indexing", "(tplace {v} {t} -100 5)", "(mplace {v} {t} 0 5)", {"v": [4], "t": ([4], "int64")},
@@ -460,6 +463,9 @@ NEGATIVE = [
     # a read at the rows just written sees the write
     ("indexing", f'(take {_put("{g}", 0, "{y}")} (nonzero (iscalar "eq" {{v}} 0)))', '(take {g} (nonzero (iscalar "eq" {v} 0)))',
      {"v": ([4], "int64"), "g": [4, 3], "y": [1, 3]}, ()),
+    # ... not in a row-sharded one (each part would be looked up at ids of the whole)
+    ("indexing", f"(take {cat(0, '{a}', '{b}')} {{i}})", cat(0, "(take {a} {i})", "(take {b} {i})"),
+     {"a": [2, 3], "b": [2, 3], "i": ([2], "int64")}, ()),
     # ... not of an int sum (int, where the scaled rows are float)
     ("reduction", f'(scalar "div" {red("sum", "{a}", [0], 0)} "2.0")', red("sum", '(scalar "div" {a} "2.0")', [0], 0),
      {"a": ([4, 3], "int64")}, ()),
@@ -747,6 +753,20 @@ def test_concat_interchange_where_a_rank_concatenates_the_pair():
     start = cat(1, cat(0, "{a}", "{b}"), cat(0, "{c}", "{e}"))
     goal = cat(0, cat(1, "{a}", "{c}"), cat(1, "{b}", "{e}"))
     reached, _ = proves(start, goal, shapes, present=(cat(1, "{a}", "{c}"),))
+    assert reached
+    reached, saturated = proves(start, goal, shapes)
+    assert saturated and not reached
+
+
+def test_concat_interchange_with_a_constant_split_at_the_rows():
+    """Labels shifted and padded with a constant column (-100) along dim 1, of row-sharded ids:
+    the constant splits at the rows' parts, and the concat is the ranks' padded rows -- only where
+    a rank padded its rows (its pair's concat is in the e-graph)."""
+    shapes = {"a": ([2, 3], "int64"), "b": ([1, 3], "int64")}
+    pad = lambda n: f'(cst "-100" {dlist([n, 1])} "int64")'
+    start = cat(1, cat(0, "{a}", "{b}"), pad(3))
+    goal = cat(0, cat(1, "{a}", pad(2)), cat(1, "{b}", pad(1)))
+    reached, _ = proves(start, goal, shapes, present=(cat(1, "{a}", pad(2)),))
     assert reached
     reached, saturated = proves(start, goal, shapes)
     assert saturated and not reached

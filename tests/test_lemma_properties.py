@@ -62,7 +62,10 @@ WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1,
                **{f"{name}{k}": 0 for name in ("iput-disjoint-sum", "iput-rsum-disjoint", "add-iput-rsum")
                   for k in ("", "-int")},
                # tables of rows at integer ids in [0, n), of one width
-               "add-scatter-rsum": 0, "add-rsum-scatter": 0}
+               "add-scatter-rsum": 0, "add-rsum-scatter": 0,
+               # a constant of the shape of a concat along another dim than the outer concat's, and
+               # of the parts' dtype
+               "concat-nest-cst": 4}
 
 
 def _cases():

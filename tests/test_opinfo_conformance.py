@@ -414,3 +414,30 @@ def test_topk_row_by_row_is_torch_on_ties():
                 for i in (0, 1):
                     got = terms.evaluate(terms.parse_sexpr(f'(rowwise "topk:{k}:{largest}:{srt}:{i}" x)'), {"x": x})
                     assert torch.equal(got.nan_to_num(9.0), want[i].nan_to_num(9.0)), (shape, k, largest, srt, i)
+
+
+def test_zeros_times_a_positive_constant_is_zeros():
+    """A float buffer of zeros (zeros, new_zeros, zeros_like through a clone) times a positive
+    constant, finite in float32, is lowered as the zeros (+0.0 exactly: a rank's zero gradient
+    through the backward of x * c).  Not for a negative constant (-0.0), zero, inf or one overflowing
+    float32 (nan), nor for a tensor that is not zeros."""
+    buffers = {
+        "zeros": lambda src: torch.zeros(3, 2, dtype=src.dtype),
+        "new_zeros": lambda src: src.new_zeros(3, 2),
+        "zeros_like_clone": lambda src: torch.zeros_like(src).clone(),
+    }
+
+    def lowered(fn, src):
+        (nv,) = [nv for nv in C.check_sample(fn, _sample(src)).nodes if nv.target == "aten.mul.Tensor"]
+        return nv
+    for dt in (torch.float16, torch.float32, torch.float64):
+        src = torch.randn(3, 2).to(dt)
+        for name, make in buffers.items():
+            for c in (2, 0.5, 1e30):
+                nv = lowered(lambda s, make=make, c=c: make(s) * c, src)
+                assert nv.kind == "agree" and nv.term.startswith('(cst "0.0"'), (name, dt, c, nv)
+            for c in (-2.0, 0.0, float("inf"), 1e300):
+                nv = lowered(lambda s, make=make, c=c: make(s) * c, src)
+                assert nv.kind == "agree" and nv.term.startswith("(scalar"), (name, dt, c, nv)
+        nv = lowered(lambda s: s * 2, src)
+        assert nv.kind == "agree" and nv.term.startswith("(scalar"), nv

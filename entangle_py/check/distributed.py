@@ -201,17 +201,20 @@ class DistProgram:
                 self._define(out, self.dvar[root][ops[root][1].input])
             elif kind == "all_to_all":
                 # rank idx receives, from every source j in rank order, source j's idx-th block
-                pieces = []
+                # (an empty block, a source sending this rank nothing, is left out: it adds no row;
+                # kept only if every block is empty)
+                pieces, empty = [], []
                 for j, src in enumerate(members):
                     sn, sc = ops[src]
                     splits = self._splits(sc.params[1], self.dist.ranks[src].node(sc.input).val, len(members), src)
                     if splits is None:
                         break
                     start = sum(splits[:idx], 0)
-                    pieces.append(f"(slice {inputs[j]} 0 {L.dim_term(self.sizes.canonical(start, src))} "
-                                  f"{L.dim_term(self.sizes.canonical(start + splits[idx], src))})")
+                    piece = (f"(slice {inputs[j]} 0 {L.dim_term(self.sizes.canonical(start, src))} "
+                             f"{L.dim_term(self.sizes.canonical(start + splits[idx], src))})")
+                    (empty if splits[idx] == 0 else pieces).append(piece)
                 else:
-                    self._define(out, f"(concat {L.term_list(pieces)} 0)")
+                    self._define(out, f"(concat {L.term_list(pieces or empty[:1])} 0)")
                     continue
                 self.no_semantics.setdefault("all_to_all_single with sizes it cannot split", []).append((r, n))
 

@@ -22,6 +22,7 @@ from entangle_py.ir.graph import Node, Ref, TensorMeta, TorchConst
 from entangle_py.ir.symbolic import to_text
 from entangle_py.semantics.sexpr import Var, parse_sexpr, to_sexpr
 from entangle_py.semantics.terms import CASTS, DROPMASK, DROPOUT, INT_SCALAR_OPS, MASKED_FILL, THRESHOLD_BACKWARD, str_lit
+from entangle_py.semantics.terms import const_positive
 
 # The lowering registry: ATen target -> handler(lowerer, node).  One entry per target (a second
 # registration is an error); ``supported(target)`` is membership.  A handler may return None to
@@ -358,6 +359,12 @@ class Lowerer:
                 return Term(f"(iscalar {str_lit(op)} {self.t(x)} {c})")
             if xd == "bool" and op not in _COMPARISONS:
                 return Refused(n.target, "other", f"{op} of a bool tensor and a number")
+            if op == "mul" and xd == n.val.dtype and self._float_zeros(x.name) and const_positive(_scalar_text(c)):
+                # a float buffer of zeros times a positive constant is that buffer of zeros,
+                # +0.0 exactly (a rank's zero gradient through the backward of x * c).  Folded
+                # here: a lemma (scalar mul zeros c) = zeros puts the product in the zeros' class,
+                # where x * a * b = x * (ab) then multiplies its constants without end
+                return Term(self._filled("0.0", n.val.shape, n.val.dtype))
             return Term(f"(scalar {str_lit(op)} {self.t(x)} {scalar_lit(c)})")
         return None
 
@@ -923,6 +930,23 @@ class Lowerer:
             return None
         col = f"(view {self.t(idx)} {self._shape_list(xs[:-1])})"
         return Term(f"(view (pick {self.t(x)} {col}) {self._shape_list(n.val.shape)})")
+
+    @lowers("aten.index_select.default")
+    def _h_index_select_default(self, n):
+        """index_select(x, d, ids) with 1-D integer ids: the rows ``take`` looks up, along d (moved
+        to the front and back).  ``take`` wraps negative ids where index_select raises: the two
+        agree wherever the program runs.  A 0-D index (which keeps a dim of 1) or a 0-D x stays
+        opaque."""
+        x, dim, idx = n.args[:3]
+        if not isinstance(x, Ref) or not isinstance(idx, Ref) or not isinstance(dim, int):
+            return None
+        nd = self.ndim(x.name)
+        if nd == 0 or self.ndim(idx.name) != 1 or self._dtype(idx.name) not in ("int64", "int32"):
+            return None
+        d = self._dim(dim, nd)
+        if d == 0:
+            return Term(f"(take {self.t(x)} {self.t(idx)})")
+        return Term(f"(transpose (take (transpose {self.t(x)} 0 {d}) {self.t(idx)}) 0 {d})")
 
     @lowers("aten.scatter_add.default")
     def _h_scatter_add_default(self, n):

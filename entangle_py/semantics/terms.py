@@ -261,6 +261,21 @@ def const_product(a: str, b: str) -> str:
     return repr(p)
 
 
+# float32's largest finite value: a constant beyond it overflows to inf in float32 (and in the
+# float32 arithmetic of float16 / bfloat16 ops)
+_F32_MAX = 3.4028234663852886e38
+
+
+def const_positive(c: str) -> bool:
+    """Whether a constant text is a positive number, finite in float32: 0.0 * c is then +0.0 in
+    every float dtype (a negative c makes -0.0; an inf, or a c overflowing float32, makes nan)."""
+    try:
+        v = float(c)
+    except ValueError:
+        return False
+    return 0 < v <= _F32_MAX
+
+
 # masked_fill(x, mask, c) is the binary op "masked_fill:<c>" over (x, mask): it is elementwise with
 # broadcasting like any binary op, so the binary lemmas (concat, broadcast) cover it.
 MASKED_FILL = "masked_fill:"
@@ -680,6 +695,8 @@ CONSTRUCTORS: list[Constructor] = [
     # targets along d, each with ignore index c
     _c("zip_tpick", "TList TList i64 i64", "TList", BIG, False,
        lambda l1, l2, c, d: [_tpick(a, b, c) for a, b in _zip_aligned(l1, l2, d, d)]),
+    # a lookup of every part at the same ids (rows of a table split along another dim than its rows)
+    _c("map_take", "TList T", "TList", BIG, False, lambda l, ids: [_take(x, ids) for x in l]),
     _c("map_mtake", "TList T i64", "TList", BIG, False,
        lambda l, ids, lo: _map_offsets(_mtake, l, ids, lo, 0)),
     _c("map_mpick", "TList T i64", "TList", BIG, False,

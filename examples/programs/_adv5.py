@@ -22,6 +22,8 @@ arguments, signed zeros, views.  Every kind has a correct twin; ``bug`` picks th
 * ``bsrc``: rows of x sharded, out = rank 0's rows broadcast from rank 0, times 2 (an autograd.Function
   whose backward reduces the ranks' gradient shares to src, zero elsewhere).  Bug ``src``: from rank 1;
   ``keep`` (joint): the backward an all-reduce, every rank keeping the sum (x's rows not broadcast get one).
+* ``msrc``: ``bsrc`` doubled before the broadcast (the rank not src gets zeros_like times 2 back).
+  Twins ``src`` (forward, from rank 1) and ``keep`` (joint).
 * ``rsop``: a row-parallel matmul's partials reduce-scattered (backward: all-gathered).  Bug ``max``:
   reduce op max.
 * ``agv``: x column-sharded, all-gathered along dim 0 and put back by chunk + cat.  Bug ``view``:
@@ -51,12 +53,13 @@ arguments, signed zeros, views.  Every kind has a correct twin; ``bug`` picks th
 
 Not in the corpus (labels confirmed on gloo; the checker cannot decide them): refused (exit 2) --
 ``floor`` (floor_divide; div trunc of an int tensor), ``unfold``, ``astr`` (as_strided), ``scat``
-(scatter / scatter_add of several index columns), ``isel`` joint (index_add / index_copy); correct
-twins failing (exit 1, a missing lemma, the witness agrees) -- ``a2a`` (the replicated P split at the
-uneven all_to_all's 2 / 4 rows), ``isel`` forward (index_select of column-sharded rows), ``fpad``
-(the loss's target pick over labels concatenated with a constant column along dim 1).  Soundness
-holes (buggy on gloo, the checker refines or errs): ``bpad`` / ``gpad`` / ``mpad`` bug ``batch``,
-``nzero`` bug ``acc`` -- see the commented entries in corpus.py.
+(scatter / scatter_add of several index columns).  ``isel`` joint is in the corpus as a strict xfail
+(refused: index_add / index_copy in the backward).  Once false alarms, now proven (helper-falarm):
+``a2a`` (the all_to_all's empty block left out of the received rows), ``isel`` forward (index_select
+lowered as a lookup; a lookup of a column-split table looks up every part), ``fpad`` (the constant
+column split at the row parts), ``msrc`` joint (zeros times a positive constant folded).  Soundness
+holes found here (buggy on gloo, the checker refined): ``bpad`` / ``gpad`` / ``mpad`` bug ``batch``
+(since refuted), ``nzero`` bug ``acc`` (exact arithmetic: see the comment in corpus.py).
 """
 import torch
 import torch.distributed as dist
@@ -217,6 +220,11 @@ class Coll(nn.Module):
                 return x[:2] * 2
             src = 1 if self.bug == "src" else 0  # BUG (bsrc): broadcast from rank 1
             return _Bcast.apply(x, src, r, self.bug == "keep") * 2
+        if k == "msrc":     # the same, doubled before the broadcast
+            if ws == 1:
+                return x[:2] * 2
+            src = 1 if self.bug == "src" else 0  # BUG (msrc): the doubled rows sent from rank 1
+            return _Bcast.apply(x * 2, src, r, self.bug == "keep")
         if k == "rsop":
             if ws == 1:
                 return x @ y
@@ -344,8 +352,8 @@ def make_build(kind, bug=None):
             return Detach(ws, bug), {"x": torch.randn(4, 8 // ws, requires_grad=True)}
         if kind == "fnb":
             return Fnb(ws, bug), {"x": torch.randn(3, 4, requires_grad=True)}
-        if kind in ("bsrc", "agv", "grev"):
-            shape = {"bsrc": (4 // ws, 3), "agv": (2, 6 // ws), "grev": (4 // ws, 3)}[kind]
+        if kind in ("bsrc", "msrc", "agv", "grev"):
+            shape = {"bsrc": (4 // ws, 3), "msrc": (4 // ws, 3), "agv": (2, 6 // ws), "grev": (4 // ws, 3)}[kind]
             return Coll(rank, ws, kind, bug), {"x": torch.randn(*shape, requires_grad=True)}
         if kind == "rsop":
             return Coll(rank, ws, kind, bug), {"x": torch.randn(4, 4 // ws, requires_grad=True),

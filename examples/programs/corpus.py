@@ -661,6 +661,26 @@ CORPUS = [
     _e("moe_hf_offset", "moe_hf", bug=("_moe_hf.py", "BUG (offset)")),
     *[_e("moe_hf_index", "moe_hf", bug=("_moe_hf.py", "BUG (index)"), ws=w) for w in (2, 4)],
     _e("moe_hf_norm", "moe_hf", bug=("_moe_hf.py", "BUG (norm)")),
+
+    # helper-falarm: adv5's correct programs the checker failed on (missing lemmas), with their twins
+    _e("adv5_a2a_correct", "adv5_a2a"),
+    _e("adv5_a2a_order", "adv5_a2a", bug=("_adv5.py", "rank 1 takes its own rows first")),
+    _e("adv5_a2a_correct", "adv5_a2a", "joint"),
+    _e("adv5_a2a_order", "adv5_a2a", "joint", bug=("_adv5.py", "rank 1 takes its own rows first")),
+    _e("adv5_isel_correct", "adv5_isel"),
+    _e("adv5_isel_correct", "adv5_isel", "joint"),
+    _e("adv5_isel_copy", "adv5_isel", "joint", bug=("_adv5.py", "index_copy keeps one gradient of a duplicate")),
+    _e("adv5_fpad_correct", "adv5_fpad"),
+    _e("adv5_fpad_batch", "adv5_fpad", bug=("_adv5.py", "the padding targets included")),
+    _e("adv5_fpad_correct", "adv5_fpad", "joint"),
+    _e("adv5_fpad_batch", "adv5_fpad", "joint", bug=("_adv5.py", "the padding targets included")),
+    _e("adv5_fpad_correct", "adv5_fpad", ws=4),
+    _e("adv5_fpad_batch", "adv5_fpad", bug=("_adv5.py", "the padding targets included"), ws=4),
+    _e("adv5_msrc_correct", "adv5_msrc"),
+    _e("adv5_msrc_src", "adv5_msrc", bug=("_adv5.py", "the doubled rows sent from rank 1")),
+    _e("adv5_msrc_correct", "adv5_msrc", "joint"),
+    _e("adv5_msrc_src", "adv5_msrc", "joint", bug=("_adv5.py", "the doubled rows sent from rank 1")),
+    _e("adv5_msrc_keep", "adv5_msrc", "joint", bug=("_adv5.py", "every rank keeps the summed gradient")),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}

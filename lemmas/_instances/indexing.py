@@ -30,6 +30,37 @@ def take_negative(rng):
     return {"W": tensor(rng, n, rng.randint(1, 4)), "ids": ids}
 
 
+def _take_concat(rng, d):
+    nd = rng.randint(2, 3)
+    d = rng.randint(1, nd - 1) if d is None else d
+    l = concat_parts(rng, nd, d)
+    n = l[0].shape[0]
+    ids = _ids(rng, _lead(rng) if rng.random() < 0.8 else [], -n, n)   # negatives wrap; 0-D ids too
+    return {"x": l[0], "r": l[1:], "d": d, "ids": ids, "e": d + ids.dim() - 1}
+
+
+@repeat(8)
+def take_concat_other(rng):
+    return _take_concat(rng, None)
+
+
+@repeat(4)
+def take_concat_rows(rng):
+    """Parts along the looked-up rows (d = 0): each part would be looked up at ids of the whole."""
+    return _take_concat(rng, 0)
+
+
+@repeat(4)
+def map_take(rng):
+    l = concat_parts(rng, 2, 1)
+    n = l[0].shape[0]
+    return {"x": l[0], "r": l[1:], "ids": _ids(rng, _lead(rng), -n, n)}
+
+
+def map_take_nil(rng):
+    return [{"ids": _ids(rng, [3], 0, 4)}]
+
+
 def _mtake_instance(rng):
     n = rng.randint(1, 9)
     lo = rng.randint(-4, 20)

@@ -848,6 +848,31 @@ def concat_nest_bad(rng):
             yield inst
 
 
+def _nest_cst(rng, fit=True):
+    """A concat_nest whose second part is a constant of the shape of a concat along e."""
+    inst = _interchange(rng, last=True)
+    l2 = inst.pop("l2")
+    s = list(torch.cat(l2, inst["e"]).shape)
+    if not fit:                 # one row more than the first concat's along e
+        s[inst["e"]] += 1
+    l1 = inst.pop("l1")
+    return {**inst, "a": l1[0], "r1": l1[1:], "c": rng.choice(["-100", "0", "7"]), "s": s, "t": "int64"}
+
+
+def _long(inst):
+    return {**inst, "a": inst["a"].long(), "r1": [p.long() for p in inst["r1"]]}
+
+
+@repeat(6)
+def concat_nest_cst(rng):
+    return _long(_nest_cst(rng))
+
+
+@repeat(3)
+def concat_nest_cst_bad(rng):
+    return _long(_nest_cst(rng, fit=False))
+
+
 @repeat(4)
 def zip_concat(rng):
     inst = _interchange(rng)

@@ -1,0 +1,4 @@
+"""See _adv5.py."""
+from _adv5 import make_build
+
+build = make_build('msrc', 'keep')

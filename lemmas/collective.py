@@ -5,15 +5,19 @@ from lemmas._instances.collective import (
     add_rsum_shared, add_rsum_shared_bad, single, slice_rsum_concat, slice_rsum_fold, slice_rsum_part, tlen_terms,
     view_unary_rsum)
 from lemmas._instances.collective import rsum_nested, rsum_zero_first, rsum_zero_second
+from lemmas._instances.collective import rsum_add_bsame_terms, rsum_add_first, rsum_add_first_bad
 from lemmas._instances.movement import ZERO_TEXTS
 
 LEMMAS = [
     # one rank: the sum (max) over ranks is its own value
     Lemma("rsum-single", "(rsum (Cons x (Nil)))", "x", instances=single),
     Lemma("rmax-single", "(rmax (Cons x (Nil)))", "x", instances=single),
-    # a part plus a sum is one sum (writes into zeros at disjoint rows, iput-rsum-disjoint, nest
-    # to the right: each expert's write on one rank, 4 ranks of one expert each)
-    Lemma("rsum-nested-last", "(rsum (Cons a (Cons (rsum l) (Nil))))", "(rsum (Cons a l))", instances=rsum_nested),
+    # a part plus a sum of writes into zeros is one sum (writes at disjoint rows, iput-rsum-disjoint,
+    # nest to the right: each expert's write on one rank, 4 ranks of one expert each).  Not for any
+    # inner sum: x + 0 = x puts a pair (x, zeros) in x's class, which would join every sum x ends
+    # and grow it by a zero without end
+    Lemma("rsum-nested-last", "(rsum (Cons a (Cons (rsum (Cons (iput z i x) r)) (Nil))))",
+          "(rsum (Cons a (Cons (iput z i x) r)))", instances=rsum_nested),
     # a zero part of a sum over a pair of ranks drops out (x + 0 = x; IEEE makes -0.0 + 0.0 a +0.0:
     # one zero): a rank that holds none of a gradient contributes zeros (broadcast's backward, a
     # reduce to src: zeros_like on the other rank).  A pair only, and the other part itself: the
@@ -51,9 +55,29 @@ LEMMAS = [
           trigger=('(binary "add" (rsum l) y)', '(scalar "div" y c)'),
           when=("(= n (tlen l))", "(= c (ntext n))", "(= t (dtype y))", "(= t (dtype (rsum l)))", "(fdtype t)"),
           instances=add_rsum_shared, rejects=add_rsum_shared_bad),
+    # a tensor added by one rank of a pair to its part, zeros of its shape by the other, before the
+    # sum is added to the sum (a bias added by rank 0 only, zeros_like(bias) on rank 1: exact for
+    # reals).  Only where the add neither grows the part by broadcasting nor promotes it, and the
+    # other part is of the part's shape and dtype (bsame, asked by ask-bsame-rsum-add).
+    # The zeros name the pattern: any add to a part of a sum would meet add-rsum-shared's parts
+    # (x + y / n) and divide y by n again and again.
+    *(Lemma(f"rsum-add-one-rank{k}{side}", lhs, '(binary "add" (rsum (Cons ' + (f"x (Cons w (Nil))" if side == "" else "w (Cons x (Nil))") + ")) y)",
+            when=("(= n (ndim x))", '(= n (ndim (binary "add" x y)))', '(bsame x (binary "add" x y) n)',
+                  "(= u (dtype x))", '(= u (dtype (binary "add" x y)))', "(= t (dtype y))", "(= m (ndim y))",
+                  "(= m (dlen s))", "(vpfx y s m)", "(= u (dtype w))", "(= n (ndim w))", "(bsame w x n)"),
+            instances=rsum_add_first(side), rejects=rsum_add_first_bad(side))
+      for z, k in zip(ZERO_TEXTS, ("", "-int"))
+      for side, lhs in (("", f'(rsum (Cons (binary "add" x y) (Cons (binary "add" w (cst "{z}" s t)) (Nil))))'),
+                        ("-second", f'(rsum (Cons (binary "add" w (cst "{z}" s t)) (Cons (binary "add" x y) (Nil))))'))),
 ]
 
 RULES = [
+    Rule("ask-bsame-rsum-add", (
+        '(rule ((= z (rsum (Cons (binary "add" x y) (Cons (binary "add" w (cst c s t)) (Nil)))))) '
+        '((bsame x (binary "add" x y) 0) (vpfx y s 0) (bsame w x 0)) :ruleset shapes)\n'
+        '(rule ((= z (rsum (Cons (binary "add" w (cst c s t)) (Cons (binary "add" x y) (Nil)))))) '
+        '((bsame x (binary "add" x y) 0) (vpfx y s 0) (bsame w x 0)) :ruleset shapes)'),
+         check_terms=rsum_add_bsame_terms),
     # (tlen l): the length of a list of ranks, asked where add-rsum-shared may fire; (ntext n) the
     # text of the divisor by that count ("2.0", as lowering writes a float constant)
     Rule("tlen", (

@@ -10,7 +10,7 @@ from lemmas._instances.elementwise import (
     map_scalar, map_unary, neg_neg, iscalar_concat_arith, neg_sub, rsum_pair, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat,
     unary_concat, where_concat,
     where_concat_misaligned, zip_binary, zip_binary_mismatch, zip_ranks, zip_where_cons, zip_where_misaligned,
-    zip_where_nil)
+    zip_where_nil, add_zeros_bcast, add_zeros_bcast_bad, add_zeros_bcast_terms)
 from lemmas._instances.elementwise import (
     cast_not, cast_not_bad, cast_same, cast_other, div_int_cast, div_int_cast_bad, cast_dtype_terms, add_mul_neg,
     add_mul_neg_bool, sub_rsum_neg, compare_dtype_terms, zip_aligned_terms, iscalar_concat, logical_not_dtype_terms,
@@ -131,7 +131,12 @@ LEMMAS = [
               instances=add_zeros("right"), rejects=add_zeros_bad("right")),
         Lemma(f"add-zeros-left{k}", f'(binary "add" (cst "{z}" s t) x)', "x",
               when=("(= t (dtype x))", "(= n (ndim x))", "(= n (dlen s))", "(vpfx x s n)"),
-              instances=add_zeros("left"), rejects=add_zeros_bad("left")))),
+              instances=add_zeros("left"), rejects=add_zeros_bad("left")),
+        # ... and a zero constant of fewer dims that broadcasts into x (its shape x's last dims:
+        # a bias's zeros_like added to a rank's partial sums) leaves x as it is
+        Lemma(f"add-zeros-bcast-right{k}", f'(binary "add" x (cst "{z}" s t))', "x",
+              when=("(= t (dtype x))", "(= m (dlen s))", "(< m (ndim x))", "(vsfx x s m)"),
+              instances=add_zeros_bcast, rejects=add_zeros_bcast_bad))),
     Lemma("div-rsum-nonzero", '(binary "div" (rsum l) y)', '(rsum (map_binary_l "div" l y))',
           when=("(= t (dtype (rsum l)))", "(= t (dtype y))", "(fdtype t)"), assumes=("nonzero_divisors",),
           instances=div_rsum, rejects=div_rsum_zero),
@@ -231,6 +236,8 @@ RULES = [
         f'(rule ((= y ({head} "{op}" x c))) ((set (dtype y) "bool")) :ruleset shapes)'
         for head in ("iscalar", "scalar") for op in ("eq", "ne", "lt", "le", "gt", "ge")),
          check_terms=compare_dtype_terms),
+    Rule("ask-vsfx-add-cst", '(rule ((= y (binary "add" x (cst c s t)))) ((vsfx x s 0)) :ruleset shapes)',
+         check_terms=add_zeros_bcast_terms),
     # x's shape compared with a zero constant's it is added to (add-zeros-*)
     Rule("ask-vpfx-add-cst", (
         '(rule ((= y (binary "add" x (cst c s t)))) ((vpfx x s 0)) :ruleset shapes)\n'

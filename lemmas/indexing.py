@@ -36,6 +36,7 @@ from lemmas._instances.indexing import (
 from lemmas._instances.movement import ZERO_TEXTS
 from lemmas._instances import cons
 from lemmas._instances.indexing import map_take, map_take_nil, take_concat_other, take_concat_rows
+from lemmas._instances.indexing import map_scatter, map_scatter_nil, scatter_concat_last, scatter_concat_lead
 
 
 def _iput(base, c, vals):
@@ -111,6 +112,13 @@ LEMMAS = [
     # Exact for any ids (a negative one wraps alike in every part: they have the table's rows)
     Lemma("take-concat-other", "(take (concat (Cons x r) d) ids)", "(concat (map_take (Cons x r) ids) e)",
           when=("(> d 0)", "(= e (+ d (- (ndim ids) 1)))"), instances=take_concat_other, rejects=take_concat_rows),
+    # rows of a gradient split along its last dim (its columns), added into a zero table, are the
+    # tables of the parts side by side (index_select's backward of a column-sharded table)
+    Lemma("scatter-concat-last", "(scatter (concat (Cons x r) d) ids n)", "(concat (map_scatter (Cons x r) ids n) 1)",
+          when=("(= d (ndim ids))",), instances=scatter_concat_last, rejects=scatter_concat_lead),
+    Lemma("map-scatter-nil", "(map_scatter (Nil) ids n)", "(Nil)", instances=map_scatter_nil),
+    Lemma("map-scatter-cons", "(map_scatter (Cons x r) ids n)", "(Cons (scatter x ids n) (map_scatter r ids n))",
+          instances=map_scatter),
     Lemma("map-take-nil", "(map_take (Nil) ids)", "(Nil)", instances=map_take_nil),
     Lemma("map-take-cons", "(map_take (Cons x r) ids)", "(Cons (take x ids) (map_take r ids))", instances=map_take),
     Lemma("mtake-concat", "(mtake (concat l d) ids lo)", "(rsum (map_mtake l ids lo))",

@@ -441,6 +441,12 @@ POSITIVE = [
      {"v": ([4], "int64"), "x": [1, 3], "y": [1, 3], "w": [1, 3]}, ()),
     ("indexing", f'(take {_put("{g}", 1, "{y}")} (nonzero (iscalar "eq" {{v}} 0)))', '(take {g} (nonzero (iscalar "eq" {v} 0)))',
      {"v": ([4], "int64"), "g": [4, 3], "y": [1, 3]}, ()),
+    # a bias added by rank 0 only (zeros_like on the other) is added to the sum over ranks
+    ("collective", "(rsum " + cons('(binary "add" {x} {b})', '(binary "add" {y} ' + _ZEROS([1, 4]) + ")") + ")",
+     '(binary "add" (rsum ' + cons("{x}", "{y}") + ") {b})", {"x": [2, 4], "y": [2, 4], "b": [1, 4]}, ()),
+    # index_select's backward of a column-sharded table: the parts' tables side by side
+    ("indexing", f"(scatter {cat(1, '{a}', '{b}')} {{i}} 5)", cat(1, "(scatter {a} {i} 5)", "(scatter {b} {i} 5)"),
+     {"a": [3, 2], "b": [3, 1], "i": ([3], "int64")}, ()),
     # Hugging Face's MoE: three experts' rows index_add-ed into one buffer are one sum, in order
     ("indexing", '(binary "add" (binary "add" (scatter {a} {i} 6) (scatter {b} {j} 6)) (scatter {c} {k} 6))',
      "(rsum (Cons (scatter {a} {i} 6) (Cons (scatter {b} {j} 6) (Cons (scatter {c} {k} 6) (Nil)))))",
@@ -456,6 +462,9 @@ NEGATIVE = [
     ("indexing", _put(_put(_ZEROS([4, 3]), 0, "{x}"), 1, "{y}"),
      f'(rsum (Cons {_put(_ZEROS([4, 3]), 0, "{x}")} (Cons {_put(_ZEROS([4, 3]), 1, "{y}")} (Nil))))',
      {"v": ([2, 2], "int64"), "x": [1, 3], "y": [1, 3]}, ()),
+    # a bias that grows rank 0's part by broadcasting is not taken out of the sum
+    ("collective", "(rsum " + cons('(binary "add" {x} {b})', "{y}") + ")", '(binary "add" (rsum ' + cons("{x}", "{y}") + ") {b})",
+     {"x": [1, 4], "y": [2, 4], "b": [2, 4]}, ()),
     # tables of two widths added broadcast: no sum
     ("indexing", '(binary "add" (scatter {a} {i} 6) (scatter {b} {j} 6))',
      "(rsum (Cons (scatter {a} {i} 6) (Cons (scatter {b} {j} 6) (Nil))))",

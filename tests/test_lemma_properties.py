@@ -65,7 +65,11 @@ WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1,
                "add-scatter-rsum": 0, "add-rsum-scatter": 0,
                # a constant of the shape of a concat along another dim than the outer concat's, and
                # of the parts' dtype
-               "concat-nest-cst": 4}
+               "concat-nest-cst": 4,
+               # rows of ids' shape plus a width, ids in [0, n)
+               "scatter-concat-last": 2, "map-scatter-cons": 2,
+               # a write at distinct rows (a nonzero) first in a list of parts of one shape
+               "rsum-nested-last": 2}
 
 
 def _cases():

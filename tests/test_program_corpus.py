@@ -35,13 +35,9 @@ XFAIL = {
         "integer product with a constant to the sequential one (fails at mul)",
     "adv6_lar_correct[joint]": "the labels' pad ids[:, :1] * 0 - 100: no lemma relates the ranks' rows of an "
         "integer product with a constant to the sequential one (fails at mul)",
-    "adv6_dtb_rank0[forward]": "the bias added to rank 0's partial sums only (zeros_like on the others): no lemma "
-        "takes a term added to one part out of a sum over ranks (fails at addmm)",
     "adv6_dtb_rank0[joint]": "capture (exit 2): rank 1 reads the bias only through zeros_like, which has no "
         "gradient, so grad:b is missing on rank 1",
     # helper-falarm: index_select's backward as an autograd.Function writes it (exit 2, refused)
-    "adv5_isel_correct[joint]": "refused: no semantics for aten.index_add.default (the backward's z.index_add(0, "
-                                "ids, g), and autograd's own backward of the sequential index_select)",
     "adv5_isel_copy[joint]": "refused: no semantics for aten.index_copy.default (the buggy backward's; with "
                              "duplicate ids which write wins is the device's)",
 }

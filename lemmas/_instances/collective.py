@@ -1,9 +1,11 @@
 """Instances of the collective lemmas (lemmas/collective.py): sums and maxima over ranks."""
 from __future__ import annotations
 
+import random
+
 import torch
 
-from lemmas._instances import concat_parts, repeat, tensor
+from lemmas._instances import dlist, concat_parts, repeat, tensor
 
 
 @repeat(4)
@@ -132,7 +134,69 @@ def rsum_zero_second(rng):
 
 @repeat(8)
 def rsum_nested(rng):
-    """A part and a list of 1-4 parts, all of one shape (0-3 dims, some empty) and dtype."""
-    s = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
+    """A part and a list of 1-4 parts, the first a write into a tensor at a 1-D tensor's nonzero,
+    all of one shape (1-3 dims, some empty) and dtype."""
+    s = [rng.randint(0, 3) for _ in range(rng.randint(1, 3))]
     dt = rng.choice([torch.float64, torch.float32, torch.int64])
-    return {"a": (tensor(rng, *s) * 4).to(dt), "l": [(tensor(rng, *s) * 4).to(dt) for _ in range(rng.randint(1, 4))]}
+    part = lambda *shape: (tensor(rng, *shape) * 4).to(dt)
+    i = torch.nonzero(torch.randint(0, 2, (s[0],)))
+    return {"a": part(*s), "z": part(*s), "i": i, "x": part(i.shape[0], 1, *s[1:]),
+            "r": [part(*s) for _ in range(rng.randint(0, 3))]}
+
+
+def _part_plus(rng, grow=False, dtype=None):
+    """Parts of one shape (0-3 dims, sizes 1-3), the first one x + y with y broadcasting into x
+    (or, with ``grow``, x of a size-1 dim y enlarges: the other parts of the grown shape)."""
+    shape = [rng.randint(1, 3) for _ in range(rng.randint(1 if grow else 0, 3))]
+    y_shape = rng.choice([shape, shape[rng.randint(0, len(shape)):], [1] * len(shape)])
+    x_shape = list(shape)
+    if grow:
+        k = rng.randrange(len(shape))
+        x_shape[k], shape[k] = 1, shape[k] + 1
+        y_shape = list(shape)
+    dt = dtype or rng.choice([torch.float64, torch.float32, torch.int64])
+    x, y = (tensor(rng, *x_shape) * 4).to(dt), (tensor(rng, *y_shape) * 4).to(dtype or dt)
+    r = [(tensor(rng, *shape) * 4).to(torch.promote_types(x.dtype, y.dtype)) for _ in range(rng.randint(0, 3))]
+    return {"x": x, "y": y, "r": r, "n": len(x_shape), "t": str(x.dtype).removeprefix("torch.")}
+
+
+def _one_rank(env, side, zero_dtype=None):
+    """The pair (x + y, w + zeros of y's shape) in ``side``'s order, w of x + y's shape."""
+    w = (tensor(random.Random(len(env["r"])), *(env["x"] + env["y"]).shape) * 4).to((env["x"] + env["y"]).dtype)
+    y = env["y"]
+    return {"x": env["x"], "y": y, "w": w, "s": list(y.shape), "t": str(zero_dtype or y.dtype).removeprefix("torch."),
+            "n": env["n"], "u": str(env["x"].dtype).removeprefix("torch."), "m": y.dim()}
+
+
+def rsum_add_first(side):
+    @repeat(10)
+    def gen(rng):
+        return _one_rank(_part_plus(rng), side)
+    return gen
+
+
+def rsum_add_first_bad(side):
+    """The add grows x by broadcasting, or promotes it (an int x plus a float y)."""
+    @repeat(4)
+    def gen(rng):
+        if rng.random() < 0.5:
+            return _one_rank(_part_plus(rng, grow=True), side)
+        k = rng.randrange(3)
+        if k == 0:
+            env = _part_plus(rng, dtype=torch.int64)
+            return _one_rank({**env, "y": env["y"].to(torch.float64)}, side)
+        inst = _one_rank(_part_plus(rng, dtype=torch.float64), side)
+        if k == 1:          # the other part of another dtype (its zeros promote it)
+            return {**inst, "w": inst["w"].to(torch.int64)}
+        return {**inst, "w": inst["w"].expand(2, *inst["w"].shape).clone()}   # ... or of another shape
+    return gen
+
+
+def rsum_add_bsame_terms(rng):
+    """(rsum (Cons (binary "add" x y) r)): bsame of x and the add on every prefix, alike or grown."""
+    for grow in (False, True, False, True):
+        env = _part_plus(rng, grow=grow, dtype=torch.float64)
+        zeros = f'(cst "0.0" {dlist(list(env["y"].shape))} "float64")'
+        yield (f'(rsum (Cons (binary "add" x y) (Cons (binary "add" z {zeros}) (Nil))))',
+               {"x": env["x"], "y": env["y"], "z": (env["x"] + env["y"]) * 2},
+               [f'(bsame x (binary "add" x y) {i})' for i in range(env["n"] + 1)])

@@ -779,3 +779,29 @@ def add_zeros_terms(rng):
         c = f'(cst "0.0" {dlist(s)} "float64")'
         for term in (f'(binary "add" x {c})', f'(binary "add" {c} x)'):
             yield term, env, [f"(vpfx x {dlist(s)} {len(s)})"]
+
+
+@repeat(8)
+def add_zeros_bcast(rng):
+    """x (1-3 dims, float / int / bool) plus a zero constant of its last m < ndim dims and dtype."""
+    shape = [rng.randint(0, 3) for _ in range(rng.randint(1, 3))]
+    dt = rng.choice([torch.float64, torch.float32, torch.int64, torch.bool])
+    m = rng.randrange(len(shape))
+    return {"x": tensor(rng, *shape).to(dt), "s": shape[len(shape) - m:], "t": str(dt).removeprefix("torch."), "m": m}
+
+
+def add_zeros_bcast_bad(rng):
+    """The constant's size-1 dim or extra dims grow x, or another dtype promotes it."""
+    x = tensor(rng, 2, 3)
+    yield {"x": x, "s": [4, 2, 3], "t": "float64", "m": 3}
+    yield {"x": tensor(rng, 2, 1), "s": [3], "t": "float64", "m": 1}
+    yield {"x": x, "s": [3], "t": "float32", "m": 1}
+    yield {"x": torch.tensor([[1, 2]]), "s": [2], "t": "float64", "m": 1}
+
+
+def add_zeros_bcast_terms(rng):
+    """(vsfx x s m) asked for x added to a constant: true where x's last m dims are s's."""
+    for xs, s in (([2, 3], [3]), ([2, 1], [3]), ([4, 2, 3], [2, 3]), ([2, 3], [2, 3])):
+        env = {"x": tensor(rng, *xs)}
+        c = f'(cst "0.0" {dlist(s)} "float64")'
+        yield f'(binary "add" x {c})', env, [f"(vsfx x {dlist(s)} {len(s)})"]

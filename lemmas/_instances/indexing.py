@@ -802,3 +802,39 @@ def add_rsum_scatter_bad(rng):
         env = _rsum_scatter(rng)
         return {**env, "l": [x[:, :1] for x in env["l"]], "w": 1} if env["w"] != 1 else {**env, "l": [x[:, :0] for x in env["l"]], "w": 0}
     return _rsum_scatter(rng, dtypes=(torch.float32, torch.float64))
+
+
+def _scatter_concat(rng, along_last=True):
+    """Rows of a gradient (ids' shape plus a width) split along the width, or along a leading dim."""
+    n = rng.randint(1, 6)
+    lead = [rng.randint(1, 4) for _ in range(rng.randint(1, 2))]
+    ids = _ids(rng, lead, 0, n)
+    d = len(lead) if along_last else rng.randrange(len(lead))
+    parts = []
+    for _ in range(rng.randint(1, 4)):
+        shape = lead + [rng.randint(0, 3)]
+        if not along_last:
+            shape = lead + [2]
+        parts.append(tensor(rng, *shape))
+    return {"x": parts[0], "r": parts[1:], "d": d, "ids": ids, "n": n}
+
+
+@repeat(8)
+def scatter_concat_last(rng):
+    return _scatter_concat(rng)
+
+
+@repeat(4)
+def scatter_concat_lead(rng):
+    """Split along a dim of the ids (each part's rows would be added at the ids of the whole)."""
+    return _scatter_concat(rng, along_last=False)
+
+
+@repeat(4)
+def map_scatter(rng):
+    env = _scatter_concat(rng)
+    return {"x": env["x"], "r": env["r"], "ids": env["ids"], "n": env["n"]}
+
+
+def map_scatter_nil(rng):
+    return [{"ids": _ids(rng, [3], 0, 4), "n": 4}]

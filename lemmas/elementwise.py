@@ -10,7 +10,7 @@ from lemmas._instances.elementwise import (
     map_scalar, map_unary, neg_neg, iscalar_concat_arith, neg_sub, rsum_pair, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat,
     unary_concat, where_concat,
     where_concat_misaligned, zip_binary, zip_binary_mismatch, zip_ranks, zip_where_cons, zip_where_misaligned,
-    zip_where_nil, add_zeros_bcast, add_zeros_bcast_bad, add_zeros_bcast_terms)
+    zip_where_nil, add_zeros_bcast, add_zeros_bcast_bad, add_zeros_bcast_terms, iscalar_zeros, iscalar_zeros_big)
 from lemmas._instances.elementwise import (
     cast_not, cast_not_bad, cast_same, cast_other, div_int_cast, div_int_cast_bad, cast_dtype_terms, add_mul_neg,
     add_mul_neg_bool, sub_rsum_neg, compare_dtype_terms, zip_aligned_terms, iscalar_concat, logical_not_dtype_terms,
@@ -20,6 +20,7 @@ from lemmas._instances.elementwise import add_zeros, add_zeros_bad, add_zeros_te
 from lemmas._instances.movement import ZERO_TEXTS
 
 # (unary op (not b)) with b a bool tensor and op a cast to a float dtype
+_SMALL_K = ("(< k 4611686018427387904)", "(> k -4611686018427387904)")
 _CAST_NOT = '(unary op (unary "logical_not" b))'
 _BOOL_TO_FLOAT = ('(= "bool" (dtype b))', "(fcast op)")
 
@@ -48,6 +49,13 @@ LEMMAS = [
           trigger=("(iscalar op (concat (Cons x r) d) c)", "(iscalar op x c)"),
           when=tuple(f'(!= op "{op}")' for op in ("add", "sub", "mul", "pow")),
           instances=cons(iscalar_concat), rejects=cons(iscalar_concat_arith)),
+    # an int64 constant of zeros plus or minus an integer is the constant of that integer (labels
+    # padded as ids[:, :1] * 0 - 100; x * 0 lowers as the zeros).  Constants far from int64's
+    # bounds only (no wrap-around)
+    Lemma("iscalar-sub-zeros", '(iscalar "sub" (cst "0" s "int64") k)', '(cst (to-string (- 0 k)) s "int64")',
+          when=_SMALL_K, instances=iscalar_zeros, rejects=iscalar_zeros_big),
+    Lemma("iscalar-add-zeros", '(iscalar "add" (cst "0" s "int64") k)', '(cst (to-string k) s "int64")',
+          when=_SMALL_K, instances=iscalar_zeros, rejects=iscalar_zeros_big),
     Lemma("map-iscalar-nil", "(map_iscalar op (Nil) c)", "(Nil)", instances=fixed({"op": "ne", "c": 0})),
     Lemma("map-iscalar-cons", "(map_iscalar op (Cons x r) c)", "(Cons (iscalar op x c) (map_iscalar op r c))",
           instances=map_iscalar),

@@ -441,6 +441,9 @@ POSITIVE = [
      {"v": ([4], "int64"), "x": [1, 3], "y": [1, 3], "w": [1, 3]}, ()),
     ("indexing", f'(take {_put("{g}", 1, "{y}")} (nonzero (iscalar "eq" {{v}} 0)))', '(take {g} (nonzero (iscalar "eq" {v} 0)))',
      {"v": ([4], "int64"), "g": [4, 3], "y": [1, 3]}, ()),
+    # labels padded as ids[:, :1] * 0 - 100: a constant -100
+    ("elementwise", f'(iscalar "sub" {_ZEROS([4, 1], "0").replace("float32", "int64")} 100)',
+     _ZEROS([4, 1], "-100").replace("float32", "int64"), {}, ()),
     # a bias added by rank 0 only (zeros_like on the other) is added to the sum over ranks
     ("collective", "(rsum " + cons('(binary "add" {x} {b})', '(binary "add" {y} ' + _ZEROS([1, 4]) + ")") + ")",
      '(binary "add" (rsum ' + cons("{x}", "{y}") + ") {b})", {"x": [2, 4], "y": [2, 4], "b": [1, 4]}, ()),

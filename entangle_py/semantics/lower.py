@@ -355,6 +355,8 @@ class Lowerer:
             if type(c) is int and xd in INT_DTYPES:
                 if op not in INT_SCALAR_OPS:
                     return Refused(n.target, "other", f"{op} of a {xd} tensor and the integer {c}")
+                if op == "mul" and c == 0 and xd == n.val.dtype:
+                    return Term(self._filled("0", n.val.shape, n.val.dtype))   # an integer times 0 is 0
                 # integer tensor op integer constant: the constant is an i64 lemmas compute with
                 return Term(f"(iscalar {str_lit(op)} {self.t(x)} {c})")
             if xd == "bool" and op not in _COMPARISONS:

@@ -817,6 +817,7 @@ PRIMITIVES: dict[str, Callable] = {
     "*": lambda a, b: a * b,
     "=": lambda a, b: a == b,
     "!=": lambda a, b: a != b,
+    "to-string": lambda a: str(a),
     "<": lambda a, b: a < b,
     "<=": lambda a, b: a <= b,
     ">": lambda a, b: a > b,

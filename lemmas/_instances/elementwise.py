@@ -805,3 +805,14 @@ def add_zeros_bcast_terms(rng):
         env = {"x": tensor(rng, *xs)}
         c = f'(cst "0.0" {dlist(s)} "float64")'
         yield f'(binary "add" x {c})', env, [f"(vsfx x {dlist(s)} {len(s)})"]
+
+
+@repeat(6)
+def iscalar_zeros(rng):
+    return {"s": [rng.randint(0, 3) for _ in range(rng.randint(0, 3))], "k": rng.choice([-100, -1, 0, 3, 2**40])}
+
+
+def iscalar_zeros_big(rng):
+    """A constant near int64's bounds (the sum wraps around)."""
+    yield {"s": [2], "k": 2**63 - 1}
+    yield {"s": [2], "k": -(2**63)}

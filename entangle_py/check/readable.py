@@ -127,6 +127,8 @@ _HELPERS = {
     "map_layernorm": ((0,), lambda a, e, k: _app("layernorm", e[0], a[1], a[2], a[3], a[4])),
     "map_mtake": ((0,), lambda a, e, k: _app("mtake", e[0], a[1], _offset(a[2], k))),
     "map_mpick": ((0,), lambda a, e, k: _app("mpick", e[0], a[1], _offset(a[2], k))),
+    "map_take": ((0,), lambda a, e, k: _app("take", e[0], a[1])),
+    "map_scatter": ((0,), lambda a, e, k: _app("scatter", e[0], a[1], a[2])),
     "zip_ranks": ((1, 2), lambda a, e, k: _app("binary", a[0], e[0], e[1])),
     "zip_where": ((1, 2, 3), lambda a, e, k: _app("where", e[0], e[1], e[2])),
     "zip_pick": ((0, 1), lambda a, e, k: _app("pick", e[0], e[1])),

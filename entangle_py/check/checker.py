@@ -657,7 +657,7 @@ class Checker:
             t = d[1]
             if isinstance(t, tuple) and getattr(t[0], "name", None) == "Gd":
                 r, node = t[1].split(".", 1)
-                return L.rows_symbol(int(r[1:]), node.split("#")[0] if "#" not in node else node)
+                return L.rows_symbol(int(r[1:]), node)
         return None
 
     def _same_count(self, a, b) -> bool:

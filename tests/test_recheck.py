@@ -186,3 +186,35 @@ def test_loss_targets_are_drawn_with_padding_unless_assumed_absent(tmp_path):
     t = {"t": torch.arange(8), "one": torch.tensor([3])}
     _ignore_some(t, {"t": -100, "one": -100}, torch.Generator().manual_seed(0))
     assert int((t["t"] == -100).sum()) == 2 and t["one"].tolist() == [3]
+
+
+def test_a_violated_expectation_refuted_on_values_ends_its_search():
+    """An [expect] equality the window's lemmas do not prove is asked of the interpreter before
+    widening: refuted on values, it is violated at once -- no widening, no second pass keeping
+    every fact -- with the status, relations and expectations of the full search."""
+    from entangle_py.check import spec as S
+    from entangle_py.check.checker import Checker
+    seq, dist, _ = _paths("mlp_tp2")
+    spec = S.parse_spec({"expect": {"out": "partial"}})      # twice the output: violated
+    full = Checker(G.load(seq), G.load(dist), spec).run()
+    ck = Checker(G.load(seq), G.load(dist), spec, refute=recheck.refuter())
+    res = ck.run()
+    assert set(ck.refuted) == {"out"} and ck.refuted["out"].startswith("differs on 2 random draws")
+    assert not ck.window.complete and not res.rechecked
+    assert (res.status, res.relations, res.expectations) == (full.status, full.relations, full.expectations)
+    assert res.expectations == [("out", "partial", res.relations["out"], False)]
+    # the pipeline gives the checker its refuter unless the numeric check is off
+    assert check_files(seq, dist, None, numeric=False)[1].refute is None
+
+
+def test_the_refuter_refutes_only_a_real_finite_difference():
+    res, ck = check_files(*_paths("mlp_tp2"))
+    cert = res.certificates["out"]                       # the output's proven relation
+    node = ck._expect_target("out")[1]
+    refute = recheck.refuter()
+    assert refute(ck, node, cert) is None                # true: equal on the draws
+    twice = f"(rsum (Cons {cert} (Cons {cert} (Nil))))"
+    assert refute(ck, node, twice).startswith("differs on 2 random draws: max abs diff")
+    # where a value is not finite, IEEE and exact arithmetic part: never a refutation
+    assert refute(ck, node, f'(scalar "div" {cert} "0.0")') is None
+    assert refute(ck, node, '(Gd "r0.no such tensor")') is None          # cannot be computed

@@ -72,6 +72,31 @@ def test_weights_alone_do_not_open_far_layers():
                                                                "t4", "t5", "t6"}
 
 
+def test_data_movement_spends_no_depth():
+    """A redistribution (view, slices, a concat, a reduce-scatter: clean definitions) between two
+    compute operators does not use up the window: the consumer after it comes in at depth 1."""
+    facts = _chain(3)
+    leaf = lambda k: f'(Gd "{k}")'
+    prev = "h3"
+    for i, k in enumerate(("v", "s", "c", "rs")):
+        facts.declare(k, [f"(set (ndim {leaf(k)}) 2)"])
+        term = {"v": f"(view {leaf(prev)} (DCons (DLit 4) (DCons (DLit 2) (DNil))))",
+                "s": f"(slice {leaf(prev)} 0 (DLit 0) (DLit 2))",
+                "c": f"(concat (Cons {leaf(prev)} (Nil)) 0)",
+                "rs": f"(rsum (Cons {leaf(prev)} (Nil)))"}[k]
+        facts.define(k, f"(union {leaf(k)} {term})")
+        prev = k
+    facts.declare("y", [f"(set (ndim {leaf('y')}) 2)"])
+    facts.define("y", f"(union {leaf('y')} (mm {leaf('rs')} {leaf('t3')}))")
+    facts.declare("z", [f"(set (ndim {leaf('z')}) 2)"])
+    facts.define("z", f"(union {leaf('z')} (mm {leaf('y')} {leaf('t3')}))")
+    w = Window(facts, depth=1)
+    # the seed h3, the chain, y (with the weight it reads); z is a second compute operator
+    assert _taken(w, {"h3"}) == {"h3", "v", "s", "c", "rs", "y", "t3"}
+    # near the inputs data movement is a weight's preprocessing, pulled in by its consumer: a
+    # weight's transpose spends its level as before (test_weights_alone_do_not_open_far_layers)
+
+
 def test_everything_inserts_the_rest_once():
     w = Window(_chain(3), depth=1)
     first = _taken(w, {"x"})

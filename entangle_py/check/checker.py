@@ -38,7 +38,7 @@ CLEAN_VARIANTS = 32               # terms extracted per proven tensor to find it
 
 class Checker:
     def __init__(self, seq: G.Bundle, dist: G.Bundle, spec: S.Spec, limits: Limits | None = None,
-                 lemma_files=(), progress=None, log=None, policy: Policy | None = None):
+                 lemma_files=(), progress=None, log=None, policy: Policy | None = None, refute=None):
         if seq.world_size != 1:
             raise CheckInputError(f"the sequential bundle has {seq.world_size} ranks; expected 1")
         self.seq_bundle = seq
@@ -52,6 +52,13 @@ class Checker:
         self.display = Display(self.dist_names)
         self.lib = load_library(lemma_files)
         self.same_rng = "same_rng" in spec.assume
+        # A numeric refuter (the pipeline gives oracle.recheck.refuter): refute(checker, node, text)
+        # -> a concrete difference between the G_s tensor ``node`` and the clean term ``text`` on
+        # random inputs, or None.  Asked only of an [expect] equality the window's lemmas did not
+        # prove, before widening: a refuted equality is false, so it ends a search that cannot
+        # succeed (the expectation is violated, as a failed search would find), never makes a proof.
+        self.refute = refute
+        self.refuted: dict[str, str] = {}      # [expect] name -> the difference that refuted it
         self._start()
 
     def _start(self):
@@ -187,9 +194,10 @@ class Checker:
     # -- main loop -------------------------------------------------------------------------
     def run(self) -> Result:
         res = self._run()
-        if res.status != "refines" and self.retired:
+        if res.status != "refines" and self.retired and not self._refuted_only(res):
             # retiring dropped facts (G_s structure a lemma may match); it only saves time, so a
-            # failure found with it is decided again with every fact kept
+            # failure found with it is decided again with every fact kept (not one that is only
+            # expectations refuted on values: no fact can prove those)
             retired = self.retired
             self.policy = replace(self.policy, window_nodes=math.inf)
             self._start()
@@ -199,8 +207,15 @@ class Checker:
             res.retired = self.retired
         return res
 
+    def _refuted_only(self, res: Result) -> bool:
+        """Every operator and output related, and each violated expectation refuted numerically."""
+        violated = [name for name, _, _, ok in res.expectations if ok is False]
+        return (res.status == "fails" and res.failure is None and bool(violated)
+                and all(name in self.refuted for name in violated))
+
     def _run(self) -> Result:
         res = Result("refines")
+        self.refuted = {}
         self.op_relations = res.op_relations
         self.op_stats = res.operators
         res.limits = {"iterations": self.limits.iterations, "enodes": self.limits.nodes,
@@ -533,7 +548,7 @@ class Checker:
                 tv = self._new_svar(text)
                 self._bring(tv)
                 self._bring(self.svar[node])
-                if not self._prove_equal(self.svar[node], tv):
+                if not self._prove_expected(name, node, text, self.svar[node], tv):
                     ok = False
             checked.append((name, pname, str(rel), ok))
         # certificates after the expectations: a proven relation (the concat of the ranks'
@@ -670,6 +685,17 @@ class Checker:
 
     def _prove_equal(self, a: str, b: str) -> bool:
         return self._saturate_equal(a, b) or (self._widen() and self._saturate_equal(a, b))
+
+    def _prove_expected(self, name: str, node: str, text: str, a: str, b: str) -> bool:
+        """An [expect] term: proved in the window, else -- unless values refute it -- with all of G_d."""
+        if self._saturate_equal(a, b):
+            return True
+        if self.refute is not None:
+            why = self.refute(self, node, text)
+            if why:
+                self.refuted.setdefault(name, why)
+                return False
+        return self._widen() and self._saturate_equal(a, b)
 
     def _saturate_equal(self, a: str, b: str) -> bool:
         return self.engine.saturate(lambda: self.engine.equal(a, b), self.limits).status == "reached"

@@ -6,15 +6,20 @@ lemma step costs in proportion to the e-graph: with the whole distributed progra
 front, time per G_s operator grows with model depth.  As in the paper, G_d is explored from the
 related tensors instead: before a G_s operator is proved, the G_d tensors up to ``depth``
 operators downstream of its inputs' related tensors go in, each once every tensor it reads is at
-hand.  Parameter preprocessing (a weight's transpose or view) has no related input of its own; it
-comes in with its first consumer.  When no clean term is found the checker widens the window to
-all of G_d before it reports a failure, so a narrow window changes the cost of a verdict, never
-the verdict.
+hand.  Data movement past the inputs' neighbourhood (a view, a slice, a concat, a collective: a
+tensor whose definition is a clean term) spends no depth: a chain of it (a DTensor redistribution:
+view, split, cat, reduce-scatter) would otherwise use up the window before the operator that
+consumes it, which the proof needs (without it the lemmas regroup what they have every way).  Parameter preprocessing (a weight's
+transpose or view) has no related input of its own; it comes in with its first consumer.  When no
+clean term is found the checker widens the window to all of G_d before it reports a failure, so a
+narrow window changes the cost of a verdict, never the verdict.
 """
 from __future__ import annotations
 
 import re
 from collections import defaultdict
+
+from entangle_py.semantics.terms import is_clean, parse_sexpr
 
 LEAF = re.compile(r'\(Gd "((?:[^"\\]|\\.)*)"\)')
 
@@ -49,6 +54,7 @@ class Window:
     def __init__(self, facts: DistFacts, depth: int):
         self.facts, self.depth = facts, depth
         self.level = _levels(facts)
+        self.movement = _movement(facts)
         self.order = {k: i for i, k in enumerate(facts.shape)}   # rank by rank, in program order
         self.reset()
 
@@ -76,17 +82,22 @@ class Window:
             take(s)
         seen = set(frontier)
         for _ in range(self.depth):
-            nxt, before = [], set(have)    # one operator further per level, not a chain
-            for k in frontier:
+            nxt, before = [], set(have)    # one operator further per level, not a chain ...
+            level = list(frontier)
+            for k in level:                # (grows: data movement stays on this level)
                 for u in self.facts.users.get(k, ()):
                     if u in seen or not all(d in before or self.level[d] <= PULLED_LEVELS
                                             for d in self.facts.deps[u]):
                         continue
                     seen.add(u)
-                    nxt.append(u)
                     take(u)
                     for d in self.facts.deps[u]:
                         take(d, pull=True)
+                    if u in self.movement and self.level[u] > PULLED_LEVELS:   # ... but a chain of
+                        before.add(u)              # data movement is followed (near the inputs,
+                        level.append(u)            # it is a weight's preprocessing: pulled)
+                    else:
+                        nxt.append(u)
             frontier = nxt
         return self.commands(new)
 
@@ -106,6 +117,16 @@ class Window:
     def everything(self) -> list[str]:
         self.complete = True
         return self.commands([k for k in self.facts.shape if k not in self.inserted])
+
+
+def _movement(facts: DistFacts) -> set[str]:
+    """G_d tensors defined by clean terms only (data movement, collectives): no exploration depth."""
+    out = set()
+    for k, cmds in facts.defn.items():
+        terms = [parse_sexpr(c)[2] for c in cmds]     # (union (Gd k) term)
+        if terms and all(is_clean(t) for t in terms):
+            out.add(k)
+    return out
 
 
 def _levels(facts: DistFacts) -> dict[str, int]:

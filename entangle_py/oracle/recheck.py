@@ -71,6 +71,49 @@ def attach(res, checker, draws: int = DEFAULT_DRAWS, budget_bytes: int = DEFAULT
     return res.numeric
 
 
+def refuter(draws: int = DEFAULT_DRAWS, budget_bytes: int = DEFAULT_BUDGET, seed: int = 0):
+    """The checker's numeric refuter (``Checker(refute=...)``): ``refute(checker, node, text)`` is a
+    concrete difference between the G_s tensor ``node`` and the clean term ``text`` over the ranks'
+    tensors, on the witness's own draws, or None.  Refuted only on a real difference: on every draw
+    the values differ as :func:`compare` decides (the witness's tolerance), with every value finite
+    (where inf or nan arises, IEEE and exact arithmetic part: x + 0.0 = x); None whenever the
+    values cannot be computed.  The programs run once per check, when first asked."""
+    runs = None
+
+    def refute(checker, node: str, text: str) -> str | None:
+        nonlocal runs
+        if runs is None:
+            try:
+                sizes, _ = _prepare(checker, budget_bytes)
+                runs = [Draw(checker, seed + d, sizes) for d in range(draws)]
+            except Skip:
+                runs = []
+        diffs = []
+        for run in runs:
+            expected = run.seq_env.get(node)
+            try:
+                got = run.eval(text)
+            except EvalError:
+                return None
+            if not (isinstance(expected, torch.Tensor) and isinstance(got, torch.Tensor)
+                    and _finite(expected) and _finite(got)):
+                return None
+            c = compare(expected, got)
+            if c["equal"]:
+                return None
+            diffs.append(c)
+        if not diffs:
+            return None
+        e = diffs[0]["examples"][:1]
+        at = f" (at {e[0]['index']}: expected {e[0]['expected']}, got {e[0]['got']})" if e else ""
+        return f"differs on {len(diffs)} random draws: {_diff_text(diffs[0])}{at}"
+    return refute
+
+
+def _finite(t: torch.Tensor) -> bool:
+    return not t.is_floating_point() or bool(torch.isfinite(t).all())
+
+
 # ----------------------------------------------------------------------------- running both programs
 
 class OverridingRunner(interp.Runner):

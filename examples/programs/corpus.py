@@ -565,8 +565,6 @@ CORPUS = [
     # helper-dtb: DTensor tensor parallelism with biases (nn.Linear's default): RowwiseParallel adds
     # bias / W on every rank before the all-reduce / reduce-scatter; fc2 run by hand on the local
     # shards, the bias undivided on every rank (W * b) or its share added after the sum (b / W).
-    # Not the sequence-parallel joint at 4 ranks: it refines, but in minutes (the bias gradient, a
-    # sum over the all-gathered chunks of 4 ranks, is regrouped every way before its certificate)
     _e("dtensor_bias_mlp_correct", "dtensor_bias_mlp"),
     _e("dtensor_bias_mlp_local_correct", "dtensor_bias_mlp"),
     _e("dtensor_bias_mlp_every_rank", "dtensor_bias_mlp", bug=("_dtensor.py", "every rank's partial sums")),
@@ -681,6 +679,15 @@ CORPUS = [
     _e("adv5_msrc_correct", "adv5_msrc", "joint"),
     _e("adv5_msrc_src", "adv5_msrc", "joint", bug=("_adv5.py", "the doubled rows sent from rank 1")),
     _e("adv5_msrc_keep", "adv5_msrc", "joint", bug=("_adv5.py", "every rank keeps the summed gradient")),
+
+    # helper-slow: the 4-rank cases that took minutes.  The sequence-parallel joint (the window now
+    # follows the reduce-scatter's data movement to the layer norm backward: seconds, was minutes),
+    # and the router gradient not all-reduced (the violated expectation refuted on values before
+    # widening: seconds, was 21 min)
+    _e("dtensor_bias_sp_correct", "dtensor_bias_sp", "joint", ws=4),
+    _e("dtensor_bias_sp_local_correct", "dtensor_bias_spl", "joint", ws=4),
+    _e("dtensor_bias_sp_every_rank", "dtensor_bias_spl", "joint", ws=4, bug=("_dtensor.py", "every rank's partial sums")),
+    _e("moe_sinkhorn_router_grad", "moe_sinkhorn", "joint", ws=4, bug=("_moe_sinkhorn.py", "router gradient is not all-reduced")),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}

@@ -17,7 +17,7 @@ from entangle_py.check import culprit
 from entangle_py.check import spec as S
 from entangle_py.check.distributed import DistProgram
 from entangle_py.check.inputs import Inputs, SpecTerms, declared_constant
-from entangle_py.check.names import Display, Names, gd_leaf, gd_leaves, source, unsupported_key
+from entangle_py.check.names import Display, Names, gd_leaf, gd_leaves, source, split_key, unsupported_key
 from entangle_py.check.result import CheckInputError, OpFailure, Result
 from entangle_py.check.sizes import Sizes
 from entangle_py.check.window import Window, leaves_in
@@ -634,8 +634,7 @@ class Checker:
         if not isinstance(val, G.TensorMeta):
             return None
         def leaf(key):
-            r, node = key.split(".", 1)
-            r = int(r[1:])
+            r, node = split_key(key)
             base, _, i = node.partition("#")
             base = base.split(":")[0]       # a lowering's helper (mean's <node>:sum) has its node's shape
             meta = self.dist.ranks[r].node(base).val
@@ -671,8 +670,7 @@ class Checker:
         if isinstance(d, tuple) and len(d) == 2 and getattr(d[0], "name", d[0]) == "DRows":
             t = d[1]
             if isinstance(t, tuple) and getattr(t[0], "name", None) == "Gd":
-                r, node = t[1].split(".", 1)
-                return L.rows_symbol(int(r[1:]), node)
+                return L.rows_symbol(*split_key(t[1]))
         return None
 
     def _same_count(self, a, b) -> bool:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 
 from entangle_py.check import readable as R
+from entangle_py.check.names import split_key
 from entangle_py.frontend.capture import PARALLEL_STYLES
 from entangle_py.ir import graph as G
 from entangle_py.semantics import terms as T
@@ -46,10 +47,10 @@ def term_cost(t) -> int:
     return (c.cost if c else 1) + sum(term_cost(a) for a in t[1:])
 
 
-def split_key(key: str) -> tuple[int, str]:
+def key_node(key: str) -> tuple[int, str]:
     """``r1.mm_3#0`` -> (1, 'mm_3'): the rank and the graph node a G_d leaf belongs to."""
-    rank, node = key.split(".", 1)
-    return int(rank[1:]), node.split("#")[0].split(":")[0]
+    rank, node = split_key(key)
+    return rank, node.split("#")[0].split(":")[0]
 
 
 class Provenance:
@@ -97,7 +98,7 @@ class Provenance:
 
     def leaf(self, key: str) -> dict:
         """A G_d tensor (``r0.mm_1``): its display name and where it is computed."""
-        rank, node = split_key(key)
+        rank, node = key_node(key)
         loc = self.location(rank, node)
         return {**loc, "key": key, "display": self.c.show_leaf(key)}
 
@@ -247,7 +248,7 @@ def locate(checker, failure) -> list[dict]:
 
 def _align_piece(al: _Aligner, checker, failure, piece, sig):
     """(score, counterpart key, divergences) of the best G_d counterpart of one piece, or None."""
-    ranks = sorted({split_key(k)[0] for k in R.leaves(piece)}) or list(range(checker.dist.world_size))
+    ranks = sorted({key_node(k)[0] for k in R.leaves(piece)}) or list(range(checker.dist.world_size))
     choice = None
     for rank in ranks:
         keys = al.counterparts(piece, sig, rank) if _signature(piece) == sig else []
@@ -271,7 +272,7 @@ def _same_op_readers(checker, failure, piece, rank: int) -> list[str]:
     if not checker.seq.has(failure.node):
         return []
     op = checker.seq.node(failure.node).op
-    read = {split_key(k)[1] for k in R.leaves(piece) if split_key(k)[0] == rank}
+    read = {key_node(k)[1] for k in R.leaves(piece) if key_node(k)[0] == rank}
     g = checker.dist.ranks[rank]
     return [f"r{rank}.{n.name}" for n in g.nodes
             if n.op == op and read & set(n.refs()) and f"r{rank}.{n.name}" in checker.dfacts.defn]
@@ -282,11 +283,11 @@ def _merge(found, prov: Provenance, show) -> list[dict]:
     ranks listed), counterparts that match fully left out."""
     out: dict = {}
     for f in found:
-        rank, node = split_key(f["counterpart"])
+        rank, node = key_node(f["counterpart"])
         for d in f["divergences"]:
             culprit = d["producer"] or d["owner"]
-            crank, cnode = split_key(culprit)
-            orank, onode = split_key(d["owner"])
+            crank, cnode = key_node(culprit)
+            orank, onode = key_node(d["owner"])
             k = (cnode, onode, _unranked(d["needed"]), _unranked(d["found"]))
             if k in out:
                 if crank not in out[k]["ranks"]:
@@ -311,7 +312,7 @@ def _merge(found, prov: Provenance, show) -> list[dict]:
 
 def _unranked(text: str) -> str:
     """A term's text with its leaves' ranks dropped: the same divergence on two ranks is one."""
-    return R.show(text, lambda k: k.split(".", 1)[1])
+    return R.show(text, lambda k: split_key(k)[1])
 
 
 # ----------------------------------------------------------------------------- neighbourhoods

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from entangle_py.check import spec as S
 from entangle_py.check.inputs import declared_constant
-from entangle_py.check.names import Names, gd_leaf, meta_text, unsupported_key
+from entangle_py.check.names import Names, gd_leaf, meta_text, split_key, unsupported_key
 from entangle_py.check.result import CheckInputError
 from entangle_py.check.sizes import Sizes
 from entangle_py.check.window import DistFacts, leaves_in
@@ -127,7 +127,7 @@ class DistProgram:
         text = self.dvar[r][node]
         if port is None or not text.startswith('(Gd "'):
             return
-        base = text[len('(Gd "'):-2].split(".", 1)[1]
+        base = split_key(text[len('(Gd "'):-2])[1]
         if "#" not in base and base != node:
             names.display.setdefault(base, port)
 

@@ -34,6 +34,13 @@ def gd_leaf(rank: int, node: str) -> str:
     return f"(Gd {str_lit(f'r{rank}.{node}')})"
 
 
+def split_key(key: str) -> tuple[int, str]:
+    """``r1.mm_3#0`` -> (1, 'mm_3#0'): the rank of a G_d leaf's key and its node (with the output
+    index of a multi-output node, or a lowering helper's ``:suffix``), gd_leaf's inverse."""
+    rank, node = key.split(".", 1)
+    return int(rank[1:]), node
+
+
 def list_items(t) -> list:
     """The items of a parsed ``TList``."""
     out = []
@@ -75,8 +82,7 @@ class Display:
 
     def leaf(self, key: str) -> str:
         """``r0.mm_1`` -> ``r0.out`` when the node carries a port name."""
-        rank, node = key.split(".", 1)
-        r = int(rank[1:])
+        r, node = split_key(key)
         base = node.split("#")[0]
         return f"r{r}.{self.dist_names[r].show(base)}" + (f"[{node.split('#')[1]}]" if "#" in node else "")
 

@@ -296,11 +296,8 @@ def _param_function():
     return DDPParam
 
 
-try:
-    CapturedDDP = _module_class()
-    _DDPParam = _param_function()
-except ImportError:     # no torch: nothing to capture
-    CapturedDDP = _DDPParam = None
+CapturedDDP = _module_class()      # torch is a dependency: built at import, like any class
+_DDPParam = _param_function()
 
 
 # ----------------------------------------------------------------------------- after build

@@ -98,10 +98,13 @@ class M(nn.Module):
         super().__init__()
         self.fc = nn.Linear(8, 8)
         self.gate = nn.Linear(8, 8)
+        self.shift = nn.Parameter(torch.randn(8))
+        self.scale = nn.Parameter(torch.randn(8))
     def forward(self, x):
         with torch.no_grad():
             s = self.gate(x).sigmoid()
-        return self.fc(x) * s + self.gate.bias.detach()
+        # shift and scale are read for their shape only: no gradient flows to them
+        return self.fc(x) * s + self.gate.bias.detach() + torch.zeros_like(self.shift) + self.scale.new_ones(8)
 def build(rank, world_size):
     return M(), {"x": torch.randn(4, 8)}
 """
@@ -112,6 +115,21 @@ def test_parameters_used_without_gradient_are_not_reported(tmp_path):
     script.write_text(NO_GRAD)
     g = capture(script, 1, joint=True).rank(0)
     assert _outs(g) == ["grad:fc.bias", "grad:fc.weight", "out"]
+
+
+def test_a_shape_read_does_not_hide_a_dropped_gradient(monkeypatch, tmp_path):
+    """A parameter that also feeds the output through zeros_like (its shape only) but loses the
+    gradient of its value path (nll_loss's backward, dropped on meta) is still reported."""
+    _trace_on_meta(monkeypatch)
+    monkeypatch.setattr(capture_mod, "_NO_AUTOGRAD_KERNEL", re.compile(r"(?!)"))
+    script = tmp_path / "shape_and_values.py"
+    src = CROSS_ENTROPY.read_text()
+    assert "return F.cross_entropy(" in src
+    script.write_text(src.replace("return F.cross_entropy(", "return torch.zeros_like(self.fc2.weight).sum() + F.cross_entropy("))
+    with pytest.warns(UserWarning):
+        with pytest.raises(CaptureError) as e:
+            capture(script, 1, joint=True)
+    assert "grad:fc2.weight is missing" in str(e.value) and "nll_loss_forward" in str(e.value)
 
 
 # ----------------------------------------------------------------------------- torch's own words

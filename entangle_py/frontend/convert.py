@@ -341,13 +341,23 @@ def _only_returned_as_mesh(n, gm, D) -> bool:
     return True
 
 
+def _value_free_ops():
+    """Ops that read a tensor for its shape, dtype and device only (their result never depends on
+    its values, so no gradient flows through them): zeros_like(b), b.new_zeros(...)."""
+    import torch
+    a = torch.ops.aten
+    return frozenset({a.zeros_like, a.ones_like, a.empty_like, a.full_like, a.rand_like, a.randn_like,
+                      a.randint_like, a.new_zeros, a.new_ones, a.new_empty, a.new_full, a.new_empty_strided})
+
+
 def _check_no_gradient_is_needed(gm, desc, outs, descs, grad_port, rank, no_grad_nodes=()):
     """A gradient AOTAutograd left out (None) must be one no output depends on differentiably.
 
     A backward that silently went missing (an op without an autograd formula on the capture device)
     shows up exactly so: the parameter feeds an output through floating-point ops but gets no gradient.
-    Paths through ``detach``, through non-floating values (comparisons, indices) or through ops run
-    under ``torch.no_grad()`` in forward (``no_grad_nodes``: Dynamo node names) do not count.
+    Paths through ``detach``, through non-floating values (comparisons, indices), through ops that
+    read only a tensor's shape (``zeros_like``) or through ops run under ``torch.no_grad()`` in
+    forward (``no_grad_nodes``: Dynamo node names) do not count.
     """
     import torch
     from torch._functorch._aot_autograd import descriptors as D
@@ -366,6 +376,7 @@ def _check_no_gradient_is_needed(gm, desc, outs, descs, grad_port, rank, no_grad
             return any(isinstance(x, torch.Tensor) and x.is_floating_point() for x in v)
         return isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex())
 
+    value_free = _value_free_ops()
     parent = {ph: None}
     todo, hit = [ph], None
     while todo and hit is None:
@@ -373,7 +384,8 @@ def _check_no_gradient_is_needed(gm, desc, outs, descs, grad_port, rank, no_grad
         for u in n.users:
             if u in parent or u.op != "call_function" or u.meta.get("partitioner_tag") == "is_backward":
                 continue
-            if u.target is torch.ops.aten.detach.default or not floating(u) or under_no_grad(u):
+            if (u.target is torch.ops.aten.detach.default or not floating(u) or under_no_grad(u)
+                    or getattr(u.target, "overloadpacket", None) in value_free):
                 continue
             parent[u] = n
             if u in targets:

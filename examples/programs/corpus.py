@@ -649,7 +649,7 @@ CORPUS = [
     *[_e("adv6_dtb_bpartial", "adv6_dtb", m, bug=("_adv6.py", "wrapped as Partial on every rank")) for m in ("forward", "joint")],
     *[_e("adv6_dtb_avg", "adv6_dtb", m, bug=("_adv6.py", "their mean")) for m in ("forward", "joint")],
     *[_e("adv6_dtb_rank0", "adv6_dtb0", m) for m in ("forward", "joint")],
-    _e("adv6_dtb_rank0div", "adv6_dtb0", bug=("_adv6.py", "rank 0 adds a share")),
+    *[_e("adv6_dtb_rank0div", "adv6_dtb0", m, bug=("_adv6.py", "rank 0 adds a share")) for m in ("forward", "joint")],
     _e("adv6_sk_correct", "adv6_sk"),
     _e("adv6_sk_tol", "adv6_sk", bug=("_adv6.py", "another tolerance")),
     _e("adv6_sk_local", "adv6_sk", bug=("_adv6.py", "its own tokens only")),

@@ -46,7 +46,7 @@ LEMMAS = [
     # sum of the same parts: reals; floats up to rounding).  One dtype (mixed, the promotion
     # differs: True + True is True, True + (True + 0.0) is 2.0)
     Lemma("add-assoc-peer", '(binary "add" (binary "add" x a) b)', '(binary "add" x (binary "add" a b))',
-          when=("(= t (dtype x))", "(= t (dtype a))", "(= t (dtype b))"),
+          when=("(= (dtype x) (dtype a))", "(= (dtype a) (dtype b))"),
           trigger=('(binary "add" (binary "add" x a) b)', '(peer (binary "add" a b) w)'),
           instances=add_assoc_peer, rejects=add_assoc_peer_mixed),
     # a slice of a sum over ranks is the sum of the ranks' slices (linear).  Two targeted uses:

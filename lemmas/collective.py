@@ -38,7 +38,7 @@ LEMMAS = [
     Lemma("rsum-peer-add", '(binary "add" b a)', "(rsum (Cons a (Cons b (Nil))))",
           when=("(peer a b)", '(!= "bool" (dtype a))'), instances=rsum_peer_add, rejects=rsum_peer_add_bad),
     # ... and a sum over ranks that starts at b plus b's peer on the rank before is the longer sum
-    # (reals; floats up to rounding, as every sum over ranks: rsum-peel-first read backwards)
+    # (reals; floats up to rounding, as every sum over ranks)
     Lemma("rsum-peer-extend", '(binary "add" (rsum (Cons b r)) a)', "(rsum (Cons a (Cons b r)))",
           when=("(peer a b)", '(!= "bool" (dtype a))'), instances=rsum_peer_extend, rejects=rsum_peer_extend_bad),
     # ... where the sequential program has added the parts of a rank's sum one at a time:

@@ -7,7 +7,7 @@ from lemmas._instances.elementwise import (
     bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat,
     binary_concat_rejected,
     div_binary, div_binary_bad, div_rsum, div_rsum_zero, mul_rsum, mul_rsum_inf, map_binary, map_binary_l_nil,
-    map_scalar, map_unary, neg_neg, iscalar_concat_arith, neg_sub, rsum_pair, rsum_peel, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat,
+    map_scalar, map_unary, neg_neg, iscalar_concat_arith, neg_sub, rsum_pair, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat,
     unary_concat, where_concat,
     where_concat_misaligned, zip_binary, zip_binary_mismatch, zip_ranks, zip_where_cons, zip_where_misaligned,
     zip_where_nil, add_zeros_bcast, add_zeros_bcast_bad, add_zeros_bcast_terms, iscalar_zeros, iscalar_zeros_big)
@@ -131,12 +131,6 @@ LEMMAS = [
     # parts divided by y, where y has no zero (an assumption: (1 + 0) / 0 = inf, 1 / 0 + 0 / 0 = nan).
     Lemma("rsum-pair-add", "(rsum (Cons a (Cons b (Nil))))", '(binary "add" a b)', instances=rsum_pair),
     Lemma("rsum-pair-add-swapped", "(rsum (Cons a (Cons b (Nil))))", '(binary "add" b a)', instances=rsum_pair),
-    # a sum over three or more parts is the sum over the rest plus the first (reals; floats up to
-    # rounding, as every sum over ranks): an expert gradient the sequential program accumulates in
-    # reverse order ((x3 + x2) + x1) + x0, against the ranks' sum in rank order.  From sums in the
-    # e-graph only, one shorter sum each
-    Lemma("rsum-peel-first", "(rsum (Cons a (Cons b (Cons c r))))", '(binary "add" (rsum (Cons b (Cons c r))) a)',
-          instances=rsum_peel),
     Lemma("add-zero", '(scalar "add" x "0.0")', "x", when=("(= t (dtype x))", "(fdtype t)"),
           instances=add_zero, rejects=add_zero_int),
     # x plus a zero constant of x's shape and dtype (either side) is x (no broadcast grows it, no

@@ -275,15 +275,6 @@ def add_comm(rng):
 
 
 @repeat(6)
-def rsum_peel(rng):
-    """Three to eight parts of one shape and dtype (float or int)."""
-    s = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
-    dt = rng.choice([torch.float64, torch.float32, torch.int64])
-    a, b, c, *r = [(tensor(rng, *s) * 4).to(dt) for _ in range(rng.randint(3, 8))]
-    return {"a": a, "b": b, "c": c, "r": r}
-
-
-@repeat(6)
 def rsum_pair(rng):
     s = [rng.randint(1, 3) for _ in range(rng.randint(0, 3))]
     dt = rng.choice([torch.float64, torch.float32, torch.int64])

@@ -200,9 +200,23 @@ def test_a_parameter_attached_after_ddp_was_built_is_neither_broadcast_nor_avera
     assert _targets(g).count("_c10d_functional.all_reduce.default") == 0     # fc's gradient is the rank's own
 
 
-@pytest.mark.parametrize("stmt", ["m.fc.bias.requires_grad_(False)", "m.fc.weight = nn.Parameter(m.fc.weight.detach())"])
-def test_a_ddp_parameter_frozen_or_replaced_after_ddp_was_built_is_refused(tmp_path, stmt):
-    # its reducer waits for that gradient: without find_unused_parameters no bucket of it is reduced
+@pytest.mark.parametrize("stmt, synced", [("m.fc.bias.requires_grad_(False)", 4),
+                                           ("m.fc.weight = nn.Parameter(m.fc.weight.detach())", 3)])
+def test_a_ddp_parameter_frozen_or_replaced_after_ddp_was_built_stalls_its_reducer(tmp_path, stmt, synced):
+    # its reducer waits for that gradient and never finishes the backward: no gradient of the DDP is
+    # averaged (each rank keeps its own, measured on gloo with one bucket and with several); the
+    # init sync still broadcast what DDP was built with (a replacing parameter is the rank's own)
     s = _after_wrap(tmp_path, "DDP(Net()) if ws > 1 else Net()", stmt)
-    with pytest.raises(CaptureError, match="no longer take part in the step"):
+    with pytest.warns(UserWarning, match="never finishes, so no gradient of this DDP is averaged"):
+        g = capture(s, 2, joint=True).rank(1)
+    assert _targets(g).count("_c10d_functional.all_reduce.default") == 0
+    assert _targets(g).count("_c10d_functional.broadcast.default") == synced
+
+
+@pytest.mark.parametrize("opt", ["static_graph=True", "gradient_as_bucket_view=True"])
+def test_a_stalled_reducer_with_in_place_or_static_buckets_is_refused(tmp_path, opt):
+    # on gloo: static_graph's first step averages the rest (as find_unused_parameters would);
+    # gradient_as_bucket_view leaves a ready bucket half reduced in the gradients
+    s = _after_wrap(tmp_path, f"DDP(Net(), {opt}) if ws > 1 else Net()", "m.fc.bias.requires_grad_(False)")
+    with pytest.raises(CaptureError, match=f"with {opt.split('=')[0]}=True what the stalled reducer leaves"):
         capture(s, 2, joint=True)

@@ -27,10 +27,6 @@ XFAIL = {
     "adv6_dunused_detach[joint]": "real DDP (find_unused_parameters=True) all-reduces zeros for fc2's weight, "
         "which rank 1 reads detached; the capture gives rank 1 no all-reduce for a parameter without a gradient, "
         "and the checker refuses the ranks' unequal collective sequences (exit 2)",
-    "adv6_dswap_after[joint]": "refused at capture (exit 2): fc's weight replaced after DDP was built -- its "
-        "reducer waits for the old one's gradient and reduces none of its bucket (not modelled)",
-    "adv6_dfrz_after[joint]": "refused at capture (exit 2): fc's bias frozen after DDP was built -- its reducer "
-        "waits for that gradient and reduces none of its bucket (not modelled)",
     # helper-falarm: index_select's backward as an autograd.Function writes it (exit 2, refused)
     "adv5_isel_copy[joint]": "refused: no semantics for aten.index_copy.default (the buggy backward's; with "
                              "duplicate ids which write wins is the device's)",
@@ -135,6 +131,12 @@ FAR = {
         "138-139) whose gradient the parameters' one-rank means do not average",
     "adv6_dlate_after[joint]": "the bug is where fc2 is attached after DDP (line 120): the report names fc2's read "
         "(line 82), whose gradient no DDP averages, and the loss",
+    "adv6_dswap_after[joint]": "the bug is where fc's weight is replaced after DDP (line 144): its reducer "
+        "stalls and averages no gradient; the report names the loss (line 159) whose gradient the ranks' own "
+        "gradients do not average (capture warns at the DDP line)",
+    "adv6_dfrz_after[joint]": "the bug is where fc's bias is frozen after DDP (line 142): its reducer stalls and "
+        "averages no gradient; the report names the loss (line 159) whose gradient the ranks' own gradients do "
+        "not average (capture warns at the DDP line)",
     "adv6_dbuf_bcast[forward]": "the bug is DDP's default broadcast_buffers (line 112): the report names where the "
         "forward adds the buffer (line 74), rank 0's rows on every rank",
     "adv6_dbuf_bcast[joint]": "the bug is DDP's default broadcast_buffers (line 112): the report names where the "

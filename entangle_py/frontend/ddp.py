@@ -20,8 +20,12 @@ writes DDP's contract for one training step into the traced graph as ordinary op
 Both hold for the parameters the module has when DDP is built (real DDP syncs those at
 construction and its reducer hooks those that require grad then): a parameter attached or
 replaced later is the rank's own value with a local gradient, one unfrozen later is broadcast but
-not averaged, and a reducer parameter replaced, removed or frozen later is refused (without
-``find_unused_parameters=True`` the reducer waits for its gradient and reduces none of its bucket).
+not averaged.  A reducer parameter replaced, removed or frozen later stalls the reducer (without
+``find_unused_parameters=True`` it waits for that gradient): its bucket never becomes ready, the
+backward never finalizes, and no gradient of that DDP is averaged in the step -- every one is the
+rank's own, as measured on gloo with one and with several buckets.  With ``static_graph`` or
+``gradient_as_bucket_view`` the stalled step is something else (buckets reduced in place, or the
+first step's unused-parameter search) and is refused.
 
 The process group is ``process_group``, or the group of a 1-D ``device_mesh``, else WORLD.
 Everything else is refused (:class:`CaptureError`, exit 2, naming the construct and the script
@@ -46,6 +50,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import traceback
+import warnings
 from pathlib import Path
 
 from entangle_py.frontend.capture_errors import CaptureError, display_path, parse_stack_trace, pick_frame
@@ -205,6 +210,8 @@ def _module_class():
             self._ddp = dict(group=group, size=size, init_sync=init_sync,
                              sync_buffers=bool(fwd_sync) or (init_sync and init_bufs),
                              find_unused=bool(opts.get("find_unused_parameters", False)),
+                             static_graph=bool(opts.get("static_graph", False)),
+                             bucket_view=bool(opts.get("gradient_as_bucket_view", False)),
                              where=where, rank=rank, built=[(n, p, p.requires_grad) for n, p in module.named_parameters()],
                              plan=None, modelled={})
 
@@ -227,8 +234,10 @@ def _module_class():
             c["modelled"] = modelled
             return torch.func.functional_call(self.module, params, args, kwargs, tie_weights=True, strict=False)
 
-        def _set_static_graph(self):      # semantics-free
-            pass
+        def _set_static_graph(self):      # semantics-free, but for a stalled reducer (_plan)
+            self._ddp["static_graph"] = True
+            if self._ddp.get("stalled"):
+                _refuse_stall(self._ddp, self._ddp["stalled"])
 
     for name, why in _REFUSED_METHODS.items():
         def refused(self, *a, _name=name, _why=why, **k):
@@ -246,7 +255,9 @@ def _plan(w) -> dict:
     each).  A parameter attached or replaced later is the rank's own, its gradient local; one
     unfrozen later is broadcast but not averaged.  A reducer parameter no longer in the step
     (replaced, removed or frozen later) is refused.  Computed once, by identity, while the module
-    holds the parameters build made (check_model, right after build; or a forward build runs)."""
+    holds the parameters build made (check_model, right after build; or a forward build runs).
+    A reducer parameter no longer in the step (replaced, removed or frozen later) stalls the
+    reducer unless find_unused_parameters=True: then no gradient is averaged (module docstring)."""
     c = w._ddp
     if c["plan"] is None:
         built = c["built"]
@@ -255,12 +266,31 @@ def _plan(w) -> dict:
         now = dict(w.module.named_parameters())
         live = {id(p) for p in now.values() if p.requires_grad}
         gone = [n for i, n in reduced.items() if i not in live]
-        if gone:
-            _refuse_gone(c, gone)
-        c["plan"] = {n: (c["init_sync"] and id(p) in synced, id(p) in reduced and p.requires_grad)
+        if gone and not c["find_unused"]:
+            _refuse_stall(c, gone)
+            c["stalled"] = gone
+            warnings.warn(
+                f"rank {c['rank']}: DistributedDataParallel{c['where']}: parameter(s) {', '.join(gone[:3])} it was "
+                f"built with no longer take part in the step (replaced, removed or frozen after construction): "
+                f"its reducer waits for their gradients and never finishes, so no gradient of this DDP is "
+                f"averaged in the step (each rank keeps its own; real DDP raises at the next step)", stacklevel=2)
+        c["plan"] = {n: (c["init_sync"] and id(p) in synced,
+                         id(p) in reduced and p.requires_grad and not c.get("stalled"))
                      for n, p in now.items()}
         c["built"] = None
     return c["plan"]
+
+
+def _refuse_stall(c, names):
+    """A stalled reducer (``names`` never get a gradient) is modelled only where measured: without
+    static_graph (its first step searches for unused parameters, like find_unused_parameters) and
+    without gradient_as_bucket_view (ready buckets are reduced into the gradients in place)."""
+    opt = "static_graph" if c["static_graph"] else "gradient_as_bucket_view" if c["bucket_view"] else None
+    if opt:
+        raise CaptureError(
+            f"rank {c['rank']}: DistributedDataParallel{c['where']}: parameter(s) {', '.join(names[:3])} it was "
+            f"built with no longer take part in the step (replaced, removed or frozen after construction), and "
+            f"with {opt}=True what the stalled reducer leaves in the gradients is not modelled")
 
 
 def _refuse_gone(c, names):

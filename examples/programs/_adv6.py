@@ -51,7 +51,8 @@ Others:
 Holes this pass found (buggy on gloo, the checker refined or erred), fixed on its branch:
 ``dlate`` / ``dswap`` / ``dfrz`` bug ``after`` refined (capture read DDP's parameters when the
 forward ran, real DDP fixes them at construction: frontend/ddp.py now models a later parameter as
-the rank's own and refuses a reducer parameter replaced or frozen later); ``divf`` bug ``each`` ended
+the rank's own; a reducer parameter replaced or frozen later, refused at first, now stalls the
+reducer: no gradient averaged, as on gloo); ``divf`` bug ``each`` ended
 in an internal error after a proof (x / False was the term x / "0", a zero no nonzero condition
 named: lowering now writes a bool constant as its float).  A program registering megatron::sinkhorn
 with another default tol (not here: one registration per process) got a misleading witness; such an

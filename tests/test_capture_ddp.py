@@ -141,7 +141,7 @@ def test_ddp_class_is_restored_after_capture(tmp_path):
     (dict(wrap="DDP(Net(), find_unused_parameters=True) if ws > 1 else Net()",
           call="self.body(x) + getattr(self.body, 'module', self.body).fc(x).sum()"),
      "outside the wrapper's forward", None),
-    (dict(wrap="DDP(Net()) if ws > 1 else Net()"), "gets no gradient", "self.body = "),
+    (dict(wrap="DDP(Net(), static_graph=True) if ws > 1 else Net()"), "get no gradient", "self.body = "),
 ])
 def test_ddp_refusals_name_the_construct_and_the_line(tmp_path, change, words, at):
     s = _script(tmp_path, **change)
@@ -220,3 +220,18 @@ def test_a_stalled_reducer_with_in_place_or_static_buckets_is_refused(tmp_path, 
     s = _after_wrap(tmp_path, f"DDP(Net(), {opt}) if ws > 1 else Net()", "m.fc.bias.requires_grad_(False)")
     with pytest.raises(CaptureError, match=f"with {opt.split('=')[0]}=True what the stalled reducer leaves"):
         capture(s, 2, joint=True)
+
+
+def test_a_ddp_parameter_without_gradient_stalls_its_reducer(tmp_path):
+    # Net's unused layer, no find_unused_parameters: the reducer waits for its gradient and never
+    # finishes (measured on gloo: every gradient is the rank's own); the traced averaging is undone
+    s = _script(tmp_path, wrap="DDP(Net()) if ws > 1 else Net()")
+    with pytest.warns(UserWarning, match=r"unused\.weight.*get no gradient in the step.*never finishes"):
+        b = capture(s, 2, joint=True)
+    for r in (0, 1):
+        g = b.rank(r)
+        assert _targets(g).count("_c10d_functional.all_reduce.default") == 0
+        assert _targets(g).count("_c10d_functional.broadcast.default") == 4       # the init sync stays
+    # with find_unused_parameters=True the same program averages fc's gradient
+    g = capture(_script(tmp_path), 2, joint=True).rank(0)
+    assert _targets(g).count("_c10d_functional.all_reduce.default") == 2

@@ -127,20 +127,23 @@ FAR = {
         "backward runs in _common.py: the report names b's gradient (mm_2, the linear at line 184) and the "
         "culprit, all_reduce's backward summing the ranks' equal gradients (_common.py:62)",
     # helper-adv6: a DDP construction whose effect shows where the forward reads what it set up
-    "adv6_dsub_self[joint]": "the bug is DDP's process_group (line 107): the report names the loss (lines "
-        "138-139) whose gradient the parameters' one-rank means do not average",
-    "adv6_dlate_after[joint]": "the bug is where fc2 is attached after DDP (line 120): the report names fc2's read "
-        "(line 82), whose gradient no DDP averages, and the loss",
-    "adv6_dswap_after[joint]": "the bug is where fc's weight is replaced after DDP (line 144): its reducer "
-        "stalls and averages no gradient; the report names the loss (line 159) whose gradient the ranks' own "
+    "adv6_dsub_self[joint]": "the bug is DDP's process_group (line 137): the report names the loss (lines "
+        "176-177) whose gradient the parameters' one-rank means do not average",
+    "adv6_dlate_after[joint]": "the bug is where fc2 is attached after DDP (line 155): the report names fc2's read "
+        "(line 106), whose gradient no DDP averages, and the loss",
+    "adv6_dswap_after[joint]": "the bug is where fc's weight is replaced after DDP (line 159): its reducer "
+        "stalls and averages no gradient; the report names the loss (line 177) whose gradient the ranks' own "
         "gradients do not average (capture warns at the DDP line)",
-    "adv6_dfrz_after[joint]": "the bug is where fc's bias is frozen after DDP (line 142): its reducer stalls and "
-        "averages no gradient; the report names the loss (line 159) whose gradient the ranks' own gradients do "
+    "adv6_dfrz_after[joint]": "the bug is where fc's bias is frozen after DDP (line 157): its reducer stalls and "
+        "averages no gradient; the report names the loss (line 177) whose gradient the ranks' own gradients do "
         "not average (capture warns at the DDP line)",
-    "adv6_dbuf_bcast[forward]": "the bug is DDP's default broadcast_buffers (line 112): the report names where the "
-        "forward adds the buffer (line 74), rank 0's rows on every rank",
-    "adv6_dbuf_bcast[joint]": "the bug is DDP's default broadcast_buffers (line 112): the report names where the "
-        "forward adds the buffer (line 74), rank 0's rows on every rank",
+    "adv6_dspare_stall[joint]": "the bug is DDP without find_unused_parameters (line 149) over a probe layer that "
+        "gets no gradient: its reducer stalls and averages no gradient; the report names the loss (line 177) "
+        "whose gradient the ranks' own gradients do not average (capture warns at the DDP line)",
+    "adv6_dbuf_bcast[forward]": "the bug is DDP's default broadcast_buffers (line 142): the report names where the "
+        "forward adds the buffer (line 101), rank 0's rows on every rank",
+    "adv6_dbuf_bcast[joint]": "the bug is DDP's default broadcast_buffers (line 142): the report names where the "
+        "forward adds the buffer (line 101), rank 0's rows on every rank",
 }
 NEAR = 5     # lines
 

@@ -32,9 +32,10 @@ Everything else is refused (:class:`CaptureError`, exit 2, naming the construct 
 line): a communication hook (``register_comm_hook``: fp16 compression, PowerSGD change the
 reduction), ``mixed_precision``, ``join`` / ``no_sync``, any argument not known to leave the
 step's result unchanged, DDP at world size 1 (torch needs a process group: the sequential program
-uses the module itself), a subclass of DDP, DDP inside DDP, a DDP parameter also held outside the
-wrapper or read outside its forward, and -- in a joint capture -- a parameter that gets no
-gradient without ``find_unused_parameters=True`` (real DDP leaves its bucket unreduced).
+uses the module itself), a subclass of DDP, DDP inside DDP, and a DDP parameter also held outside
+the wrapper or read outside its forward.  In a joint capture, a parameter that gets no gradient
+without ``find_unused_parameters=True`` stalls the reducer as above: the averaging is taken out
+of the traced backward again (each rank's own gradient).
 
 The stand-in is not an instance of DistributedDataParallel (TorchDynamo special-cases DDP
 modules); ``.module`` is the wrapped module, as in DDP.
@@ -269,11 +270,7 @@ def _plan(w) -> dict:
         if gone and not c["find_unused"]:
             _refuse_stall(c, gone)
             c["stalled"] = gone
-            warnings.warn(
-                f"rank {c['rank']}: DistributedDataParallel{c['where']}: parameter(s) {', '.join(gone[:3])} it was "
-                f"built with no longer take part in the step (replaced, removed or frozen after construction): "
-                f"its reducer waits for their gradients and never finishes, so no gradient of this DDP is "
-                f"averaged in the step (each rank keeps its own; real DDP raises at the next step)", stacklevel=2)
+            _warn_stall(c, gone, "no longer take part in the step (replaced, removed or frozen after construction)")
         c["plan"] = {n: (c["init_sync"] and id(p) in synced,
                          id(p) in reduced and p.requires_grad and not c.get("stalled"))
                      for n, p in now.items()}
@@ -281,7 +278,7 @@ def _plan(w) -> dict:
     return c["plan"]
 
 
-def _refuse_stall(c, names):
+def _refuse_stall(c, names, why="no longer take part in the step (replaced, removed or frozen after construction)"):
     """A stalled reducer (``names`` never get a gradient) is modelled only where measured: without
     static_graph (its first step searches for unused parameters, like find_unused_parameters) and
     without gradient_as_bucket_view (ready buckets are reduced into the gradients in place)."""
@@ -289,8 +286,16 @@ def _refuse_stall(c, names):
     if opt:
         raise CaptureError(
             f"rank {c['rank']}: DistributedDataParallel{c['where']}: parameter(s) {', '.join(names[:3])} it was "
-            f"built with no longer take part in the step (replaced, removed or frozen after construction), and "
-            f"with {opt}=True what the stalled reducer leaves in the gradients is not modelled")
+            f"built with {why}, and with {opt}=True what the stalled reducer leaves in the gradients is not "
+            f"modelled")
+
+
+def _warn_stall(c, names, why="get no gradient in the step"):
+    warnings.warn(
+        f"rank {c['rank']}: DistributedDataParallel{c['where']}: parameter(s) {', '.join(names[:3])} it was built "
+        f"with {why}: its reducer waits for their gradients and never finishes, so no gradient of this DDP is "
+        f"averaged in the step (each rank keeps its own; real DDP raises at the next step; "
+        f"find_unused_parameters=True lets it finish)", stacklevel=3)
 
 
 def _refuse_gone(c, names):
@@ -444,19 +449,44 @@ def check_graph(gm, dynamo_port_names, model, rank, joint) -> None:
                 grads[port_names(d.grad_of)] = out.args[0][i]
             except CaptureError:
                 continue
+    # a reducer parameter without a gradient stalls its reducer (no find_unused_parameters): as
+    # when one is frozen or replaced after construction (_plan), no gradient of that DDP is averaged
+    stalled = {}
+    for port, (w, _, avg) in managed.items():
+        if avg and grads.get(port) is None and not w._ddp["find_unused"]:
+            stalled.setdefault(id(w), (w, []))[1].append(port.removeprefix("param:"))
+    for w, names in stalled.values():
+        _refuse_stall(w._ddp, names, "get no gradient in the step")
+        _warn_stall(w._ddp, names)
     for port, (w, _, avg) in managed.items():
         if not avg:
             continue
         c = w._ddp
         g = grads.get(port)
         if g is None:
-            if not c["find_unused"]:
-                raise CaptureError(
-                    f"rank {rank}: {port} of the DistributedDataParallel wrapper{c['where']} gets no gradient: "
-                    f"without find_unused_parameters=True real DDP waits for it and leaves its bucket's "
-                    f"gradients unreduced")
             continue
         if not (isinstance(g, torch.fx.Node) and g.target is torch.ops.aten.div.Tensor and _ddp_frame(g)):
             raise CaptureError(f"rank {rank}: the gradient of {port} (DistributedDataParallel wrapper{c['where']}) "
                                f"does not come only through the wrapper's forward: capture models DDP's averaging "
                                f"only of gradients that flow through it")
+        if id(w) in stalled:
+            _unaverage(gm, out, g)
+    if stalled:
+        gm.graph.lint()
+        gm.recompile()
+
+
+def _unaverage(gm, out, g):
+    """Make the output ``g`` -- DDPParam's backward, div(wait_tensor(all_reduce(grad)), size) --
+    the rank's own ``grad``, and drop the reduction (a stalled reducer averages nothing)."""
+    import torch
+    wait = g.args[0]
+    red = wait.args[0] if isinstance(wait, torch.fx.Node) else None
+    if not (wait.target is torch.ops._c10d_functional.wait_tensor.default and isinstance(red, torch.fx.Node)
+            and red.target is torch.ops._c10d_functional.all_reduce.default and _ddp_frame(red)):
+        raise CaptureError(f"DDP's averaged gradient {g.name} is not the all-reduce capture writes "
+                           f"(found {wait.target}); cannot model its stalled reducer")
+    out.args = (tuple(red.args[0] if a is g else a for a in out.args[0]),) + tuple(out.args[1:])
+    for n in (g, wait, red):
+        if not n.users:
+            gm.graph.erase_node(n)

@@ -13,6 +13,10 @@ error over the rank's rows, DDP averaging the gradients; ``pred`` detached, ``lo
   forward (rank 1 adds rank 0's rows).
 * ``dunused``: ``find_unused_parameters=True``.  Bug ``detach``: rank 1 reads fc2's weight detached
   (the forward is the same; rank 1 contributes no gradient, DDP averages rank 0's with zeros).
+* ``dspare``: a probe layer (``spare``) whose output is returned detached (``aux``: no gradient
+  reaches it), ``find_unused_parameters=True``.  Bug
+  ``stall``: without it (the reducer waits for spare's gradient and never finishes the backward: no
+  gradient is averaged, each rank keeps its own; real DDP raises only at the next step).
 * ``dlate``: fc2 attached to the module AFTER DDP was built (resizing a head after wrapping).
   Correct: before.  DDP's reducer knows the parameters it was built with: fc2's gradient is never
   averaged.
@@ -84,6 +88,8 @@ class Net(nn.Module):
         self.fc = nn.Linear(4, 3)
         if kind != "dlate":
             self.fc2 = nn.Linear(3, 1)
+        if kind == "dspare":
+            self.spare = nn.Linear(2, 2)    # a probe: its output is returned detached
         if kind == "dbuf":
             self.register_buffer("shift", torch.arange(ROWS * 4, dtype=torch.float32).view(ROWS, 4)[:rows].clone())
         if kind == "dbn":
@@ -100,7 +106,10 @@ class Net(nn.Module):
         w = self.fc2.weight
         if self.kind == "dunused" and self.bug == "detach" and self.rank == 1:
             w = w.detach()  # BUG (dunused): rank 1 reads fc2's weight detached (no gradient from it)
-        return F.linear(h, w, self.fc2.bias).squeeze(-1)
+        pred = F.linear(h, w, self.fc2.bias).squeeze(-1)
+        if self.kind == "dspare":
+            return pred, self.spare(x[:, :2]).detach()
+        return pred
 
 
 def ddp_wrap(net, rank, ws, kind, bug):
@@ -135,6 +144,11 @@ def ddp_wrap(net, rank, ws, kind, bug):
             d = DDP(net, broadcast_buffers=False)
     elif kind == "dunused":
         d = DDP(net, find_unused_parameters=True)
+    elif kind == "dspare":
+        if bug == "stall":
+            d = DDP(net)  # BUG (dspare): no find_unused_parameters: the reducer waits for spare's gradient
+        else:
+            d = DDP(net, find_unused_parameters=True)
     else:
         d = DDP(net)
     if kind == "dlate" and late:
@@ -157,8 +171,11 @@ class DdpStep(nn.Module):
 
     def forward(self, x, t):
         pred = self.net(x)
+        aux = {}
+        if isinstance(pred, tuple):
+            pred, aux = pred[0], {"aux": pred[1]}
         loss = (pred - t).pow(2).mean()
-        return {"loss": loss, "pred": pred.detach()}
+        return {"loss": loss, "pred": pred.detach(), **aux}
 
 
 class Labels(nn.Module):

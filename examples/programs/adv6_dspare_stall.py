@@ -1,0 +1,4 @@
+"""See _adv6.py."""
+from _adv6 import make_build
+
+build = make_build('dspare', 'stall')

@@ -31,9 +31,6 @@ XFAIL = {
         "reducer waits for the old one's gradient and reduces none of its bucket (not modelled)",
     "adv6_dfrz_after[joint]": "refused at capture (exit 2): fc's bias frozen after DDP was built -- its reducer "
         "waits for that gradient and reduces none of its bucket (not modelled)",
-    # helper-falarm: index_select's backward as an autograd.Function writes it (exit 2, refused)
-    "adv5_isel_copy[joint]": "refused: no semantics for aten.index_copy.default (the buggy backward's; with "
-                             "duplicate ids which write wins is the device's)",
 }
 XFAIL = {k: v for k, v in XFAIL.items() if v}
 

@@ -441,3 +441,44 @@ def test_zeros_times_a_positive_constant_is_zeros():
                 assert nv.kind == "agree" and nv.term.startswith("(scalar"), (name, dt, c, nv)
         nv = lowered(lambda s: s * 2, src)
         assert nv.kind == "agree" and nv.term.startswith("(scalar"), nv
+
+
+def test_index_copy_at_distinct_ids_is_a_row_write():
+    """index_copy at ids shown distinct (an int64 arange of any integer bounds, a reshape of a 1-D
+    tensor's nonzero, topk's indices of a 1-D tensor) is the rows ``iput`` writes, along every
+    dim; at any other ids (an input, repeated ids: which write wins is the device's) it is a free
+    value, related to nothing, even where the ids happen to be distinct."""
+    T = "aten.index_copy.default"
+    g = torch.Generator().manual_seed(3)
+    for shape, dim in (((5,), 0), ((5, 3), 0), ((3, 5), 1), ((3, 5), -1), ((2, 5, 4), 1), ((2, 3, 5), 2)):
+        x = torch.randn(*shape, generator=g, dtype=torch.float64)
+        d = dim % len(shape)
+        for ids_of in (lambda: torch.arange(1, 4), lambda: torch.arange(4, -1, -2), lambda: torch.arange(2).clone()):
+            ss = list(shape)
+            ss[d] = ids_of().numel()
+            src = torch.randn(*ss, generator=g, dtype=torch.float64)
+            if ids_of().max() >= shape[d]:
+                continue
+            nv = _node(_agree(lambda x, s, f=ids_of: x.index_copy(dim, f(), s), x, src), T)
+            assert "(iput " in nv.term, nv
+        ss = list(shape)
+        ss[d] = 2
+        src = torch.randn(*ss, generator=g, dtype=torch.float64)
+        mask = torch.tensor([True, False, False, True] + [False] * (shape[d] - 4)) if shape[d] >= 4 else None
+        if mask is not None:
+            nv = _node(_agree(lambda x, s, m: x.index_copy(dim, m.nonzero().view(-1), s), x, src, mask), T)
+            assert "(iput " in nv.term, nv
+        score = torch.randn(shape[d], generator=g, dtype=torch.float64)
+        nv = _node(_agree(lambda x, s, w: x.index_copy(dim, w.topk(2).indices, s), x, src, score), T)
+        assert "(iput " in nv.term, nv
+    x, src = torch.randn(4, 3, dtype=torch.float64), torch.randn(3, 3, dtype=torch.float64)
+    for ids in (torch.tensor([0, 0, 3]), torch.tensor([2, 1, 3])):
+        nv = _node(C.check_sample(torch.index_copy, _sample(x, 0, ids, src)), T)
+        assert nv.kind == "free", nv
+    # repeated ids the program computes: an arange repeated, a 2-D topk's indices flattened
+    nv = _node(C.check_sample(lambda x, s: x.index_copy(0, torch.arange(2).repeat(2)[:3].clone(), s),
+                              _sample(x, src)), T)
+    assert nv.kind == "free", nv
+    nv = _node(C.check_sample(lambda x, s, w: x.index_copy(0, w.topk(2).indices.reshape(-1)[:3], s),
+                              _sample(x, src, torch.randn(2, 4, dtype=torch.float64))), T)
+    assert nv.kind == "free", nv

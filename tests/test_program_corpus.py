@@ -27,9 +27,6 @@ XFAIL = {
     "adv6_dunused_detach[joint]": "real DDP (find_unused_parameters=True) all-reduces zeros for fc2's weight, "
         "which rank 1 reads detached; the capture gives rank 1 no all-reduce for a parameter without a gradient, "
         "and the checker refuses the ranks' unequal collective sequences (exit 2)",
-    # helper-falarm: index_select's backward as an autograd.Function writes it (exit 2, refused)
-    "adv5_isel_copy[joint]": "refused: no semantics for aten.index_copy.default (the buggy backward's; with "
-                             "duplicate ids which write wins is the device's)",
 }
 XFAIL = {k: v for k, v in XFAIL.items() if v}
 

@@ -173,6 +173,9 @@ ZERO_FILLS = frozenset({"aten.zeros.default", "aten.new_zeros.default", "aten.ze
 # dim argument, its default).  A scatter at such indices writes each position once.
 DISTINCT_INDICES = {"aten.topk.default": (1, 2, -1)}
 
+# Ops whose (int64, integer-bounded) output holds positions all different: start + i * step.
+ARANGES = frozenset({"aten.arange.default", "aten.arange.start", "aten.arange.start_step"})
+
 # Ops that draw random numbers: the k-th draw of a program is numbered k.
 RANDOM_OPS = frozenset({
     "aten.native_dropout.default", "aten.bernoulli.default", "aten.bernoulli.p", "aten.rand.default",

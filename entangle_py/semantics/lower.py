@@ -607,6 +607,38 @@ class Lowerer:
                 return Refused(n.target, "alpha", f"alpha={alpha!r} in {self._dtype(x.name)} arithmetic")
         return Term(f"(binary \"add\" {self.t(x)} {table})")
 
+    @lowers("aten.index_copy.default")
+    def _h_index_copy_default(self, n):
+        """index_copy(x, d, ids, src): x with its slices along d at ids replaced by src's.  Where
+        two ids are equal, which slice is kept is the device's choice (CUDA's is not fixed), so
+        the result is a function of the arguments only at distinct ids.  Ids shown distinct
+        (``_distinct_ids``: an arange, a 1-D tensor's nonzero, topk's indices of a 1-D tensor):
+        the rows ``iput`` writes, along d moved to the front and back, exact.  Any other ids: a
+        value the checker does not know (``Free``, a leaf equal to nothing, not even another
+        index_copy of the same arguments), so nothing is ever proven from the write order."""
+        x, dim, ids, src = (list(n.args) + [None] * 4)[:4]
+        if (all(isinstance(a, Ref) for a in (x, ids, src)) and isinstance(dim, int) and not isinstance(dim, bool)
+                and isinstance(n.val, TensorMeta)):
+            xs, ss = tuple(self.shape(x.name)), tuple(self.shape(src.name))
+            if (xs and -len(xs) <= dim < len(xs) and len(ss) == len(xs) and self.ndim(ids.name) == 1
+                    and self._dtype(ids.name) == "int64" and self._dtype(src.name) == self._dtype(x.name)
+                    and n.val.dtype == self._dtype(x.name) and self._distinct_ids(ids.name)):
+                d = self._dim(dim, len(xs))
+                put = f"(iput {transpose_text(self.t(x), 0, d)} {self.t(ids)} {transpose_text(self.t(src), 0, d)})"
+                return Term(transpose_text(put, 0, d))
+        return Free(f"{n.target} (ids not shown distinct: which write wins is the device's)")
+
+    def _distinct_ids(self, name) -> bool:
+        """``name`` (1-D, int64) holds ids that are all different: an int64 arange of integer
+        bounds (start + i * step, step != 0), a reshape of a 1-D tensor's nonzero, or topk's
+        indices of a 1-D tensor (``ops.DISTINCT_INDICES``), through identities."""
+        src = self._source(name)
+        if src.target in ops.ARANGES:
+            return src.val.dtype == "int64" and isinstance(self._h_arange(src), Term)
+        if src.target in ops.RESHAPES and src.args and isinstance(src.args[0], Ref):
+            return self._distinct_rows(src.args[0].name)
+        return self.ndim(name) == 1 and self._distinct_along(Ref(name)) == 0
+
     @lowers("aten.flip.default")
     def _h_flip_default(self, n):
         """flip(x, dims): along each dim, the concat of its size-1 slices in reverse order (data

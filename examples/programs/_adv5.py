@@ -53,8 +53,8 @@ arguments, signed zeros, views.  Every kind has a correct twin; ``bug`` picks th
 
 Not in the corpus (labels confirmed on gloo; the checker cannot decide them): refused (exit 2) --
 ``floor`` (floor_divide; div trunc of an int tensor), ``unfold``, ``astr`` (as_strided), ``scat``
-(scatter / scatter_add of several index columns).  ``isel`` joint is in the corpus as a strict xfail
-(refused: index_add / index_copy in the backward).  Once false alarms, now proven (helper-falarm):
+(scatter / scatter_add of several index columns).  ``isel`` joint bug ``copy`` is refuted: index_copy
+at ids not shown distinct is a value the checker does not know (helper-isel).  Once false alarms, now proven (helper-falarm):
 ``a2a`` (the all_to_all's empty block left out of the received rows), ``isel`` forward (index_select
 lowered as a lookup; a lookup of a column-split table looks up every part), ``fpad`` (the constant
 column split at the row parts), ``msrc`` joint (zeros times a positive constant folded).  Soundness

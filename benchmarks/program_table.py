@@ -48,7 +48,7 @@ def check_entry(entry, tmp):
         if f:
             src = (f.get("source") or "").replace("examples/programs/", "")
             where = f"`{f.get('node')}` ({f.get('target')}) at {src}"
-        lines = _failure_lines(f, data.get("numeric") or {})
+        lines = _failure_lines(f, data.get("numeric") or {}, data.get("capture_notes") or [])
     if rc != 0 and not where:
         said = [ln.strip() for ln in text.splitlines() if ln.strip()]
         message = said[-1][:300] if said else ""
@@ -56,15 +56,16 @@ def check_entry(entry, tmp):
             "lines": lines, "seconds": time.perf_counter() - t0, "text": text}
 
 
-def _failure_lines(f: dict, numeric: dict) -> list[str]:
+def _failure_lines(f: dict, numeric: dict, notes: list = ()) -> list[str]:
     """``file:line`` of the failing operator and of the distributed program's culprits (the G_d
     operator behind the best term, and the operator reading it), the plan entries of a DTensor
-    program, and where the program computes an output the numeric witness finds wrong, as the
-    report gives them."""
+    program, where the program computes an output the numeric witness finds wrong, and the
+    capture notes (what capture modelled, e.g. a stalled DDP reducer), as the report gives them."""
     locs = [f.get("location") or {}] + list(numeric.get("output_sources") or ())
     for c in f.get("culprits") or ():
         locs += [c.get("location") or {}, c.get("reader") or {}]
     locs += f.get("plans") or []
+    locs += list(notes)
     out = []
     for loc in locs:
         if loc.get("file") and loc.get("line"):

@@ -9,6 +9,7 @@ import pytest
 
 from entangle_py import cli
 from entangle_py.frontend.capture import CaptureError, capture
+from entangle_py.ir import graph
 
 SCRIPT = """\
 import torch, torch.nn as nn
@@ -232,6 +233,21 @@ def test_a_ddp_parameter_without_gradient_stalls_its_reducer(tmp_path):
         g = b.rank(r)
         assert _targets(g).count("_c10d_functional.all_reduce.default") == 0
         assert _targets(g).count("_c10d_functional.broadcast.default") == 4       # the init sync stays
+    # the bundle keeps it as a note at the DDP's line, for the check's report
+    (note,) = graph.capture_notes(b)
+    assert note["ranks"] == [0, 1] and "never finishes" in note["text"] and "unused.weight" in note["text"]
+    assert note["file"].endswith("ddp_step.py") and note["line"] == _line(s, "self.body = ")
     # with find_unused_parameters=True the same program averages fc's gradient
     g = capture(_script(tmp_path), 2, joint=True).rank(0)
     assert _targets(g).count("_c10d_functional.all_reduce.default") == 2
+
+
+def test_capture_notes_of_a_stranger_s_file_are_read_as_data_only():
+    # a graph file is untrusted: malformed notes are dropped, never evaluated
+    import json
+    b = graph.Bundle(ranks=[], kind="forward", meta={graph.CAPTURE_NOTES: json.dumps([
+        {"ranks": [0], "text": "ok", "file": "a.py", "line": 3, "code": "x"},
+        {"ranks": "0", "text": "bad ranks", "file": "a.py", "line": 3},
+        {"ranks": [0], "text": 5}, "not a dict"])})
+    assert graph.capture_notes(b) == [{"ranks": [0], "text": "ok", "file": "a.py", "line": 3, "code": "x"}]
+    assert graph.capture_notes(graph.Bundle(ranks=[], kind="forward", meta={graph.CAPTURE_NOTES: "{"})) == []

@@ -130,13 +130,7 @@ FAR = {
         "(line 106), whose gradient no DDP averages, and the loss",
     "adv6_dswap_after[joint]": "the bug is where fc's weight is replaced after DDP (line 159): its reducer "
         "stalls and averages no gradient; the report names the loss (line 177) whose gradient the ranks' own "
-        "gradients do not average (capture warns at the DDP line)",
-    "adv6_dfrz_after[joint]": "the bug is where fc's bias is frozen after DDP (line 157): its reducer stalls and "
-        "averages no gradient; the report names the loss (line 177) whose gradient the ranks' own gradients do "
-        "not average (capture warns at the DDP line)",
-    "adv6_dspare_stall[joint]": "the bug is DDP without find_unused_parameters (line 149) over a probe layer that "
-        "gets no gradient: its reducer stalls and averages no gradient; the report names the loss (line 177) "
-        "whose gradient the ranks' own gradients do not average (capture warns at the DDP line)",
+        "gradients do not average, and capture's note names the DDP it stalls (line 153)",
     "adv6_dbuf_bcast[forward]": "the bug is DDP's default broadcast_buffers (line 142): the report names where the "
         "forward adds the buffer (line 101), rank 0's rows on every rank",
     "adv6_dbuf_bcast[joint]": "the bug is DDP's default broadcast_buffers (line 142): the report names where the "

@@ -221,6 +221,7 @@ class Checker:
         res.limits = {"iterations": self.limits.iterations, "enodes": self.limits.nodes,
                       "seconds": self.limits.seconds}
         res.assumptions = [(a, ASSUMPTIONS[a]) for a in self.spec.assume if a != "same_rng"]
+        res.capture_notes = G.capture_notes(self.dist)
         self.no_semantics: dict[str, list] = {}
         t0 = time.perf_counter()
         rels = self.input_relations()

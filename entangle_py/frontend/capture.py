@@ -81,8 +81,8 @@ from pathlib import Path
 from typing import Any
 
 from entangle_py.errors import InputError
-from entangle_py.frontend.capture_errors import (CaptureError, capture_error, display_path, first_line, pick_frame,
-                                                 user_frame_suffix)
+from entangle_py.frontend.capture_errors import (CaptureError, capture_error, collecting_notes, display_path, first_line,
+                                                 pick_frame, user_frame_suffix)
 from entangle_py.ir import graph, ops
 from entangle_py.frontend.convert import DynamoInfo, convert, custom_op_schemas, source_name_of
 from entangle_py.frontend import ddp
@@ -145,15 +145,16 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
         raise CaptureError("a default process group is already initialized in this process; "
                            "capture simulates ranks with its own fake process group")
     ranks, placements, styles = [], [], {}
-    for r in range(world_size):
-        t0 = time.perf_counter()
-        placements.append({})
-        rank_styles = {}
-        ranks.append(_capture_rank(module, r, world_size, joint, dynamic, placements[-1], rank_styles))
-        for k, v in rank_styles.items():
-            styles.setdefault(k, v)
-        if progress is not None:
-            progress(r, world_size, time.perf_counter() - t0)
+    with collecting_notes() as notes:
+        for r in range(world_size):
+            t0 = time.perf_counter()
+            placements.append({})
+            rank_styles = {}
+            ranks.append(_capture_rank(module, r, world_size, joint, dynamic, placements[-1], rank_styles))
+            for k, v in rank_styles.items():
+                styles.setdefault(k, v)
+            if progress is not None:
+                progress(r, world_size, time.perf_counter() - t0)
     # Ranks may take different inputs and return different outputs (pipeline stages hold their
     # own parameters): every rank's graph has its own ports, and the spec's input relation names
     # the ranks that hold a tensor (``"param:fc2" = "r1.param:fc2"``; see check/spec.py).
@@ -172,6 +173,8 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
         meta[DTENSOR_PLACEMENTS] = json.dumps(dtensor, sort_keys=True)
     if styles:
         meta[PARALLEL_STYLES] = json.dumps(styles, sort_keys=True)
+    if notes:
+        meta[graph.CAPTURE_NOTES] = json.dumps(notes, sort_keys=True)
     schemas = custom_op_schemas(ranks)
     if schemas:
         meta[graph.CUSTOM_OP_SCHEMAS] = json.dumps(schemas, sort_keys=True)

@@ -13,6 +13,36 @@ class CaptureError(InputError):
     """The program cannot be captured as one graph (graph break, unsupported construct, bad script)."""
 
 
+_NOTES: list | None = None    # the notes of the capture running, if any (capture(): collecting_notes)
+
+
+@contextlib.contextmanager
+def collecting_notes():
+    """Collect capture_note()s made while capture runs (capture stores them in the bundle)."""
+    global _NOTES
+    saved, _NOTES = _NOTES, []
+    try:
+        yield _NOTES
+    finally:
+        _NOTES = saved
+
+
+def capture_note(rank: int, text: str, frame) -> None:
+    """Something capture modelled that the user should know, at ``frame`` (file, line, name, code)
+    of the program: a warning now, and a note in the bundle that the check's report prints."""
+    import warnings
+    at = f" at {display_path(frame[0])}:{frame[1]}" if frame else ""
+    warnings.warn(f"rank {rank}{at}: {text}", stacklevel=3)
+    if _NOTES is not None:
+        file, line, code = (display_path(frame[0]), frame[1], frame[3]) if frame else (None, None, None)
+        for n in _NOTES:
+            if (n["text"], n["file"], n["line"]) == (text, file, line):
+                if rank not in n["ranks"]:
+                    n["ranks"].append(rank)
+                return
+        _NOTES.append({"ranks": [rank], "text": text, "file": file, "line": line, "code": code})
+
+
 def display_path(p) -> str:
     """Paths inside the working directory are shown (and stored) relative to it."""
     p = Path(p)

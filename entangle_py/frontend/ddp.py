@@ -54,7 +54,7 @@ import traceback
 import warnings
 from pathlib import Path
 
-from entangle_py.frontend.capture_errors import CaptureError, display_path, parse_stack_trace, pick_frame
+from entangle_py.frontend.capture_errors import CaptureError, capture_note, display_path, parse_stack_trace, pick_frame
 
 _HERE = str(Path(__file__).resolve())
 
@@ -213,7 +213,8 @@ def _module_class():
                              find_unused=bool(opts.get("find_unused_parameters", False)),
                              static_graph=bool(opts.get("static_graph", False)),
                              bucket_view=bool(opts.get("gradient_as_bucket_view", False)),
-                             where=where, rank=rank, built=[(n, p, p.requires_grad) for n, p in module.named_parameters()],
+                             where=where, frame=frame, rank=rank,
+                             built=[(n, p, p.requires_grad) for n, p in module.named_parameters()],
                              plan=None, modelled={})
 
         def forward(self, *args, **kwargs):
@@ -291,11 +292,10 @@ def _refuse_stall(c, names, why="no longer take part in the step (replaced, remo
 
 
 def _warn_stall(c, names, why="get no gradient in the step"):
-    warnings.warn(
-        f"rank {c['rank']}: DistributedDataParallel{c['where']}: parameter(s) {', '.join(names[:3])} it was built "
-        f"with {why}: its reducer waits for their gradients and never finishes, so no gradient of this DDP is "
-        f"averaged in the step (each rank keeps its own; real DDP raises at the next step; "
-        f"find_unused_parameters=True lets it finish)", stacklevel=3)
+    capture_note(c["rank"], f"DistributedDataParallel: its parameter(s) {', '.join(names[:3])} {why}: "
+                 f"its reducer waits for their gradients and never finishes, so no gradient of this DDP is "
+                 f"averaged in the step (each rank keeps its own; real DDP raises at the next step; "
+                 f"find_unused_parameters=True lets it finish)", c["frame"])
 
 
 def _refuse_gone(c, names):

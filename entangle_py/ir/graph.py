@@ -44,6 +44,24 @@ BUNDLE_KINDS = ("forward", "joint", "imported")
 # Bundle meta key: {custom op target: its schema as the capturing process defined it} (JSON),
 # so that a plugin is never applied to a same-named op of another signature.
 CUSTOM_OP_SCHEMAS = "custom_op_schemas"
+# Bundle meta key: [{"ranks", "text", "file", "line", "code"}] (JSON), what capture modelled that the
+# user should know about, where the program set it up (e.g. a DDP reducer that stalls).
+CAPTURE_NOTES = "capture_notes"
+
+
+def capture_notes(bundle) -> list[dict]:
+    """The bundle's capture notes, keeping only well-formed entries (a graph file is untrusted)."""
+    try:
+        found = json.loads(bundle.meta.get(CAPTURE_NOTES) or "[]")
+    except ValueError:
+        return []
+    out = []
+    for n in found if isinstance(found, list) else []:
+        if (isinstance(n, dict) and isinstance(n.get("text"), str) and isinstance(n.get("file"), (str, type(None)))
+                and isinstance(n.get("line"), (int, type(None))) and isinstance(n.get("code"), (str, type(None)))
+                and isinstance(n.get("ranks"), list) and all(isinstance(r, int) for r in n["ranks"])):
+            out.append({k: n.get(k) for k in ("ranks", "text", "file", "line", "code")})
+    return out
 
 
 class GraphFormatError(InputError):

@@ -25,6 +25,11 @@ def print_result(res: Result, console: Console, verbose: bool = False):
     for name, meaning in res.assumptions:
         console.print(f"[bold]assuming[/] {name}: {escape(meaning)} (spec {escape('[assume]')}; not proven)",
                       highlight=False)
+    for n in res.capture_notes:
+        at = f" at {n['file']}:{n['line']}" if n.get("file") else ""
+        plain(console, f"capture note (rank {', '.join(map(str, n['ranks']))}){at}: {n['text']}")
+        if n.get("code"):
+            plain(console, f"    {n['code']}")
     if res.status == "refines":
         console.print(f"[bold green]refines[/]: {res.ops_checked} operators related")
     elif res.status == "fails":

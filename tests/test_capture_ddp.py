@@ -196,9 +196,13 @@ def test_a_parameter_attached_after_ddp_was_built_is_neither_broadcast_nor_avera
     # DDP's init sync and reducer know the parameters the module had at construction: a layer put in
     # place later is each rank's own, its gradient never averaged (adversary pass 6: it was averaged)
     s = _after_wrap(tmp_path, "DDP(Net(), find_unused_parameters=True) if ws > 1 else Net()", "m.fc = nn.Linear(5, 3)")
-    g = capture(s, 2, joint=True).rank(0)
+    with pytest.warns(UserWarning, match="fc.weight, fc.bias were not in the module when it was built"):
+        b = capture(s, 2, joint=True)
+    g = b.rank(0)
     assert _targets(g).count("_c10d_functional.broadcast.default") == 2      # the unused layer's, built with DDP
     assert _targets(g).count("_c10d_functional.all_reduce.default") == 0     # fc's gradient is the rank's own
+    (note,) = graph.capture_notes(b)        # at the DDP's line, for the report
+    assert note["line"] == _line(s, "self.body = ") and "neither broadcast nor averaged" in note["text"]
 
 
 @pytest.mark.parametrize("stmt, synced", [("m.fc.bias.requires_grad_(False)", 4),
@@ -251,3 +255,17 @@ def test_capture_notes_of_a_stranger_s_file_are_read_as_data_only():
         {"ranks": [0], "text": 5}, "not a dict"])})
     assert graph.capture_notes(b) == [{"ranks": [0], "text": "ok", "file": "a.py", "line": 3, "code": "x"}]
     assert graph.capture_notes(graph.Bundle(ranks=[], kind="forward", meta={graph.CAPTURE_NOTES: "{"})) == []
+
+
+def test_ddp_over_a_group_of_one_rank_is_noted(tmp_path):
+    s = _script(tmp_path, wrap="DDP(Net(), find_unused_parameters=True, process_group=dist.new_group([rank])) "
+                               "if ws > 1 else Net()", pre="global rank\n    rank = rank")
+    s.write_text(s.read_text().replace("def build(rank, world_size):\n    global rank\n    rank = rank",
+                                       "def build(r, world_size):\n    global rank\n    rank = r"))
+    with pytest.warns(UserWarning, match="over a group of one rank"):
+        b = capture(s, 2, joint=True)
+    (note,) = graph.capture_notes(b)
+    assert note["ranks"] == [0, 1] and note["line"] == _line(s, "self.body = ")
+    assert _targets(b.rank(0)).count("_c10d_functional.all_reduce.default") == 2   # over its own rank only
+    # over every rank: no note
+    assert graph.capture_notes(capture(_script(tmp_path, name="full.py"), 2, joint=True)) == []

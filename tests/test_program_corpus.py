@@ -124,10 +124,6 @@ FAR = {
         "backward runs in _common.py: the report names b's gradient (mm_2, the linear at line 184) and the "
         "culprit, all_reduce's backward summing the ranks' equal gradients (_common.py:62)",
     # helper-adv6: a DDP construction whose effect shows where the forward reads what it set up
-    "adv6_dsub_self[joint]": "the bug is DDP's process_group (line 137): the report names the loss (lines "
-        "176-177) whose gradient the parameters' one-rank means do not average",
-    "adv6_dlate_after[joint]": "the bug is where fc2 is attached after DDP (line 155): the report names fc2's read "
-        "(line 106), whose gradient no DDP averages, and the loss",
     "adv6_dswap_after[joint]": "the bug is where fc's weight is replaced after DDP (line 159): its reducer "
         "stalls and averages no gradient; the report names the loss (line 177) whose gradient the ranks' own "
         "gradients do not average, and capture's note names the DDP it stalls (line 153)",

@@ -193,6 +193,9 @@ def _module_class():
                     raise CaptureError(f"rank {rank}: DistributedDataParallel{where} over DTensor {name}: "
                                        f"DDP over DTensors is not supported by capture")
             group, size = _group_of(opts, rank, script_file)
+            if size == 1 and world_size > 1:
+                capture_note(rank, f"DistributedDataParallel over a group of one rank (of {world_size}): it "
+                             f"averages no gradient across ranks", frame)
             fwd_sync = opts.get("forward_sync_buffers")
             init_sync = bool(opts.get("init_sync", True))
             if fwd_sync is None:
@@ -256,10 +259,10 @@ def _plan(w) -> dict:
     module has then, and its reducer averages the gradients of those that require grad then (a hook
     each).  A parameter attached or replaced later is the rank's own, its gradient local; one
     unfrozen later is broadcast but not averaged.  A reducer parameter no longer in the step
-    (replaced, removed or frozen later) is refused.  Computed once, by identity, while the module
+    (replaced, removed or frozen later) stalls the reducer unless find_unused_parameters=True: then
+    no gradient is averaged (module docstring).  Computed once, by identity, while the module
     holds the parameters build made (check_model, right after build; or a forward build runs).
-    A reducer parameter no longer in the step (replaced, removed or frozen later) stalls the
-    reducer unless find_unused_parameters=True: then no gradient is averaged (module docstring)."""
+    What the user may not expect is a capture note at the DDP's line."""
     c = w._ddp
     if c["plan"] is None:
         built = c["built"]
@@ -268,6 +271,11 @@ def _plan(w) -> dict:
         now = dict(w.module.named_parameters())
         live = {id(p) for p in now.values() if p.requires_grad}
         gone = [n for i, n in reduced.items() if i not in live]
+        late = [n for n, p in now.items() if id(p) not in synced]
+        if late:
+            capture_note(c["rank"], f"DistributedDataParallel: parameter(s) {', '.join(late[:3])} were not in the "
+                         f"module when it was built: each rank keeps its own value and gradient (neither "
+                         f"broadcast nor averaged)", c["frame"])
         if gone and not c["find_unused"]:
             _refuse_stall(c, gone)
             c["stalled"] = gone

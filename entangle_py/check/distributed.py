@@ -33,6 +33,7 @@ class DistProgram:
         self.dfacts = DistFacts()
         self.collectives: list = []
         self.no_semantics: dict[str, list] = {}
+        self._metas: dict[tuple, object] = {}    # (rank, G_d tensor key) -> its meta (peers)
 
     def run(self) -> "DistProgram":
         pending_coll = []   # (rank, node, Collective)
@@ -58,13 +59,27 @@ class DistProgram:
         """The leaf of a G_d tensor; ``given``: an input of the rank (values it did not compute)."""
         v = gd_leaf(r, name)
         self.dvar[r][name] = v
-        self.dfacts.declare(leaves_in(v).pop(), self.sizes.shape_facts(v, val, r) + ([f"(given {v})"] if given else []))
+        self.dfacts.declare(leaves_in(v).pop(), self.sizes.shape_facts(v, val, r) + ([f"(given {v})"] if given else [])
+                            + self._peer(r, name, val, v))
         port = self.dist_names[r].display.get(name)
         if port is not None and self.dist.ranks[r].node(name).is_placeholder:
             value = declared_constant(self.spec, self.sizes, port, val, r)
             if value:
                 self._define(v, value)
         return v
+
+    def _peer(self, r, name, val, v) -> list[str]:
+        """``(peer a v)`` where the previous rank has a tensor ``a`` of the same node name, shape
+        (sizes identical after canonicalisation) and dtype, not bool: the same value of each rank
+        of an SPMD program, which lemmas may sum over ranks in rank order (lemmas/collective.py).
+        The relation only says where to look; the lemmas' conditions are its shape and dtype."""
+        self._metas[(r, name)] = val
+        prev = self._metas.get((r - 1, name))
+        if not (isinstance(val, G.TensorMeta) and isinstance(prev, G.TensorMeta)) or val.dtype == "bool" or \
+                prev.dtype != val.dtype or len(prev.shape) != len(val.shape) or \
+                any(self.sizes.canonical(a, r - 1) != self.sizes.canonical(b, r) for a, b in zip(prev.shape, val.shape)):
+            return []
+        return [f"(peer {gd_leaf(r - 1, name)} {v})"]
 
     def _bind_dist(self, r, n, res, pending_coll):
         if isinstance(res, L.NotTensor):

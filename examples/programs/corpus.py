@@ -688,6 +688,15 @@ CORPUS = [
     _e("dtensor_bias_sp_local_correct", "dtensor_bias_spl", "joint", ws=4),
     _e("dtensor_bias_sp_every_rank", "dtensor_bias_spl", "joint", ws=4, bug=("_dtensor.py", "every rank's partial sums")),
     _e("moe_sinkhorn_router_grad", "moe_sinkhorn", "joint", ws=4, bug=("_moe_sinkhorn.py", "router gradient is not all-reduced")),
+
+    # helper-hf: Hugging Face's MoE block as a training step.  The routing weights' gradient is
+    # accumulated over the experts in reverse order by the sequential program; each rank pushes
+    # the sum of its own experts' through the renormalisation, top-k and softmax backward before
+    # the all-reduce (peers summed over ranks, lemmas/collective.py)
+    *[_e("moe_hf_correct", "moe_hf", "joint", ws=w) for w in (2, 4)],
+    _e("moe_hf_offset", "moe_hf", "joint", bug=("_moe_hf.py", "BUG (offset)")),
+    *[_e("moe_hf_index", "moe_hf", "joint", bug=("_moe_hf.py", "BUG (index)"), ws=w) for w in (2, 4)],
+    _e("moe_hf_norm", "moe_hf", "joint", bug=("_moe_hf.py", "BUG (norm)")),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}
@@ -701,10 +710,6 @@ _KERNEL = ("vLLM's _C kernels (the stand-ins in _vllm_ops.py) have no autograd: 
 _RAW_P2P = ("raw point-to-point: the received tensor carries no gradient, so as a training step stage 0 "
             "never gets its parameters' gradient (the pp family, _pp.py, sends gradients back)")
 NO_JOINT = {
-    "moe_hf_correct": "a false alarm (exit 1) at the add of the routing weights' gradient: the sequential "
-                      "program adds the experts' parts in reverse order, ((p3 + p2) + p1) + p0, while each rank "
-                      "pushes its own experts' partial sum through linear ops before the all-reduce, and no lemma "
-                      "reads the partial sums' add as a sum over ranks",
     "vllm_mlp_correct": _KERNEL,
     "adv_vllm_norm_correct": _KERNEL,
     "adv_vllm_rope_correct": _KERNEL,

@@ -14,11 +14,19 @@ from entangle_py.check.inputs import declared_constant
 from entangle_py.check.names import Names, gd_leaf, meta_text, split_key, unsupported_key
 from entangle_py.check.result import CheckInputError
 from entangle_py.check.sizes import Sizes
-from entangle_py.check.window import DistFacts, leaves_in
+from entangle_py.check.window import DistFacts, data_movement, leaves_in
 from entangle_py.ir import graph as G
 from entangle_py.semantics import lower as L
-from entangle_py.semantics.terms import given_input
+from entangle_py.semantics.terms import Var, given_input, parse_sexpr
 
+
+
+# definitions that only reshape their source (a peer may be a view of a computed tensor)
+_VIEWS = frozenset({"view", "transpose"})
+
+
+def _head(t) -> str | None:
+    return t[0].name if isinstance(t, tuple) and isinstance(t[0], Var) else None
 
 class DistProgram:
     """Lower every rank graph of ``dist`` (``run()``): afterwards ``dvar[r][node]`` is the
@@ -53,7 +61,19 @@ class DistProgram:
                 self._bind_dist(r, n, res, pending_coll)
         self._lower_collectives(pending_coll)
         self._lower_p2p(self._pending_p2p)
+        self._drop_moved_peers()
         return self
+
+    def _drop_moved_peers(self):
+        """Peers are tensors the ranks compute, or views of them; a tensor that moves data
+        otherwise (a slice's zero-padded gradient, a concat, a collective's result) is already a
+        clean term over its sources, and read as a sum over ranks besides it fed the sums' lemmas
+        a new sum every step (adv2_flip_dim joint: slice_backward's peers, a limit instead of its
+        bug)."""
+        moved = {k for k in data_movement(self.dfacts)
+                 if not all(_head(parse_sexpr(c)[2]) in _VIEWS for c in self.dfacts.defn[k])}
+        for key, cmds in self.dfacts.shape.items():
+            self.dfacts.shape[key] = [c for c in cmds if not (c.startswith("(peer ") and leaves_in(c) & moved)]
 
     def _dist_leaf(self, r, name, val, given=False):
         """The leaf of a G_d tensor; ``given``: an input of the rank (values it did not compute)."""

@@ -605,8 +605,8 @@ CORPUS = [
     _e("adv5_grev_list", "adv5_grev", "joint"),
     _e("adv5_nzero_correct", "adv5_nzero", "joint"),
     # Megatron's own SwitchMLP dispatch: out_total[(max_ind == e).nonzero(), :] = expert(gx[...]),
-    # a size counted from the values (the checker's DRows); 4 ranks joint is not proven yet (the
-    # experts' input gradients, added in backward order, are a sum over ranks in another order)
+    # a size counted from the values (the checker's DRows); at 4 ranks joint the experts' input
+    # gradients, added in backward order, are the reduce-scatter's sum in rank order (rsum-peel-first)
     _e("moe_sinkhorn_nonzero_correct", "moe_sinkhorn"),
     _e("moe_sinkhorn_nonzero_correct", "moe_sinkhorn", "joint"),
     _e("moe_sinkhorn_nonzero_correct", "moe_sinkhorn", ws=4),
@@ -616,6 +616,9 @@ CORPUS = [
     _e("moe_sinkhorn_nonzero_slice", "moe_sinkhorn", bug=("_moe_sinkhorn.py", "never summed")),
     _e("moe_sinkhorn_nonzero_slice", "moe_sinkhorn", "joint", bug=("_moe_sinkhorn.py", "never summed")),
     _e("moe_sinkhorn_nonzero_router_grad", "moe_sinkhorn", "joint", bug=("_moe_sinkhorn.py", "router gradient is not all-reduced")),
+    _e("moe_sinkhorn_nonzero_correct", "moe_sinkhorn", "joint", ws=4),
+    _e("moe_sinkhorn_nonzero_router_grad", "moe_sinkhorn", "joint", ws=4, bug=("_moe_sinkhorn.py", "router gradient is not all-reduced")),
+    _e("moe_sinkhorn_nonzero_slice", "moe_sinkhorn", "joint", ws=4, bug=("_moe_sinkhorn.py", "never summed")),
 
     # helper-adv6: DDP's contract (its group, buffers, the parameters it was built with), DTensor
     # partial sums with a bias, labels padded by arithmetic, a division by False, Sinkhorn's tol,

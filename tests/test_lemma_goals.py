@@ -1118,3 +1118,28 @@ def test_rank_parts_of_two_experts_each_over_four_ranks():
     goal = f"(rsum {cons(*(f'{{R{r}}}' for r in range(4)))})"
     reached, _ = proves(start, goal, shapes, facts=facts + peers)
     assert reached
+
+
+def test_a_partial_sum_plus_a_bias_is_not_regrouped_over_another_ranks_output():
+    """A missing all-reduce (examples/mlp.py): the sequential (y1 + y0) + bias, where rank 0 computes
+    out0 = y0 + bias and rank 1 out1 = y1 + bias (peers).  y1 is not out0's peer, so the add is not
+    regrouped as y1 + out0 (one add cheaper than the sum over ranks plus the bias, it became the
+    failure's best term), and it is not a sum over ranks of the outputs; where x is the peer of
+    a + b, it is (add-assoc-peer), and so where x is a sum over ranks that starts at it
+    (add-assoc-peer-rsum)."""
+    shapes = {k: [4, 3] for k in ("y0", "y1", "out0", "out1", "x", "w", "v")}
+    shapes["bias"] = [3]
+    facts = ('(union {out0} (binary "add" {y0} {bias}))', '(union {out1} (binary "add" {y1} {bias}))',
+             "(peer {y0} {y1})", "(peer {out0} {out1})")
+    start = _add("{y1}", "{y0}", "{bias}")
+    for goal in ('(binary "add" {y1} {out0})', f"(rsum {cons('{out0}', '{out1}')})"):
+        reached, saturated = proves(start, goal, shapes, facts=facts)
+        assert saturated and not reached, goal
+    both = {**shapes, "bias": [4, 3]}
+    reached, _ = proves(_add("{x}", "{y0}", "{bias}"), '(binary "add" {x} {out0})', both,
+                        facts=facts + ("(peer {out0} {x})",))
+    assert reached
+    rsum = f"(rsum {cons('{w}', '{v}')})"
+    reached, _ = proves(_add(rsum, "{y0}", "{bias}"), f"(rsum {cons('{out0}', '{w}', '{v}')})", both,
+                        facts=facts + ("(peer {out0} {w})", "(peer {w} {v})"))
+    assert reached

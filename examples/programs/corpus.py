@@ -606,7 +606,8 @@ CORPUS = [
     _e("adv5_nzero_correct", "adv5_nzero", "joint"),
     # Megatron's own SwitchMLP dispatch: out_total[(max_ind == e).nonzero(), :] = expert(gx[...]),
     # a size counted from the values (the checker's DRows); at 4 ranks joint the experts' input
-    # gradients, added in backward order, are the reduce-scatter's sum in rank order (rsum-peel-first)
+    # gradients, added in backward order, are the reduce-scatter's sum in rank order (the peer sums,
+    # lemmas/collective.py)
     _e("moe_sinkhorn_nonzero_correct", "moe_sinkhorn"),
     _e("moe_sinkhorn_nonzero_correct", "moe_sinkhorn", "joint"),
     _e("moe_sinkhorn_nonzero_correct", "moe_sinkhorn", ws=4),

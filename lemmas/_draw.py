@@ -40,6 +40,7 @@ _FUNCS = {
     "cmul": (("String", "String"), "String"), "itext": (("i64",), "String"), "fillop": (("i64",), "String"),
     "dtype": (("T",), "String"), "fdtype": (("String",), "bool"), "glinear": (("String",), "bool"),
     "fcast": (("String",), "bool"), "fexact": (("String",), "i64"), "given": (("T",), "bool"),
+    "peer": (("T", "T"), "bool"),
     "tlen": (("TList",), "i64"), "ntext": (("i64",), "String"), "to-string": (("i64",), "String"),
 }
 for _op in ("+", "-", "*", "/", "%"):

@@ -6,6 +6,8 @@ from lemmas._instances.collective import (
     view_unary_rsum)
 from lemmas._instances.collective import rsum_nested, rsum_zero_first, rsum_zero_second
 from lemmas._instances.collective import rsum_add_bsame_terms, rsum_add_first, rsum_add_first_bad
+from lemmas._instances.collective import (
+    add_assoc_peer, add_assoc_peer_mixed, add_assoc_peer_rsum, add_assoc_peer_rsum_mixed, rsum_peer_add, rsum_peer_add_bad, rsum_peer_extend, rsum_peer_extend_bad)
 from lemmas._instances.movement import ZERO_TEXTS
 
 LEMMAS = [
@@ -27,6 +29,35 @@ LEMMAS = [
     *(lem for z, k in zip(ZERO_TEXTS, ("", "-int")) for lem in (
         Lemma(f"rsum-zero-first{k}", f'(rsum (Cons (cst "{z}" s t) (Cons y (Nil))))', "y", instances=rsum_zero_first),
         Lemma(f"rsum-zero-second{k}", f'(rsum (Cons x (Cons (cst "{z}" s t) (Nil))))', "x", instances=rsum_zero_second))),
+    # a value the ranks compute apart, summed by the sequential program: (peer a b) says b is the
+    # same node as a on the next rank (check/distributed.py declares it from the graphs: one shape
+    # and dtype).  Their sum is the sum over those ranks in rank order (b + a = a + b exactly; not
+    # bools: torch adds them as an or).  Hugging Face's MoE: autograd accumulates the experts'
+    # parts of the routing weights' gradient in reverse, ((p3 + p2) + p1) + p0, each rank holds
+    # the sum of its own experts' (R1 = p3 + p2, R0 = p1 + p0) and never all-reduces it
+    Lemma("rsum-peer-add", '(binary "add" b a)', "(rsum (Cons a (Cons b (Nil))))",
+          when=("(peer a b)", '(!= "bool" (dtype a))'), instances=rsum_peer_add, rejects=rsum_peer_add_bad),
+    # ... and a sum over ranks that starts at b plus b's peer on the rank before is the longer sum
+    # (reals; floats up to rounding, as every sum over ranks)
+    Lemma("rsum-peer-extend", '(binary "add" (rsum (Cons b r)) a)', "(rsum (Cons a (Cons b r)))",
+          when=("(peer a b)", '(!= "bool" (dtype a))'), instances=rsum_peer_extend, rejects=rsum_peer_extend_bad),
+    # ... where the sequential program has added the parts of a rank's sum one at a time:
+    # (x + a) + b = x + (a + b) where a + b is in the e-graph, a rank's own partial sum of the same
+    # parts, and x is its peer on the next rank, or a sum over ranks that starts at that peer: the
+    # regrouped add is then read as the sum over ranks (rsum-peer-add/extend).  Reals; floats up
+    # to rounding.  One dtype (mixed, the promotion differs: True + True is True, True + (True +
+    # 0.0) is 2.0).  Only there: with any peer of a + b, (r1.y + bias) on rank 0 regrouped a
+    # missing all-reduce's sum + bias as r1.y + r0.out, one add cheaper than the sum over ranks
+    # the failure report must name (examples/mlp.py)
+    Lemma("add-assoc-peer", '(binary "add" (binary "add" x a) b)', '(binary "add" x (binary "add" a b))',
+          when=("(= (dtype x) (dtype a))", "(= (dtype a) (dtype b))"),
+          trigger=('(binary "add" (binary "add" x a) b)', '(peer (binary "add" a b) x)'),
+          instances=add_assoc_peer, rejects=add_assoc_peer_mixed),
+    Lemma("add-assoc-peer-rsum", '(binary "add" (binary "add" (rsum (Cons w r)) a) b)',
+          '(binary "add" (rsum (Cons w r)) (binary "add" a b))',
+          when=("(= (dtype w) (dtype a))", "(= (dtype a) (dtype b))"),
+          trigger=('(binary "add" (binary "add" (rsum (Cons w r)) a) b)', '(peer (binary "add" a b) w)'),
+          instances=add_assoc_peer_rsum, rejects=add_assoc_peer_rsum_mixed),
     # a slice of a sum over ranks is the sum of the ranks' slices (linear).  Two targeted uses:
     # a reduce-scatter (slice along d of a sum) of parts that are concats along d -- DTensor's
     # Shard(1) reduce-scatter, a cat along dim 0 of each rank's dim-1 chunks: each rank's block

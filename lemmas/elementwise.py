@@ -17,6 +17,7 @@ from lemmas._instances.elementwise import (
     map_iscalar)
 from lemmas._instances.elementwise import binary_concat_cst, binary_concat_cst_bad, cst_parts_cons, cst_parts_cons_bad, cst_parts_nil
 from lemmas._instances.elementwise import add_zeros, add_zeros_bad, add_zeros_terms
+from lemmas._instances.elementwise import neg_rsum
 from lemmas._instances.movement import ZERO_TEXTS
 
 # (unary op (not b)) with b a bool tensor and op a cast to a float dtype
@@ -186,6 +187,10 @@ LEMMAS = [
     # one's lse + the all-reduced nll_loss rows (each rank's negated target logit)
     Lemma("sub-rsum-neg", '(binary "sub" a (rsum l))', '(binary "add" a (rsum (map_unary "neg" l)))',
           instances=sub_rsum_neg),
+    # -(sum_r x_r) = sum_r (-x_r) exactly (negation is exact and commutes with every rounded partial
+    # sum; ints wrap alike): a sum over ranks the sequential program negates (a quotient's backward,
+    # -g * x / y ** 2) where each rank negates its part of g
+    Lemma("neg-rsum", '(unary "neg" (rsum l))', '(rsum (map_unary "neg" l))', instances=neg_rsum),
     # -(-x) = x exactly (floats: negation flips the sign bit; ints: two's complement, even the least)
     Lemma("neg-neg", '(unary "neg" (unary "neg" x))', "x", instances=neg_neg),
     # a + b = b + a exactly (IEEE add, int wrap-around, bool or; promotion and broadcasting are

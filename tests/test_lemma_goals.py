@@ -45,12 +45,15 @@ def saturate(eng):
     return False
 
 
-def proves(start, goal, shapes, assume=(), present=()):
+def proves(start, goal, shapes, assume=(), present=(), facts=()):
     """Whether the library rewrites ``start`` to ``goal``; {a} in a term is the leaf (Gd "a").
-    ``present``: terms in the e-graph beside the start (what the ranks compute)."""
+    ``present``: terms in the e-graph beside the start (what the ranks compute); ``facts``: egglog
+    commands over the leaves (a rank's definitions, the checker's (peer a b))."""
     eng = _engine(shapes, assume)
     for i, t in enumerate(present):
         eng.add(f"(let $present{i} {_leaves(t, shapes)})")
+    for f in facts:
+        eng.add(_leaves(f, shapes))
     eng.add(f"(let $start {_leaves(start, shapes)})")
     done = saturate(eng)
     eng.add(f"(let $goal {_leaves(goal, shapes)})")   # an e-node already there is found, not made anew
@@ -145,6 +148,9 @@ POSITIVE = [
     ("indexing", _MPLACE.format(lo=3, hi=5, w=2), "(mplace {v} {t} 3 2)", {"v": [4], "t": ([4], "int64")}, ()),
     # -(-x) = x
     ("elementwise", '(unary "neg" (unary "neg" {x}))', "{x}", {"x": [2, 3]}, ()),
+    # a sum over ranks negated is the sum of the ranks' negations
+    ("elementwise", f'(unary "neg" (rsum {cons("{a}", "{b}")}))', "(rsum " + cons('(unary "neg" {a})', '(unary "neg" {b})') + ")",
+     {"a": [2, 3], "b": [2, 3]}, ()),
     # a loss sum over its targets' count is the sum over the int64 count (a program's (t != c).sum())
     ("reduction", '(binary "div" {x} (tcount {L} {t} 0 "4.0"))',
      '(binary "div" {x} (reduce "sum" (unary "to_int64" (iscalar "ne" {t} 0)) (ICons 0 (INil)) 0))',
@@ -578,6 +584,9 @@ NEGATIVE = [
     # ... not without the assumption (inf * (1 - 0.5) is not inf * 1 - inf * 0.5)
     ("elementwise", f'(binary "mul" (rsum {cons("{a}", "{b}")}) {{y}})',
      "(rsum " + cons('(binary "mul" {a} {y})', '(binary "mul" {b} {y})') + ")", {"a": [2, 3], "b": [2, 3], "y": [3]}, ()),
+    # ... and not the sum of one negated part and the other
+    ("elementwise", f'(unary "neg" (rsum {cons("{a}", "{b}")}))', "(rsum " + cons('(unary "neg" {a})', "{b}") + ")",
+     {"a": [2, 3], "b": [2, 3]}, ()),
     # collective: a sum over two ranks holding the same value is not that value
     ("collective", f"(rsum {cons('{a}', '{a}')})", "{a}", {"a": [2, 3]}, ()),
     # ... and not the sum of the other chunk
@@ -1055,3 +1064,82 @@ def test_a_tensor_added_to_a_sum_over_ranks_is_shared_where_a_rank_divides_it():
     ints = {k: (v, "int64") for k, v in shapes.items()}
     reached, saturated = proves(start, goal("2.0"), ints, present=('(scalar "div" {y} "2.0")',))
     assert saturated and not reached
+
+
+def _add(*xs):
+    out = xs[0]
+    for x in xs[1:]:
+        out = f'(binary "add" {out} {x})'
+    return out
+
+
+def test_reverse_accumulation_of_rank_parts_is_the_sum_over_ranks():
+    """Hugging Face's MoE backward: the sequential program accumulates the experts' routing-weight
+    gradients in reverse, ((p3 + p2) + p1) + p0; rank 1 holds R1 = p3 + p2, rank 0 R0 = p1 + p0,
+    peers (one node on neighbouring ranks).  The sum is the sum over ranks R0 + R1; not without the
+    peer facts, and not where the last part is another (p1 twice)."""
+    shapes = {k: [8, 2] for k in ("p0", "p1", "p2", "p3", "R0", "R1")}
+    facts = ('(union {R0} (binary "add" {p1} {p0}))', '(union {R1} (binary "add" {p3} {p2}))')
+    peers = ("(peer {R0} {R1})", "(peer {p1} {p3})", "(peer {p0} {p2})")
+    start, goal = _add("{p3}", "{p2}", "{p1}", "{p0}"), f"(rsum {cons('{R0}', '{R1}')})"
+    reached, _ = proves(start, goal, shapes, facts=facts + peers)
+    assert reached
+    reached, saturated = proves(start, goal, shapes, facts=facts)
+    assert saturated and not reached
+    reached, saturated = proves(_add("{p3}", "{p2}", "{p1}", "{p1}"), goal, shapes, facts=facts + peers)
+    assert saturated and not reached
+
+
+def test_reverse_accumulation_over_four_ranks_is_the_sum_over_ranks():
+    """One expert on each of four ranks: ((p3 + p2) + p1) + p0 is the sum over ranks in rank order
+    where each p_r is the peer of p_(r+1); a missing link (p1, p2 not peers) stops it, and bools
+    (added as an or) are never summed over ranks."""
+    shapes = {f"p{i}": [8, 2] for i in range(4)}
+    peers = ("(peer {p0} {p1})", "(peer {p1} {p2})", "(peer {p2} {p3})")
+    start, goal = _add("{p3}", "{p2}", "{p1}", "{p0}"), f"(rsum {cons('{p0}', '{p1}', '{p2}', '{p3}')})"
+    reached, _ = proves(start, goal, shapes, facts=peers)
+    assert reached
+    reached, saturated = proves(start, goal, shapes, facts=(peers[0], peers[2]))
+    assert saturated and not reached
+    bools = {k: ([8, 2], "bool") for k in shapes}
+    reached, saturated = proves(start, goal, bools, facts=peers)
+    assert saturated and not reached
+
+
+def test_rank_parts_of_two_experts_each_over_four_ranks():
+    """Two experts on each of four ranks: the sequential (((((((p7 + p6) + p5) + p4) + p3) + p2) +
+    p1) + p0) regroups into the ranks' pair sums (R_r = p_(2r+1) + p_(2r), peers) summed in rank
+    order."""
+    shapes = {**{f"p{i}": [3] for i in range(8)}, **{f"R{i}": [3] for i in range(4)}}
+    facts = tuple(f'(union {{R{r}}} (binary "add" {{p{2 * r + 1}}} {{p{2 * r}}}))' for r in range(4))
+    peers = tuple(f"(peer {{R{r}}} {{R{r + 1}}})" for r in range(3)) + \
+        tuple(f"(peer {{p{i}}} {{p{i + 2}}})" for i in range(6))
+    start = _add(*(f"{{p{i}}}" for i in reversed(range(8))))
+    goal = f"(rsum {cons(*(f'{{R{r}}}' for r in range(4)))})"
+    reached, _ = proves(start, goal, shapes, facts=facts + peers)
+    assert reached
+
+
+def test_a_partial_sum_plus_a_bias_is_not_regrouped_over_another_ranks_output():
+    """A missing all-reduce (examples/mlp.py): the sequential (y1 + y0) + bias, where rank 0 computes
+    out0 = y0 + bias and rank 1 out1 = y1 + bias (peers).  y1 is not out0's peer, so the add is not
+    regrouped as y1 + out0 (one add cheaper than the sum over ranks plus the bias, it became the
+    failure's best term), and it is not a sum over ranks of the outputs; where x is the peer of
+    a + b, it is (add-assoc-peer), and so where x is a sum over ranks that starts at it
+    (add-assoc-peer-rsum)."""
+    shapes = {k: [4, 3] for k in ("y0", "y1", "out0", "out1", "x", "w", "v")}
+    shapes["bias"] = [3]
+    facts = ('(union {out0} (binary "add" {y0} {bias}))', '(union {out1} (binary "add" {y1} {bias}))',
+             "(peer {y0} {y1})", "(peer {out0} {out1})")
+    start = _add("{y1}", "{y0}", "{bias}")
+    for goal in ('(binary "add" {y1} {out0})', f"(rsum {cons('{out0}', '{out1}')})"):
+        reached, saturated = proves(start, goal, shapes, facts=facts)
+        assert saturated and not reached, goal
+    both = {**shapes, "bias": [4, 3]}
+    reached, _ = proves(_add("{x}", "{y0}", "{bias}"), '(binary "add" {x} {out0})', both,
+                        facts=facts + ("(peer {out0} {x})",))
+    assert reached
+    rsum = f"(rsum {cons('{w}', '{v}')})"
+    reached, _ = proves(_add(rsum, "{y0}", "{bias}"), f"(rsum {cons('{out0}', '{w}', '{v}')})", both,
+                        facts=facts + ("(peer {out0} {w})", "(peer {w} {v})"))
+    assert reached

@@ -14,11 +14,19 @@ from entangle_py.check.inputs import declared_constant
 from entangle_py.check.names import Names, gd_leaf, meta_text, split_key, unsupported_key
 from entangle_py.check.result import CheckInputError
 from entangle_py.check.sizes import Sizes
-from entangle_py.check.window import DistFacts, leaves_in
+from entangle_py.check.window import DistFacts, data_movement, leaves_in
 from entangle_py.ir import graph as G
 from entangle_py.semantics import lower as L
-from entangle_py.semantics.terms import given_input
+from entangle_py.semantics.terms import Var, given_input, parse_sexpr
 
+
+
+# definitions that only reshape their source (a peer may be a view of a computed tensor)
+_VIEWS = frozenset({"view", "transpose"})
+
+
+def _head(t) -> str | None:
+    return t[0].name if isinstance(t, tuple) and isinstance(t[0], Var) else None
 
 class DistProgram:
     """Lower every rank graph of ``dist`` (``run()``): afterwards ``dvar[r][node]`` is the
@@ -33,6 +41,7 @@ class DistProgram:
         self.dfacts = DistFacts()
         self.collectives: list = []
         self.no_semantics: dict[str, list] = {}
+        self._metas: dict[tuple, object] = {}    # (rank, G_d tensor key) -> its meta (peers)
 
     def run(self) -> "DistProgram":
         pending_coll = []   # (rank, node, Collective)
@@ -52,19 +61,45 @@ class DistProgram:
                 self._bind_dist(r, n, res, pending_coll)
         self._lower_collectives(pending_coll)
         self._lower_p2p(self._pending_p2p)
+        self._drop_moved_peers()
         return self
+
+    def _drop_moved_peers(self):
+        """Peers are tensors the ranks compute, or views of them; a tensor that moves data
+        otherwise (a slice's zero-padded gradient, a concat, a collective's result) is already a
+        clean term over its sources, and read as a sum over ranks besides it fed the sums' lemmas
+        a new sum every step (adv2_flip_dim joint: slice_backward's peers, a limit instead of its
+        bug)."""
+        moved = {k for k in data_movement(self.dfacts)
+                 if not all(_head(parse_sexpr(c)[2]) in _VIEWS for c in self.dfacts.defn[k])}
+        for key, cmds in self.dfacts.shape.items():
+            self.dfacts.shape[key] = [c for c in cmds if not (c.startswith("(peer ") and leaves_in(c) & moved)]
 
     def _dist_leaf(self, r, name, val, given=False):
         """The leaf of a G_d tensor; ``given``: an input of the rank (values it did not compute)."""
         v = gd_leaf(r, name)
         self.dvar[r][name] = v
-        self.dfacts.declare(leaves_in(v).pop(), self.sizes.shape_facts(v, val, r) + ([f"(given {v})"] if given else []))
+        self.dfacts.declare(leaves_in(v).pop(), self.sizes.shape_facts(v, val, r) + ([f"(given {v})"] if given else [])
+                            + self._peer(r, name, val, v))
         port = self.dist_names[r].display.get(name)
         if port is not None and self.dist.ranks[r].node(name).is_placeholder:
             value = declared_constant(self.spec, self.sizes, port, val, r)
             if value:
                 self._define(v, value)
         return v
+
+    def _peer(self, r, name, val, v) -> list[str]:
+        """``(peer a v)`` where the previous rank has a tensor ``a`` of the same node name, shape
+        (sizes identical after canonicalisation) and dtype, not bool: the same value of each rank
+        of an SPMD program, which lemmas may sum over ranks in rank order (lemmas/collective.py).
+        The relation only says where to look; the lemmas' conditions are its shape and dtype."""
+        self._metas[(r, name)] = val
+        prev = self._metas.get((r - 1, name))
+        if not (isinstance(val, G.TensorMeta) and isinstance(prev, G.TensorMeta)) or val.dtype == "bool" or \
+                prev.dtype != val.dtype or len(prev.shape) != len(val.shape) or \
+                any(self.sizes.canonical(a, r - 1) != self.sizes.canonical(b, r) for a, b in zip(prev.shape, val.shape)):
+            return []
+        return [f"(peer {gd_leaf(r - 1, name)} {v})"]
 
     def _bind_dist(self, r, n, res, pending_coll):
         if isinstance(res, L.NotTensor):

@@ -54,7 +54,7 @@ class Window:
     def __init__(self, facts: DistFacts, depth: int):
         self.facts, self.depth = facts, depth
         self.level = _levels(facts)
-        self.movement = _movement(facts)
+        self.movement = data_movement(facts)
         self.order = {k: i for i, k in enumerate(facts.shape)}   # rank by rank, in program order
         self.reset()
 
@@ -119,7 +119,7 @@ class Window:
         return self.commands([k for k in self.facts.shape if k not in self.inserted])
 
 
-def _movement(facts: DistFacts) -> set[str]:
+def data_movement(facts: DistFacts) -> set[str]:
     """G_d tensors defined by clean terms only (data movement, collectives): no exploration depth."""
     out = set()
     for k, cmds in facts.defn.items():

@@ -845,6 +845,10 @@ PRIMITIVES: dict[str, Callable] = {
     # provenance, not a value: a drawn or evaluated tensor stands for a program's input (the
     # e-graph derives (given x) from the inputs' leaves through GIVEN_MOVES)
     "given": lambda x: True,
+    # (peer a b): b is the tensor of the same node as a on the next rank, of a's shape and dtype
+    # (the checker declares it from the graphs' metadata, check/distributed.py): its meaning for
+    # a lemma is the shape and dtype that the two share
+    "peer": lambda a, b: a.shape == b.shape and a.dtype == b.dtype,
 }
 
 # Element types.  (dtype x) is the name of tensor x's dtype ("float32", "int64", "bool"): every
@@ -913,6 +917,7 @@ FUNCTIONS_TEXT = """
 (relation vpfx (T DList i64))
 (relation vsfx (T DList i64))
 (relation bsame (T T i64))
+(relation peer (T T))
 (relation ask_zip (TList TList i64 i64))
 (relation zipok (TList TList i64 i64))
 (function ipos (IList i64) i64 :merge old)

@@ -605,8 +605,9 @@ CORPUS = [
     _e("adv5_grev_list", "adv5_grev", "joint"),
     _e("adv5_nzero_correct", "adv5_nzero", "joint"),
     # Megatron's own SwitchMLP dispatch: out_total[(max_ind == e).nonzero(), :] = expert(gx[...]),
-    # a size counted from the values (the checker's DRows); 4 ranks joint is not proven yet (the
-    # experts' input gradients, added in backward order, are a sum over ranks in another order)
+    # a size counted from the values (the checker's DRows); at 4 ranks joint the experts' input
+    # gradients, added in backward order, are the reduce-scatter's sum in rank order (the peer sums,
+    # lemmas/collective.py)
     _e("moe_sinkhorn_nonzero_correct", "moe_sinkhorn"),
     _e("moe_sinkhorn_nonzero_correct", "moe_sinkhorn", "joint"),
     _e("moe_sinkhorn_nonzero_correct", "moe_sinkhorn", ws=4),
@@ -616,6 +617,9 @@ CORPUS = [
     _e("moe_sinkhorn_nonzero_slice", "moe_sinkhorn", bug=("_moe_sinkhorn.py", "never summed")),
     _e("moe_sinkhorn_nonzero_slice", "moe_sinkhorn", "joint", bug=("_moe_sinkhorn.py", "never summed")),
     _e("moe_sinkhorn_nonzero_router_grad", "moe_sinkhorn", "joint", bug=("_moe_sinkhorn.py", "router gradient is not all-reduced")),
+    _e("moe_sinkhorn_nonzero_correct", "moe_sinkhorn", "joint", ws=4),
+    _e("moe_sinkhorn_nonzero_router_grad", "moe_sinkhorn", "joint", ws=4, bug=("_moe_sinkhorn.py", "router gradient is not all-reduced")),
+    _e("moe_sinkhorn_nonzero_slice", "moe_sinkhorn", "joint", ws=4, bug=("_moe_sinkhorn.py", "never summed")),
 
     # helper-adv6: DDP's contract (its group, buffers, the parameters it was built with), DTensor
     # partial sums with a bias, labels padded by arithmetic, a division by False, Sinkhorn's tol,
@@ -691,6 +695,15 @@ CORPUS = [
     _e("dtensor_bias_sp_local_correct", "dtensor_bias_spl", "joint", ws=4),
     _e("dtensor_bias_sp_every_rank", "dtensor_bias_spl", "joint", ws=4, bug=("_dtensor.py", "every rank's partial sums")),
     _e("moe_sinkhorn_router_grad", "moe_sinkhorn", "joint", ws=4, bug=("_moe_sinkhorn.py", "router gradient is not all-reduced")),
+
+    # helper-hf: Hugging Face's MoE block as a training step.  The routing weights' gradient is
+    # accumulated over the experts in reverse order by the sequential program; each rank pushes
+    # the sum of its own experts' through the renormalisation, top-k and softmax backward before
+    # the all-reduce (peers summed over ranks, lemmas/collective.py)
+    *[_e("moe_hf_correct", "moe_hf", "joint", ws=w) for w in (2, 4)],
+    _e("moe_hf_offset", "moe_hf", "joint", bug=("_moe_hf.py", "BUG (offset)")),
+    *[_e("moe_hf_index", "moe_hf", "joint", bug=("_moe_hf.py", "BUG (index)"), ws=w) for w in (2, 4)],
+    _e("moe_hf_norm", "moe_hf", "joint", bug=("_moe_hf.py", "BUG (norm)")),
 ]
 
 BY_ID = {e.id: e for e in CORPUS}
@@ -704,10 +717,6 @@ _KERNEL = ("vLLM's _C kernels (the stand-ins in _vllm_ops.py) have no autograd: 
 _RAW_P2P = ("raw point-to-point: the received tensor carries no gradient, so as a training step stage 0 "
             "never gets its parameters' gradient (the pp family, _pp.py, sends gradients back)")
 NO_JOINT = {
-    "moe_hf_correct": "a false alarm (exit 1) at the add of the routing weights' gradient: the sequential "
-                      "program adds the experts' parts in reverse order, ((p3 + p2) + p1) + p0, while each rank "
-                      "pushes its own experts' partial sum through linear ops before the all-reduce, and no lemma "
-                      "reads the partial sums' add as a sum over ranks",
     "vllm_mlp_correct": _KERNEL,
     "adv_vllm_norm_correct": _KERNEL,
     "adv_vllm_rope_correct": _KERNEL,

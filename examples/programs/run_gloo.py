@@ -15,7 +15,7 @@ examples/soundness/run_gloo.py (imported for its helpers, not edited):
 
 Each checked output: every rank's tensor must equal the seq output as derived through the expected
 relation for that rank (replicate: all of it, shard(d)[@g]: its chunk); partial: the ranks' sum
-must (float64, rtol = atol = 1e-9).  ``python examples/programs/run_gloo.py [ID...]``.
+must (float64, rtol = atol = 1e-9, or the script's ``GLOO_TOL``).  ``python examples/programs/run_gloo.py [ID...]``.
 """
 from __future__ import annotations
 
@@ -248,7 +248,8 @@ def _worker(rank, ws, port, out_dir, payload):
         gloo_ranks.finish(out_dir, rank, results)
 
 
-def _compare(seq, outs, rel, mesh, ws, name=None):
+def _compare(seq, outs, rel, mesh, ws, name=None, tol=None):
+    tol = TOL if tol is None else tol
     if any(not isinstance(o, torch.Tensor) for o in outs):
         return False, "no tensor"
     if isinstance(rel.term, S.Leaf) and not 0 <= rel.term.rank < ws:
@@ -257,20 +258,20 @@ def _compare(seq, outs, rel, mesh, ws, name=None):
         if any(o.shape != seq.shape for o in outs):
             return False, "shapes differ"
         s = sum(outs)
-        return torch.allclose(s, seq, rtol=TOL, atol=TOL), "partial"
+        return torch.allclose(s, seq, rtol=tol, atol=tol), "partial"
     if isinstance(rel.term, S.Call):   # an explicit term over the ranks' outputs: evaluated on them
         from entangle_py.oracle.placement import eval_term
         got = eval_term(rel.term, [{name: o} for o in outs])
         if got.shape != seq.shape:
             return False, f"term: shape {tuple(got.shape)} vs {tuple(seq.shape)}"
-        return torch.allclose(got, seq, rtol=TOL, atol=TOL), "term"
+        return torch.allclose(got, seq, rtol=tol, atol=tol), "term"
     for r, o in enumerate(outs):
         want = _derive(seq, rel, r, ws, mesh)
         if want is None:          # the relation names another rank's output
             continue
         if o.shape != want.shape:
             return False, f"rank {r}: shape {tuple(o.shape)} vs {tuple(want.shape)}"
-        if not torch.allclose(o, want, rtol=TOL, atol=TOL):
+        if not torch.allclose(o, want, rtol=tol, atol=tol):
             return False, f"rank {r}: max |diff| {(o - want).abs().nan_to_num(float('inf')).max().item():.3g}"
     return True, "matches"
 
@@ -284,13 +285,16 @@ def run(entries=None, seed=0, verbose=True) -> dict:
     import torch.nn.functional as Fmod
     saved = Fmod.dropout
     prev = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
-    seq, inputs, expects = {}, {}, {}
+    seq, inputs, expects, tols = {}, {}, {}, {}
     try:
         _patch()
         torch.use_deterministic_algorithms(True, warn_only=True)
         for e in entries:
             res, per_rank, expect, grad_inputs = _case(e, seed)
             seq[e.id], inputs[e.id], expects[e.id] = res, (per_rank, grad_inputs), (expect, read_spec(e.spec).mesh)
+            # a script computing in float32 on purpose (Hugging Face's router softmax, dtype=torch.float)
+            # names a looser tolerance: its sums over ranks round in another order than the sequential ones
+            tols[e.id] = getattr(load_script(e.script), "GLOO_TOL", TOL)
     finally:
         Fmod.dropout = saved
         torch.use_deterministic_algorithms(prev[0], warn_only=prev[1])
@@ -318,7 +322,7 @@ def run(entries=None, seed=0, verbose=True) -> dict:
                     notes.append(f"{o}: missing")
                     continue
                 outs = [x[o] if held in (None, r) else res[held][o] for r, x in enumerate(res)]
-                ok, why = _compare(seq[e.id][o], outs, rel, mesh, e.world_size, o)
+                ok, why = _compare(seq[e.id][o], outs, rel, mesh, e.world_size, o, tols[e.id])
                 if not ok:
                     verdict = "buggy"
                     notes.append(f"{o}: {why}")

@@ -200,3 +200,81 @@ def rsum_add_bsame_terms(rng):
         yield (f'(rsum (Cons (binary "add" x y) (Cons (binary "add" z {zeros}) (Nil))))',
                {"x": env["x"], "y": env["y"], "z": (env["x"] + env["y"]) * 2},
                [f'(bsame x (binary "add" x y) {i})' for i in range(env["n"] + 1)])
+
+
+def _peer_pair(rng, n=2):
+    """``n`` tensors of one shape and dtype (float or int): one node's value on neighbouring ranks."""
+    s = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
+    dt = rng.choice([torch.float64, torch.float32, torch.int64])
+    return [(tensor(rng, *s) * 4).to(dt) for _ in range(n)]
+
+
+@repeat(8)
+def rsum_peer_add(rng):
+    a, b = _peer_pair(rng)
+    return {"a": a, "b": b}
+
+
+def rsum_peer_add_bad(rng):
+    """Not peers: bools (added as an or), two dtypes (promotion), two shapes (broadcast)."""
+    yield {"a": torch.tensor([True, False]), "b": torch.tensor([True, True])}
+    yield {"a": torch.tensor([1.5, 2.0]), "b": torch.tensor([1, 2])}
+    yield {"a": torch.ones(2, 3), "b": torch.ones(3)}
+    yield {"a": torch.ones(1, 3), "b": torch.ones(2, 3)}
+
+
+@repeat(8)
+def rsum_peer_extend(rng):
+    a, b, *r = _peer_pair(rng, rng.randint(2, 6))
+    return {"a": a, "b": b, "r": r}
+
+
+def rsum_peer_extend_bad(rng):
+    yield {"a": torch.tensor([True, False]), "b": torch.tensor([True, True]), "r": []}
+    yield {"a": torch.ones(3), "b": torch.ones(2, 3), "r": [torch.ones(2, 3)]}
+    yield {"a": torch.ones(2, dtype=torch.float64), "b": torch.ones(2), "r": [torch.ones(2)]}
+
+
+def _assoc_operands(rng, kinds):
+    """a, b of one dtype that broadcast together, and the kind drawn."""
+    s = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
+    kind = rng.choice(kinds)
+    xs = []
+    for _ in range(2):
+        t = tensor(rng, *[1 if rng.random() < 0.3 else v for v in s[rng.randint(0, len(s)):]])
+        xs.append((t * 4).round().long() if kind == "int" else t > 0 if kind == "bool" else t)
+    return xs, kind
+
+
+def _like(rng, y, kind):
+    t = tensor(rng, *y.shape)
+    return (t * 4).round().long() if kind == "int" else t > 0 if kind == "bool" else t
+
+
+@repeat(10)
+def add_assoc_peer(rng):
+    """a, b of one dtype (float, int or bool) that broadcast together; x the peer of a + b (its
+    shape and dtype, the next rank's value)."""
+    (a, b), kind = _assoc_operands(rng, ["float", "int", "bool"])
+    return {"x": _like(rng, a + b, kind), "a": a, "b": b}
+
+
+def add_assoc_peer_mixed(rng):
+    """Mixed dtypes: True + True is True, True + (True + 0.0) is 2.0; int + (int + float) rounds
+    the int sum in float."""
+    t = torch.tensor([True])
+    yield {"x": t, "a": t, "b": torch.tensor([0.0])}
+    yield {"x": torch.tensor([1.0]), "a": torch.tensor([2]), "b": torch.tensor([3])}
+
+
+@repeat(10)
+def add_assoc_peer_rsum(rng):
+    """As add_assoc_peer, x a sum over ranks (float or int parts) that starts at the peer w of a + b."""
+    (a, b), kind = _assoc_operands(rng, ["float", "int"])
+    return {"w": _like(rng, a + b, kind), "a": a, "b": b, "r": [_like(rng, a + b, kind) for _ in range(rng.randint(0, 3))]}
+
+
+def add_assoc_peer_rsum_mixed(rng):
+    """Mixed dtypes: a float sum over ranks plus ints added first in int64 (wrapping) or in float."""
+    yield {"w": torch.tensor([1.0]), "r": [], "a": torch.tensor([2]), "b": torch.tensor([3])}
+    yield {"w": torch.tensor([1]), "r": [torch.tensor([1])], "a": torch.tensor([2]), "b": torch.tensor([0.5])}

@@ -816,3 +816,16 @@ def iscalar_zeros_big(rng):
     """A constant near int64's bounds (the sum wraps around)."""
     yield {"s": [2], "k": 2**63 - 1}
     yield {"s": [2], "k": -(2**63)}
+
+
+@repeat(10)
+def neg_rsum(rng):
+    """Parts of one shape (a sum over ranks), floats at magnitudes where rounding matters, or ints
+    (the least int64 too: its negation wraps alike on both sides)."""
+    shape = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
+    l = [tensor(rng, *shape) * 10 ** rng.randint(0, 8) for _ in range(rng.randint(1, 6))]
+    if rng.random() < 0.3:
+        l = [(x * 4).round().long() for x in l]
+        if rng.random() < 0.3 and shape:
+            l[0] = torch.full(shape, -2 ** 63, dtype=torch.int64)
+    return {"l": l}

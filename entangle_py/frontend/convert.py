@@ -23,6 +23,8 @@ class DynamoInfo:
     symbol_names: dict = dataclasses.field(default_factory=dict)       # torch symbol -> our name
     result_structure: list = dataclasses.field(default_factory=list)   # output port names
     no_grad_nodes: set = dataclasses.field(default_factory=set)       # Dynamo nodes run under no_grad
+    # (grad port, DDP group members) of gradients the capture wrote as DDP's reduction of zeros
+    ddp_zero_grads: list = dataclasses.field(default_factory=list)
 
 
 def is_opaque_object(v) -> bool:

@@ -84,7 +84,7 @@ from entangle_py.errors import InputError
 from entangle_py.frontend.capture_errors import (CaptureError, capture_error, collecting_notes, display_path, first_line,
                                                  pick_frame, user_frame_suffix)
 from entangle_py.ir import graph, ops
-from entangle_py.frontend.convert import (DynamoInfo, _check_no_gradient_is_needed, convert, custom_op_schemas,
+from entangle_py.frontend.convert import (DynamoInfo, check_no_gradient_is_needed, convert, custom_op_schemas,
                                          source_name_of)
 from entangle_py.frontend import ddp
 
@@ -383,7 +383,7 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
         def no_gradient_is_needed(desc, port):
             out = next(n for n in gm.graph.nodes if n.op == "output")
             outs = list(out.args[0]) if isinstance(out.args[0], (tuple, list)) else [out.args[0]]
-            _check_no_gradient_is_needed(gm, desc, outs, out.meta.get("desc"), port, rank, info.no_grad_nodes)
+            check_no_gradient_is_needed(gm, desc, outs, out.meta.get("desc"), port, rank, info.no_grad_nodes)
         info.ddp_zero_grads = ddp.reduce_unused(gm, info.port_names, model, rank, no_gradient_is_needed)
     return captured[key], info
 

@@ -172,9 +172,10 @@ class DistProgram:
         total = f"(rsum {parts})"
         # a rank's part that is a float buffer of zeros (DDP's reduction for a parameter the rank
         # has no gradient of) adds nothing: the sum is the other parts' (x + 0.0 == x for every
-        # float x; as a part, the zero would make the sum equal to its other part, a cycle)
-        live = [r for r in ranks if not self._float_zeros(r, ops[r][1].input)]
-        if red in ("sum", "avg") and 0 < len(live) < len(ranks):
+        # float x; as a part, the zero would make the sum equal to its other part, a cycle), and a
+        # sum of zeros only is one of them (0.0 + 0.0 == 0.0)
+        live = [r for r in ranks if not self._float_zeros(r, ops[r][1].input)] or ranks[:1]
+        if red in ("sum", "avg") and len(live) < len(ranks):
             kept = [self.dvar[r][ops[r][1].input] for r in live]
             total = kept[0] if len(kept) == 1 else f"(rsum {L.term_list(kept)})"
         reduced = {"sum": total, "max": f"(rmax {parts})",

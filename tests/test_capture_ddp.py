@@ -67,7 +67,9 @@ def test_ddp_ports_are_the_wrapped_modules_and_match_the_sequential_program(tmp_
     t = _targets(g)
     # every parameter DDP manages (the unused one too) is read as rank 0's; each gradient averaged
     assert t.count("_c10d_functional.broadcast.default") == 4
-    assert t.count("_c10d_functional.all_reduce.default") == 2
+    # (find_unused_parameters=True: the unused layer's zeros are reduced too, as DDP's reducer does;
+    # unused on every rank, its gradient stays None -- no output)
+    assert t.count("_c10d_functional.all_reduce.default") == 4
     for grad in ("grad:body.fc.weight", "grad:body.fc.bias"):
         n = g.output_node(grad)
         assert n.target == "aten.div.Tensor" and n.args[1] == 2
@@ -87,6 +89,38 @@ def test_ddp_at_the_top_is_transparent_too(tmp_path):
         """))
     g = capture(p, 2).rank(0)
     assert {q.name for q in g.inputs} == {"param:weight", "param:bias", "input:input"}
+
+
+def test_a_parameter_without_a_gradient_on_one_rank_gets_ddps_reduction_of_zeros_there(tmp_path):
+    # find_unused_parameters=True: DDP's reducer all-reduces zeros for a parameter the rank has no
+    # gradient of (here rank 1 reads fc2's weight detached), so its gradient is the group's mean
+    # over the ranks that have one, on every rank; the reductions are issued in one order
+    p = tmp_path / "unused_one_rank.py"
+    p.write_text(textwrap.dedent("""\
+        import torch, torch.nn as nn, torch.nn.functional as F
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        class Net(nn.Module):
+            def __init__(self, rank):
+                super().__init__()
+                self.rank, self.fc, self.fc2 = rank, nn.Linear(4, 3), nn.Linear(3, 1)
+            def forward(self, x):
+                w = self.fc2.weight.detach() if self.rank == 1 else self.fc2.weight
+                return F.linear(F.relu(self.fc(x)), w, self.fc2.bias).pow(2).mean()
+        def build(rank, world_size):
+            net = Net(rank)
+            return (DDP(net, find_unused_parameters=True) if world_size > 1 else net), {"x": torch.randn(2, 4)}
+        """))
+    b = capture(p, 2, joint=True)
+    reduced = []
+    for g in b.ranks:
+        assert sorted(q.name for q in g.outputs) == ["grad:fc.bias", "grad:fc.weight", "grad:fc2.bias",
+                                                     "grad:fc2.weight", "out"]
+        reduced.append([tuple(n.val.shape) for n in g.nodes if n.target == "_c10d_functional.all_reduce.default"])
+        n = g.output_node("grad:fc2.weight")
+        assert n.target == "aten.div.Tensor" and n.args[1] == 2
+        src = g.node(g.node(g.node(n.args[0].name).args[0].name).args[0].name)
+        assert (src.target == "aten.zeros.default") == (g.rank == 1)
+    assert reduced[0] == reduced[1] == [(1,), (1, 3), (3,), (3, 4)]      # DDP's order: the parameters' reversed
 
 
 def test_ddp_on_a_process_group_reduces_over_it(tmp_path):
@@ -200,7 +234,11 @@ def test_a_parameter_attached_after_ddp_was_built_is_neither_broadcast_nor_avera
         b = capture(s, 2, joint=True)
     g = b.rank(0)
     assert _targets(g).count("_c10d_functional.broadcast.default") == 2      # the unused layer's, built with DDP
-    assert _targets(g).count("_c10d_functional.all_reduce.default") == 0     # fc's gradient is the rank's own
+    # fc's gradient is the rank's own: the only reductions are the unused layer's zeros (DDP's
+    # reducer with find_unused_parameters=True), its gradient left None
+    reduced = [g.node(n.args[0].name).target for n in g.nodes if n.target == "_c10d_functional.all_reduce.default"]
+    assert reduced == ["aten.zeros.default"] * 2
+    assert "grad:body.unused.weight" not in {p.name for p in g.outputs}
     (note,) = graph.capture_notes(b)        # at the DDP's line, for the report
     assert note["line"] == _line(s, "self.body = ") and "neither broadcast nor averaged" in note["text"]
 
@@ -241,9 +279,11 @@ def test_a_ddp_parameter_without_gradient_stalls_its_reducer(tmp_path):
     (note,) = graph.capture_notes(b)
     assert note["ranks"] == [0, 1] and "never finishes" in note["text"] and "unused.weight" in note["text"]
     assert note["file"].endswith("ddp_step.py") and note["line"] == _line(s, "self.body = ")
-    # with find_unused_parameters=True the same program averages fc's gradient
+    # with find_unused_parameters=True the same program averages fc's gradient (and reduces the
+    # unused layer's zeros)
     g = capture(_script(tmp_path), 2, joint=True).rank(0)
-    assert _targets(g).count("_c10d_functional.all_reduce.default") == 2
+    assert _targets(g).count("_c10d_functional.all_reduce.default") == 4
+    assert {"grad:body.fc.weight", "grad:body.fc.bias"} <= {p.name for p in g.outputs}
 
 
 def test_capture_notes_of_a_stranger_s_file_are_read_as_data_only():
@@ -266,6 +306,10 @@ def test_ddp_over_a_group_of_one_rank_is_noted(tmp_path):
         b = capture(s, 2, joint=True)
     (note,) = graph.capture_notes(b)
     assert note["ranks"] == [0, 1] and note["line"] == _line(s, "self.body = ")
-    assert _targets(b.rank(0)).count("_c10d_functional.all_reduce.default") == 2   # over its own rank only
+    # over its own rank only (fc's gradient and the unused layer's zeros; that layer keeps no gradient)
+    g = b.rank(0)
+    assert _targets(g).count("_c10d_functional.all_reduce.default") == 4
+    assert {tuple(g.groups[n.args[2]]) for n in g.nodes if n.target == "_c10d_functional.all_reduce.default"} == {(0,)}
+    assert "grad:body.unused.weight" not in {p.name for p in g.outputs}
     # over every rank: no note
     assert graph.capture_notes(capture(_script(tmp_path, name="full.py"), 2, joint=True)) == []

@@ -77,3 +77,51 @@ def test_collective_lowering_matches_simulation(case, world):
     want = [e["w"] for e in interp.run_bundle(b, [{"x": x} for x in xs])]
     for r, t in enumerate(_lowered_terms(b)):
         assert torch.allclose(_evaluate(t, xs), want[r], rtol=1e-12, atol=1e-12), (case, r, t)
+
+
+@pytest.mark.parametrize("everywhere", [False, True])
+@pytest.mark.parametrize("world", [2, 3])
+@pytest.mark.parametrize("kind", ["sum", "avg", "reduce_scatter"])
+def test_a_part_of_float_zeros_is_left_out_of_the_sum(kind, world, everywhere):
+    # DDP's reduction of zeros for a parameter a rank has no gradient of: the sum over ranks is the
+    # other ranks' parts (x + 0.0 == x), and its term names only their inputs; zeros on every rank
+    # (a parameter unused everywhere) sum to one rank's zeros
+    from test_interp import F, ph
+    from entangle_py.ir import graph as G
+
+    def make(r):
+        src = R("z") if r == 1 or everywhere else R("x")
+        if kind == "reduce_scatter":
+            c = op("c", "_c10d_functional.reduce_scatter_tensor.default", src, "sum", world, "g", val=T(2, 3))
+        else:
+            c = op("c", "_c10d_functional.all_reduce.default", src, kind, "g", val=T(2 * world, 3))
+        return c
+    shape = (2 * world, 3)
+    b = _coll_bundle(world, make, shape, (2, 3) if kind == "reduce_scatter" else shape)
+    for g in b.ranks:
+        if g.rank == 1 or everywhere:
+            g.nodes.insert(1, op("z", "aten.zeros.default", list(shape), dtype=G.TorchConst("dtype", F), val=T(*shape)))
+            g.__post_init__()
+    gen_ = gen(3)
+    xs = [rnd(*shape, g=gen_) for _ in range(world)]
+    want = [e["w"] for e in interp.run_bundle(b, [{"x": x} for x in xs])]
+    if everywhere:     # one rank's zeros: no sum over ranks in any term of the result
+        assert all(w.abs().max() == 0 for w in want)
+        names = [Names(g) for g in b.ranks]
+        sizes = Sizes(b.ranks[0], b, names[0], names, {})
+        dist = DistProgram(b, names, S.Spec(), sizes, same_rng=False).run()
+        engine = Engine(load_library(), dims=sizes.solver)
+        engine.add(*Window(dist.dfacts, depth=1).everything())
+
+        def heads(t):
+            if isinstance(t, tuple):
+                yield t[0].name if isinstance(t[0], terms.Var) else t[0]
+                for a in t[1:]:
+                    yield from heads(a)
+        for r in range(world):
+            variants = engine.variants(dist.dvar[r]["w"], 16)
+            assert variants and all("rsum" not in set(heads(t)) for t in variants), variants
+        return
+    for r, t in enumerate(_lowered_terms(b)):
+        assert "r1.x" not in _leaves(t), t
+        assert torch.allclose(_evaluate(t, xs), want[r], rtol=1e-12, atol=1e-12), (kind, r, t)

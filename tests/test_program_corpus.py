@@ -23,10 +23,6 @@ from corpus import CORPUS  # noqa: E402
 XFAIL = {
     # helper-adv2: correct twins the checker cannot prove yet (their buggy twins are refuted)
     # helper-adv4: correct twins the checker cannot prove yet (their buggy twins are refuted)
-    # helper-adv6: buggy programs refused (exit 2), not refuted; correct twins a lemma or a capture short
-    "adv6_dunused_detach[joint]": "real DDP (find_unused_parameters=True) all-reduces zeros for fc2's weight, "
-        "which rank 1 reads detached; the capture gives rank 1 no all-reduce for a parameter without a gradient, "
-        "and the checker refuses the ranks' unequal collective sequences (exit 2)",
 }
 XFAIL = {k: v for k, v in XFAIL.items() if v}
 

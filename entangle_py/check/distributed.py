@@ -16,6 +16,7 @@ from entangle_py.check.result import CheckInputError
 from entangle_py.check.sizes import Sizes
 from entangle_py.check.window import DistFacts, data_movement, leaves_in
 from entangle_py.ir import graph as G
+from entangle_py.ir import ops
 from entangle_py.semantics import lower as L
 from entangle_py.semantics.terms import Var, given_input, parse_sexpr
 
@@ -201,9 +202,19 @@ class DistProgram:
         kind, red = ops[members[0]][1].kind, ops[members[0]][1].reduce
         # a reduction over ranks, written in global rank order whatever the group's order
         # (addition and max are commutative; a sum over ranks is one value whatever the order)
-        parts = L.term_list([self.dvar[r][ops[r][1].input] for r in sorted(members)])
-        reduced = {"sum": f"(rsum {parts})", "max": f"(rmax {parts})",
-                   "avg": f'(scalar "div" (rsum {parts}) {L.scalar_lit(len(members))})'}.get(red)
+        ranks = sorted(members)
+        parts = L.term_list([self.dvar[r][ops[r][1].input] for r in ranks])
+        total = f"(rsum {parts})"
+        # a rank's part that is a float buffer of zeros (DDP's reduction for a parameter the rank
+        # has no gradient of) adds nothing: the sum is the other parts' (x + 0.0 == x for every
+        # float x; as a part, the zero would make the sum equal to its other part, a cycle), and a
+        # sum of zeros only is one of them (0.0 + 0.0 == 0.0)
+        live = [r for r in ranks if not self._float_zeros(r, ops[r][1].input)] or ranks[:1]
+        if red in ("sum", "avg") and len(live) < len(ranks):
+            kept = [self.dvar[r][ops[r][1].input] for r in live]
+            total = kept[0] if len(kept) == 1 else f"(rsum {L.term_list(kept)})"
+        reduced = {"sum": total, "max": f"(rmax {parts})",
+                   "avg": f'(scalar "div" {total} {L.scalar_lit(len(members))})'}.get(red)
         for idx, r in enumerate(members):
             n, c = ops[r]
             out = self.dvar[r][n.name]
@@ -252,6 +263,11 @@ class DistProgram:
                     self._define(out, f"(concat {L.term_list(pieces or empty[:1])} 0)")
                     continue
                 self.no_semantics.setdefault("all_to_all_single with sizes it cannot split", []).append((r, n))
+
+    def _float_zeros(self, r, name) -> bool:
+        """Whether rank r's tensor ``name`` is an allocation of float zeros (``ops.ZERO_FILLS``)."""
+        n = self.dist.ranks[r].node(name)
+        return n.target in ops.ZERO_FILLS and isinstance(n.val, G.TensorMeta) and n.val.dtype in L.FLOAT_DTYPES
 
     def _lower_p2p(self, pending):
         """Pair point-to-point transfers (pipeline stages): the k-th receive rank d posts from

@@ -84,7 +84,8 @@ from entangle_py.errors import InputError
 from entangle_py.frontend.capture_errors import (CaptureError, capture_error, collecting_notes, display_path, first_line,
                                                  pick_frame, user_frame_suffix)
 from entangle_py.ir import graph, ops
-from entangle_py.frontend.convert import DynamoInfo, convert, custom_op_schemas, source_name_of
+from entangle_py.frontend.convert import (DynamoInfo, check_no_gradient_is_needed, convert, custom_op_schemas,
+                                         source_name_of)
 from entangle_py.frontend import ddp
 
 
@@ -144,13 +145,15 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
     if dist.is_available() and dist.is_initialized():
         raise CaptureError("a default process group is already initialized in this process; "
                            "capture simulates ranks with its own fake process group")
-    ranks, placements, styles = [], [], {}
+    ranks, placements, styles, zero_grads = [], [], {}, []
     with collecting_notes() as notes:
         for r in range(world_size):
             t0 = time.perf_counter()
             placements.append({})
             rank_styles = {}
-            ranks.append(_capture_rank(module, r, world_size, joint, dynamic, placements[-1], rank_styles))
+            g, zeros = _capture_rank(module, r, world_size, joint, dynamic, placements[-1], rank_styles)
+            ranks.append(g)
+            zero_grads.append(set(zeros))
             for k, v in rank_styles.items():
                 styles.setdefault(k, v)
             if progress is not None:
@@ -159,6 +162,7 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
     # own parameters): every rank's graph has its own ports, and the spec's input relation names
     # the ranks that hold a tensor (``"param:fc2" = "r1.param:fc2"``; see check/spec.py).
     ranks = [_repair_received_aliases(g) for g in ranks]
+    _drop_globally_unused(ranks, zero_grads)
     script_file = _script_file(module)
     meta = {
         "torch": str(torch.__version__),
@@ -204,7 +208,7 @@ def cli_capture(args) -> int:
 # ----------------------------------------------------------------------------- one rank
 
 def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool,
-                  placements: dict | None = None, styles: dict | None = None) -> graph.RankGraph:
+                  placements: dict | None = None, styles: dict | None = None) -> tuple[graph.RankGraph, list]:
     import torch
     import torch.distributed as dist
 
@@ -225,7 +229,7 @@ def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool
         if styles is not None:
             styles.update(_parallel_styles(model, found))
         gm, info = _trace(model, inputs, module, joint, dynamic, script_file, rank)
-        return convert(gm, info, model, inputs, rank, script_file, joint, world_size)
+        return convert(gm, info, model, inputs, rank, script_file, joint, world_size), info.ddp_zero_grads
     finally:
         torch._dynamo.reset()
         if pg:
@@ -373,7 +377,28 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
         raise CaptureError("the program produced no graph (does forward compute anything?)")
     info.result_structure = _output_names(result, info.num_outputs)
     ddp.check_graph(captured[key], info.port_names, model, rank, joint)
+    if joint:
+        gm = captured[key]
+
+        def no_gradient_is_needed(desc, port):
+            out = next(n for n in gm.graph.nodes if n.op == "output")
+            outs = list(out.args[0]) if isinstance(out.args[0], (tuple, list)) else [out.args[0]]
+            check_no_gradient_is_needed(gm, desc, outs, out.meta.get("desc"), port, rank, info.no_grad_nodes)
+        info.ddp_zero_grads = ddp.reduce_unused(gm, info.port_names, model, rank, no_gradient_is_needed)
     return captured[key], info
+
+
+def _drop_globally_unused(ranks, zero_grads) -> None:
+    """A DDP parameter (``find_unused_parameters=True``) no rank of its group has a gradient of
+    keeps no gradient: real DDP's reducer all-reduces its zeros but leaves the gradient untouched
+    (None) where the parameter is unused globally.  The capture wrote each rank's reduction of zeros
+    (``ddp.reduce_unused``, ``zero_grads[r]``: (grad port, group members)); the reductions stay
+    (every rank of the group issues them alike), the gradient outputs go."""
+    for r, g in enumerate(ranks):
+        drop = {port for port, members in zero_grads[r]
+                if all((port, members) in zero_grads[m] for m in members)}
+        if drop:
+            g.outputs[:] = [p for p in g.outputs if p.name not in drop]
 
 
 def _repair_received_aliases(g: graph.RankGraph) -> graph.RankGraph:

@@ -23,6 +23,8 @@ class DynamoInfo:
     symbol_names: dict = dataclasses.field(default_factory=dict)       # torch symbol -> our name
     result_structure: list = dataclasses.field(default_factory=list)   # output port names
     no_grad_nodes: set = dataclasses.field(default_factory=set)       # Dynamo nodes run under no_grad
+    # (grad port, DDP group members) of gradients the capture wrote as DDP's reduction of zeros
+    ddp_zero_grads: list = dataclasses.field(default_factory=list)
 
 
 def is_opaque_object(v) -> bool:
@@ -297,7 +299,7 @@ def convert(gm, info: DynamoInfo, model, inputs, rank, script_file, joint, world
                         continue
                     desc = desc.base
                 if o is None and isinstance(desc, D.GradAOTOutput):
-                    _check_no_gradient_is_needed(gm, desc, outs, descs, out_name(desc), rank,
+                    check_no_gradient_is_needed(gm, desc, outs, descs, out_name(desc), rank,
                                                  info.no_grad_nodes)
                 if desc is None or o is None:
                     continue
@@ -350,7 +352,7 @@ def _value_free_ops():
                       a.randint_like, a.new_zeros, a.new_ones, a.new_empty, a.new_full, a.new_empty_strided})
 
 
-def _check_no_gradient_is_needed(gm, desc, outs, descs, grad_port, rank, no_grad_nodes=()):
+def check_no_gradient_is_needed(gm, desc, outs, descs, grad_port, rank, no_grad_nodes=()):
     """A gradient AOTAutograd left out (None) must be one no output depends on differentiably.
 
     A backward that silently went missing (an op without an autograd formula on the capture device)

@@ -15,7 +15,9 @@ writes DDP's contract for one training step into the traced graph as ordinary op
   ``mutated:buffer:<fqn>``);
 * the forward is the wrapped module's (``torch.func.functional_call`` with those parameters);
 * each parameter's gradient is the all-reduce (sum) over the DDP group divided by the group's
-  size.
+  size; with ``find_unused_parameters=True`` a rank without a parameter's gradient all-reduces
+  zeros for it, as DDP's reducer does, and the reductions are issued in one order on every rank
+  (:func:`reduce_unused`; a parameter unused on every rank of the group keeps no gradient).
 
 Both hold for the parameters the module has when DDP is built (real DDP syncs those at
 construction and its reducer hooks those that require grad then): a parameter attached or
@@ -498,3 +500,104 @@ def _unaverage(gm, out, g):
     for n in (g, wait, red):
         if not n.users:
             gm.graph.erase_node(n)
+
+
+def reduce_unused(gm, dynamo_port_names, model, rank, no_gradient_is_needed) -> list:
+    """A joint graph's DDP reductions as real DDP with ``find_unused_parameters=True`` issues them.
+
+    Its reducer marks a parameter that gets no gradient on this rank (read detached, or not at
+    all) unused and all-reduces zeros for it, so every rank issues one reduction per parameter, and
+    their gradient is the group's mean over the ranks that have one.  The capture writes each
+    reduction where autograd computes the parameter's gradient (``DDPParam``), which a rank without
+    that gradient never reaches: for such a wrapper each parameter's reduction (all_reduce, wait,
+    division by the group's size) is moved to the end of the graph in one order on every rank (the
+    reverse of the parameters', DDP's bucket order: c10d pairs the ranks' collectives by issue
+    order, DDP's buckets pair them by parameter), and a parameter without a gradient gets a
+    reduction of zeros there (``no_gradient_is_needed(desc, port)`` first refuses one whose backward
+    went missing rather than being detached).  The gradient is then the reduction's mean on every
+    rank, as DDP leaves it.  Returns the (grad port, group members) of those written as zeros'
+    reductions (a parameter unused on every rank of its group keeps no gradient: the caller drops
+    those outputs)."""
+    import torch
+    import torch.distributed as dist
+    from torch._functorch._aot_autograd import descriptors as D
+    found = [(p, w) for p, w in wrappers(model) if w._ddp["find_unused"]]
+    filled = []
+    if not found:
+        return filled
+    rename = port_renamer(model)
+
+    def port_name(desc):
+        if isinstance(desc, D.PlainAOTInput):
+            return dynamo_port_names[desc.idx]
+        if isinstance(desc, D.ParamAOTInput):
+            return f"param:{rename(desc.target)}"
+        return None
+
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    outs = list(out.args[0]) if isinstance(out.args[0], (tuple, list)) else [out.args[0]]
+    descs = out.meta.get("desc") or []
+    grad_at = {}
+    for i, d in enumerate(descs):
+        if isinstance(d, D.GradAOTOutput):
+            port = port_name(d.grad_of)
+            if port is not None:
+                grad_at[port] = i
+    placeholders = {}
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            port = port_name(n.meta.get("desc"))
+            if port is not None:
+                placeholders[port] = n
+    ar_op, wait_op = torch.ops._c10d_functional.all_reduce.default, torch.ops._c10d_functional.wait_tensor.default
+    div_op, zeros_op = torch.ops.aten.div.Tensor, torch.ops.aten.zeros.default
+    for path, w in found:
+        c = w._ddp
+        pre = f"{path}.module." if path else "module."
+        group_name, size = c["group"].group_name, c["size"]
+        for name, (_, avg) in reversed(list(c["modelled"].items())):
+            if not avg:
+                continue
+            port = f"param:{rename(pre + name)}"
+            i, ph = grad_at.get(port), placeholders.get(port)
+            if i is None or ph is None:
+                raise CaptureError(f"rank {rank}: {port} of the DistributedDataParallel wrapper{c['where']} has no "
+                                   f"gradient output in the joint graph: its reduction cannot be placed")
+            g = outs[i]
+            if g is not None:
+                wait = g.args[0] if g.target is div_op and g.args else None
+                ar = wait.args[0] if getattr(wait, "target", None) is wait_op and wait.args else None
+                chain = [ar, wait, g]
+                if (getattr(ar, "target", None) is not ar_op or tuple(ar.args[1:]) != ("sum", group_name)
+                        or g.args[1:] != (size,) or any(len(n.users) != 1 for n in chain)
+                        or sum(o is g for o in outs) != 1):
+                    raise CaptureError(f"rank {rank}: the gradient of {port} (DistributedDataParallel "
+                                       f"wrapper{c['where']}) is not DDP's reduction alone: with "
+                                       f"find_unused_parameters=True capture cannot order it as DDP does")
+                for n in chain:
+                    out.prepend(n)
+                continue
+            no_gradient_is_needed(descs[i], "grad:" + port[len("param:"):])
+            v = ph.meta.get("val")
+            if not isinstance(v, torch.Tensor) or not all(isinstance(s, int) for s in v.shape):
+                raise CaptureError(f"rank {rank}: {port} of the DistributedDataParallel wrapper{c['where']} gets no "
+                                   f"gradient and has no static shape: the zeros DDP reduces for it are not modelled")
+            trace = next((n.meta.get("stack_trace") for n in gm.graph.nodes
+                          if n.op == "call_function" and n.target is div_op and _ddp_frame(n)), None)
+            with gm.graph.inserting_before(out):
+                z = gm.graph.call_function(zeros_op, (list(v.shape),), {"dtype": v.dtype, "device": v.device,
+                                                                         "pin_memory": False})
+                ar = gm.graph.call_function(ar_op, (z, "sum", group_name))
+                wait = gm.graph.call_function(wait_op, (ar,))
+                g = gm.graph.call_function(div_op, (wait, size))
+            zero = torch.zeros_like(v)
+            for n in (z, ar, wait, g):
+                n.meta["val"] = zero
+                if trace:
+                    n.meta["stack_trace"] = trace
+            outs[i] = g
+            filled.append(("grad:" + port[len("param:"):], tuple(dist.get_process_group_ranks(c["group"]))))
+    out.args = (type(out.args[0])(outs) if isinstance(out.args[0], (tuple, list)) else outs[0],)
+    gm.graph.lint()
+    gm.recompile()
+    return filled

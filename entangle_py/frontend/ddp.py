@@ -53,7 +53,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import traceback
-import warnings
 from pathlib import Path
 
 from entangle_py.frontend.capture_errors import CaptureError, capture_note, display_path, parse_stack_trace, pick_frame
@@ -393,6 +392,16 @@ def check_model(model, rank) -> None:
                                f"used outside the wrapper is not supported by capture")
 
 
+def _aot_port(desc, dynamo_port_names, rename):
+    """The port an AOTAutograd input descriptor stands for (None: neither an input nor a parameter)."""
+    from torch._functorch._aot_autograd import descriptors as D
+    if isinstance(desc, D.PlainAOTInput):
+        return dynamo_port_names[desc.idx]
+    if isinstance(desc, D.ParamAOTInput):
+        return f"param:{rename(desc.target)}"
+    return None
+
+
 def _ddp_frame(node) -> bool:
     """Whether the node was made by this module (its innermost frame outside torch is here)."""
     frames = parse_stack_trace(node.meta.get("stack_trace"))
@@ -413,11 +422,10 @@ def check_graph(gm, dynamo_port_names, model, rank, joint) -> None:
     rename = port_renamer(model)
 
     def port_names(desc):
-        if isinstance(desc, D.PlainAOTInput):
-            return dynamo_port_names[desc.idx]
-        if isinstance(desc, D.ParamAOTInput):
-            return f"param:{rename(desc.target)}"
-        raise CaptureError(f"not a parameter: {desc}")
+        port = _aot_port(desc, dynamo_port_names, rename)
+        if port is None:
+            raise CaptureError(f"not a parameter: {desc}")
+        return port
 
     managed = {}
     for path, w in found:
@@ -528,11 +536,7 @@ def reduce_unused(gm, dynamo_port_names, model, rank, no_gradient_is_needed) -> 
     rename = port_renamer(model)
 
     def port_name(desc):
-        if isinstance(desc, D.PlainAOTInput):
-            return dynamo_port_names[desc.idx]
-        if isinstance(desc, D.ParamAOTInput):
-            return f"param:{rename(desc.target)}"
-        return None
+        return _aot_port(desc, dynamo_port_names, rename)
 
     out = next(n for n in gm.graph.nodes if n.op == "output")
     outs = list(out.args[0]) if isinstance(out.args[0], (tuple, list)) else [out.args[0]]

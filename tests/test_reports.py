@@ -328,3 +328,18 @@ def test_html_report_of_a_refinement(tmp_path):
     dom = _dump_dom(tmp_path / "ok.html")
     assert re.search(r"id=\"verdict\"[^>]*>refines<", dom)
     assert "r0.out" in dom and "re-check: agrees" in dom and "<svg" not in dom
+
+
+def test_values_the_checker_does_not_know_are_listed(tmp_path):
+    # index_copy at ids not shown distinct is a value the checker does not know (which duplicate
+    # write wins is the device's): a failure lists it, with its line, in the text and the JSON
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from program_table import check_entry
+    r = check_entry(BY_ID["adv5_isel_copy[joint]"], tmp_path)
+    assert r["exit"] == 1
+    assert re.search(r"r0\.index_copy: aten\.index_copy\.default \(ids not shown distinct.*_adv5\.py:\d+", r["text"])
+    data = json.loads((tmp_path / "adv5_isel_copy.joint.json").read_text())
+    assert set(data["unknown_values"]) == {"r0.index_copy", "r1.index_copy"}
+    # a program without such values lists none
+    ok = check_entry(BY_ID["adv5_isel_correct[joint]"], tmp_path)
+    assert ok["exit"] == 0 and json.loads((tmp_path / "adv5_isel_correct.joint.json").read_text())["unknown_values"] == {}

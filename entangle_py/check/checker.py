@@ -234,6 +234,7 @@ class Checker:
         dist = DistProgram(self.dist, self.dist_names, self.spec, self.sizes, self.same_rng).run()
         self.dvar, self.dfacts, self.collectives = dist.dvar, dist.dfacts, dist.collectives
         self.no_semantics.update(dist.no_semantics)
+        res.unknown_values = dict(dist.unknown)
         self.window = Window(self.dfacts, self.policy.window_depth)
         self.spec_terms = SpecTerms(self.seq, self.dist, self.spec, self.seq_names, self.dist_names,
                                     self.sizes, self.dvar)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from entangle_py.check import spec as S
 from entangle_py.check.inputs import declared_constant
-from entangle_py.check.names import Names, gd_leaf, meta_text, split_key, unsupported_key
+from entangle_py.check.names import Names, gd_leaf, meta_text, source, split_key, unsupported_key
 from entangle_py.check.result import CheckInputError
 from entangle_py.check.sizes import Sizes
 from entangle_py.check.window import DistFacts, data_movement, leaves_in
@@ -42,6 +42,7 @@ class DistProgram:
         self.dfacts = DistFacts()
         self.collectives: list = []
         self.no_semantics: dict[str, list] = {}
+        self.unknown: dict[str, str] = {}   # G_d tensor (r0.node) -> why its value is not known (L.Free)
         self._metas: dict[tuple, object] = {}    # (rank, G_d tensor key) -> its meta (peers)
 
     def run(self) -> "DistProgram":
@@ -107,6 +108,7 @@ class DistProgram:
             return
         if isinstance(res, L.Free):      # a value nobody knows: a leaf of its own
             self._dist_leaf(r, n.name, n.val)
+            self.unknown[f"r{r}.{n.name}"] = res.label + (f" at {source(n)}" if source(n) else "")
             return
         if isinstance(res, L.NoSemantics):
             self.no_semantics.setdefault(unsupported_key(res), []).append((r, n))

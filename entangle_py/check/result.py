@@ -43,6 +43,7 @@ class Result:
     collectives: list = field(default_factory=list)
     assumptions: list = field(default_factory=list)   # (name, description) of assumptions in force
     capture_notes: list = field(default_factory=list)  # what capture modelled, where (ir.graph.capture_notes)
+    unknown_values: dict = field(default_factory=dict)  # G_d tensor (r0.node) -> why the checker does not know it
     # s-expressions over G_d leaves (Gd "r<rank>.<node>"), for numeric re-checks: each checked
     # output's certificate, and a clean term found for each G_s operator on the way
     certificates: dict = field(default_factory=dict)

@@ -43,6 +43,7 @@ def to_json(res, seq: str, dist: str, spec: str | None = None) -> dict:
         "ops_checked": res.ops_checked,
         "assumptions": [{"name": a, "meaning": d} for a, d in res.assumptions],
         "capture_notes": res.capture_notes,
+        "unknown_values": res.unknown_values,
         "timings_s": {k: round(v, 4) for k, v in res.timings.items()},
         "retired": res.retired,
         "rechecked": res.rechecked,

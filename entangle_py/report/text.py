@@ -74,6 +74,10 @@ def print_result(res: Result, console: Console, verbose: bool = False):
                            + (" ..." if len(f.later) > 12 else ""))
         for h in hints(res):
             console.print(f"  [bold]hint[/]: {escape(h)}", highlight=False)
+    if res.status != "refines" and res.unknown_values:
+        plain(console, "  values of the distributed program the checker does not know (nothing is proven from them):")
+        for key, why in list(res.unknown_values.items())[:MAX_LISTED]:
+            plain(console, f"    {key}: {why}")
     if res.numeric:
         print_numeric(res.numeric, console, verbose)
     if verbose:

@@ -415,18 +415,11 @@ def check_graph(gm, dynamo_port_names, model, rank, joint) -> None:
     ``ddp.module.fc(x)``, would bypass both), or CaptureError.  ``dynamo_port_names``: the port of
     each input of Dynamo's graph."""
     import torch
-    from torch._functorch._aot_autograd import descriptors as D
     found = wrappers(model)
     if not found:
         return
     rename = port_renamer(model)
-
-    def port_names(desc):
-        port = _aot_port(desc, dynamo_port_names, rename)
-        if port is None:
-            raise CaptureError(f"not a parameter: {desc}")
-        return port
-
+    placeholders, grad_at = _ports(gm, dynamo_port_names, rename)
     managed = {}
     for path, w in found:
         pre = f"{path}.module." if path else "module."
@@ -434,15 +427,6 @@ def check_graph(gm, dynamo_port_names, model, rank, joint) -> None:
         # construction: a parameter attached later is neither)
         for name, (bcast, avg) in w._ddp["modelled"].items():
             managed[f"param:{rename(pre + name)}"] = (w, bcast, avg)
-    placeholders = {}
-    for n in gm.graph.nodes:
-        if n.op == "placeholder":
-            desc = n.meta.get("desc")
-            try:
-                port = port_names(desc)
-            except CaptureError:
-                continue
-            placeholders[port] = n
     for port, n in placeholders.items():
         if port not in managed:
             continue
@@ -459,14 +443,7 @@ def check_graph(gm, dynamo_port_names, model, rank, joint) -> None:
     if not joint:
         return
     out = next(n for n in gm.graph.nodes if n.op == "output")
-    descs = out.meta.get("desc") or []
-    grads = {}
-    for i, d in enumerate(descs):
-        if isinstance(d, D.GradAOTOutput):
-            try:
-                grads[port_names(d.grad_of)] = out.args[0][i]
-            except CaptureError:
-                continue
+    grads = {port: out.args[0][i] for port, i in grad_at.items()}
     # a reducer parameter without a gradient stalls its reducer (no find_unused_parameters): as
     # when one is frozen or replaced after construction (_plan), no gradient of that DDP is averaged
     stalled = {}
@@ -497,17 +474,46 @@ def check_graph(gm, dynamo_port_names, model, rank, joint) -> None:
 def _unaverage(gm, out, g):
     """Make the output ``g`` -- DDPParam's backward, div(wait_tensor(all_reduce(grad)), size) --
     the rank's own ``grad``, and drop the reduction (a stalled reducer averages nothing)."""
-    import torch
-    wait = g.args[0]
-    red = wait.args[0] if isinstance(wait, torch.fx.Node) else None
-    if not (wait.target is torch.ops._c10d_functional.wait_tensor.default and isinstance(red, torch.fx.Node)
-            and red.target is torch.ops._c10d_functional.all_reduce.default and _ddp_frame(red)):
-        raise CaptureError(f"DDP's averaged gradient {g.name} is not the all-reduce capture writes "
-                           f"(found {wait.target}); cannot model its stalled reducer")
+    chain = _reduction(g)
+    if chain is None or not _ddp_frame(chain[0]):
+        raise CaptureError(f"DDP's averaged gradient {g.name} is not the all-reduce capture writes; "
+                           f"cannot model its stalled reducer")
+    red = chain[0]
     out.args = (tuple(red.args[0] if a is g else a for a in out.args[0]),) + tuple(out.args[1:])
-    for n in (g, wait, red):
+    for n in reversed(chain):
         if not n.users:
             gm.graph.erase_node(n)
+
+
+def _reduction(g):
+    """(all_reduce, wait_tensor, div) if ``g`` is DDPParam's backward, div(wait_tensor(all_reduce(
+    grad)), size), else None."""
+    import torch
+    div_op = torch.ops.aten.div.Tensor
+    wait_op, ar_op = torch.ops._c10d_functional.wait_tensor.default, torch.ops._c10d_functional.all_reduce.default
+    wait = g.args[0] if getattr(g, "target", None) is div_op and g.args else None
+    ar = wait.args[0] if getattr(wait, "target", None) is wait_op and wait.args else None
+    return (ar, wait, g) if getattr(ar, "target", None) is ar_op else None
+
+
+def _ports(gm, dynamo_port_names, rename) -> tuple[dict, dict]:
+    """A traced graph's {port: placeholder} of its inputs and parameters, and {port: index of its
+    gradient among the graph's outputs}."""
+    from torch._functorch._aot_autograd import descriptors as D
+    placeholders = {}
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            port = _aot_port(n.meta.get("desc"), dynamo_port_names, rename)
+            if port is not None:
+                placeholders[port] = n
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    grad_at = {}
+    for i, d in enumerate(out.meta.get("desc") or []):
+        if isinstance(d, D.GradAOTOutput):
+            port = _aot_port(d.grad_of, dynamo_port_names, rename)
+            if port is not None:
+                grad_at[port] = i
+    return placeholders, grad_at
 
 
 def reduce_unused(gm, dynamo_port_names, model, rank, no_gradient_is_needed) -> list:
@@ -528,31 +534,15 @@ def reduce_unused(gm, dynamo_port_names, model, rank, no_gradient_is_needed) -> 
     those outputs)."""
     import torch
     import torch.distributed as dist
-    from torch._functorch._aot_autograd import descriptors as D
     found = [(p, w) for p, w in wrappers(model) if w._ddp["find_unused"]]
     filled = []
     if not found:
         return filled
     rename = port_renamer(model)
-
-    def port_name(desc):
-        return _aot_port(desc, dynamo_port_names, rename)
-
+    placeholders, grad_at = _ports(gm, dynamo_port_names, rename)
     out = next(n for n in gm.graph.nodes if n.op == "output")
     outs = list(out.args[0]) if isinstance(out.args[0], (tuple, list)) else [out.args[0]]
     descs = out.meta.get("desc") or []
-    grad_at = {}
-    for i, d in enumerate(descs):
-        if isinstance(d, D.GradAOTOutput):
-            port = port_name(d.grad_of)
-            if port is not None:
-                grad_at[port] = i
-    placeholders = {}
-    for n in gm.graph.nodes:
-        if n.op == "placeholder":
-            port = port_name(n.meta.get("desc"))
-            if port is not None:
-                placeholders[port] = n
     ar_op, wait_op = torch.ops._c10d_functional.all_reduce.default, torch.ops._c10d_functional.wait_tensor.default
     div_op, zeros_op = torch.ops.aten.div.Tensor, torch.ops.aten.zeros.default
     for path, w in found:
@@ -569,10 +559,8 @@ def reduce_unused(gm, dynamo_port_names, model, rank, no_gradient_is_needed) -> 
                                    f"gradient output in the joint graph: its reduction cannot be placed")
             g = outs[i]
             if g is not None:
-                wait = g.args[0] if g.target is div_op and g.args else None
-                ar = wait.args[0] if getattr(wait, "target", None) is wait_op and wait.args else None
-                chain = [ar, wait, g]
-                if (getattr(ar, "target", None) is not ar_op or tuple(ar.args[1:]) != ("sum", group_name)
+                chain = _reduction(g)
+                if (chain is None or tuple(chain[0].args[1:]) != ("sum", group_name)
                         or g.args[1:] != (size,) or any(len(n.users) != 1 for n in chain)
                         or sum(o is g for o in outs) != 1):
                     raise CaptureError(f"rank {rank}: the gradient of {port} (DistributedDataParallel "

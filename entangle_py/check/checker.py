@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from entangle_py.check import culprit
 from entangle_py.check import spec as S
+from entangle_py.check import state as ST
 from entangle_py.check.distributed import DistProgram
 from entangle_py.check.inputs import Inputs, SpecTerms, declared_constant
 from entangle_py.check.names import Display, Names, gd_leaf, gd_leaves, source, split_key, unsupported_key
@@ -41,8 +42,11 @@ class Checker:
                  lemma_files=(), progress=None, log=None, policy: Policy | None = None, refute=None):
         if seq.world_size != 1:
             raise CheckInputError(f"the sequential bundle has {seq.world_size} ranks; expected 1")
-        self.seq_bundle = seq
-        self.seq, self.dist, self.spec = seq.ranks[0], dist, spec
+        # the state each program leaves (what it writes in place) is an output of both, checked
+        self.state = ST.account(seq.ranks[0], dist.ranks)
+        self.seq_bundle = replace(seq, ranks=[self.state.seq])
+        self.seq, self.dist, self.spec = self.state.seq, replace(dist, ranks=list(self.state.ranks)), spec
+        self.expect = dict(spec.expect)      # the spec's, and the states' (once inputs are related)
         self.limits = limits or Limits()
         self.policy = policy or Policy()
         self.progress = progress
@@ -131,7 +135,7 @@ class Checker:
             return False
         self.expect_seeded = True
         texts = []
-        for name, rel in self.spec.expect.items():
+        for name, rel in self.expect.items():
             if isinstance(rel.term, S.Call):
                 pname, _ = self._expect_target(name)
                 texts += [self.spec_terms.text(t, f"[expect] {name!r}")
@@ -223,8 +227,10 @@ class Checker:
         res.assumptions = [(a, ASSUMPTIONS[a]) for a in self.spec.assume if a != "same_rng"]
         res.capture_notes = G.capture_notes(self.dist)
         self.no_semantics: dict[str, list] = {}
+        self._certify_lemmas = {}
         t0 = time.perf_counter()
         rels = self.input_relations()
+        self._expect_states(rels)
         self.sizes = Sizes(self.seq, self.dist, self.seq_names, self.dist_names, rels)
         self.engine = Engine(self.lib, assume=self.spec.assume, dims=self.sizes.solver)
         for r, g in enumerate(self.dist.ranks):
@@ -240,6 +246,7 @@ class Checker:
                                     self.sizes, self.dvar)
         res.inferred_inputs = {k: str(v) for k, v in self.inferred.items()}
         res.input_relations = {k: str(v) for k, v in rels.items()}
+        res.given = {k: str(v) for k, v in self._given_tensors().items()}
         self.insert_inputs(rels)
         res.collectives = self.collectives
         self._refuse_unsupported()   # collectives with a reduction we do not model
@@ -288,10 +295,15 @@ class Checker:
             res.failure.later = [d.node for d in deferred[1:]]
         res.timings["infer"] = time.perf_counter() - t1
         if res.failure is None:
+            before = self.engine.matches.copy()
             self._finish(res)
+            self._certify_lemmas = self.engine.matches - before
+            self._unmatched_writes(res)
         else:
             self._expectations_blocked_by(res, res.failure.node)
         self._output_verdicts(res)
+        res.unchecked = list(self.unchecked)
+        res.assumption_uses = self._assumption_uses()
         f = res.failure
         for d in [f.node, *f.later] if f and not f.reason.startswith("output ") else ():
             if d in self.op_stats:
@@ -299,12 +311,40 @@ class Checker:
         culprit.annotate(self, res)       # where it is in both programs (reports only)
         return res
 
+    def _unmatched_writes(self, res: Result):
+        """A rank writes state the sequential program does not hold: its value after the step has
+        nothing to equal, a difference (never ignored)."""
+        if res.status != "refines" or not self.state.unmatched:
+            return
+        r, w = self.state.unmatched[0]
+        node = self.dist.ranks[r].output_node(ST.after(w))
+        res.status = "fails"
+        res.failure = OpFailure(node=f"r{r}.{node.name}", target=node.target, source=source(node), inputs={},
+                                best="", considered=[],
+                                reason=f"state {w}: rank {r} writes it, and the sequential program holds no such "
+                                       f"state: nothing to relate its value after the step to")
+
+    def _assumption_uses(self) -> dict:
+        """Assumption -> the G_s operators (and "outputs", for the certificates and expectations)
+        where a lemma resting on it matched: only there can the proof rest on it (an
+        over-approximation; an assumption with no entry was not used)."""
+        uses = {}
+        for a in self.spec.assume:
+            names = {lem.name for lem in self.lib.lemmas if a in lem.assumes}
+            if not names:          # not a lemma's (random draws: the couplings say where)
+                continue
+            where = [op for op, st in self.op_stats.items() if names & set(st.get("lemmas", ()))]
+            if names & set(getattr(self, "_certify_lemmas", ())):
+                where.append("outputs")
+            uses[a] = where
+        return uses
+
     def _expectations_blocked_by(self, res: Result, failed: str):
         """After a failure, an expectation on an output computed from the failed operator cannot
         hold as required: report it violated -- or, when a limit stopped the check, unknown (None):
         nothing was shown either way.  A failure elsewhere leaves it unchecked, unreported."""
         limit = res.status == "unknown"
-        for name, rel in self.spec.expect.items():
+        for name, rel in self.expect.items():
             _, node = self._expect_target(name)
             if failed in self._ancestors([node]):
                 found = (f"unknown: a limit was hit at {failed}, which it is computed from" if limit
@@ -327,9 +367,11 @@ class Checker:
                 res.outputs[p.name] = {"verdict": "not reached", "at": f.node}
 
     def _needed_nodes(self) -> set:
-        """G_s nodes that checked outputs depend on (others are not verified)."""
+        """G_s nodes that checked outputs depend on (others are not verified).  The state after
+        the step (``mutated:<port>``) is always checked, and its port's input is related."""
         check = self.spec.check
-        outs = [p for p in self.seq.outputs if check is None or p.name in check or p.node in check]
+        states = {ST.after(w) for w in self.state.written}
+        outs = [p for p in self.seq.outputs if check is None or p.name in check or p.node in check or p.name in states]
         if check is not None:
             known = {p.name for p in self.seq.outputs} | {p.node for p in self.seq.outputs}
             unknown = [c for c in check if c not in known and not self.seq.has(c)]
@@ -338,7 +380,18 @@ class Checker:
             outs += [G.Port(c, c) for c in check if c not in known]
         cut = {self.seq_names.node(c) for c in self._given_tensors()}
         self.checked_outputs = outs
-        return self._ancestors([p.node for p in outs], stop=cut)   # a cut tensor is given
+        self.unchecked = [p.name for p in self.seq.outputs if p not in outs]
+        written = [p.node for p in self.seq.inputs if p.name in self.state.written]
+        return self._ancestors([p.node for p in outs] + written, stop=cut)   # a cut tensor is given
+
+    def _expect_states(self, rels: dict):
+        """The state a program writes keeps its input relation: ``mutated:<port>`` (the input
+        itself where a program does not write it) is expected to relate to the ranks' states
+        after the step as the input did before, unless the spec expects something of it."""
+        for w in self.state.written:
+            name = ST.after(w)
+            if name not in self.expect and w in rels:
+                self.expect[name] = ST.relation_after(rels[w], self.state.written)
 
     def _ancestors(self, nodes, stop=()) -> set:
         """``nodes`` and every G_s node they are computed from (not looking past ``stop``)."""
@@ -530,14 +583,16 @@ class Checker:
 
     def _finish(self, res: Result):
         """The output relation: for every checked output, a clean term over what the distributed
-        program returns (and the tensors the spec names as given) -- nothing else may appear in
-        a certificate, however the operator-by-operator relations went.  Expectations are decided
-        first, on values (e-graph equality with the spec's terms)."""
+        program returns -- nothing else may appear in a certificate, however the
+        operator-by-operator relations went ([cut] tensors among them).  An [outputs] check entry
+        naming an inner tensor is certified last, over the ranks' tensors of its name as well.
+        Expectations are decided first, on values (e-graph equality with the spec's terms)."""
         allowed = self._certificate_leaves()
         self.engine.add(*self.window.commands(allowed))
         self.engine.add(*(f"(certleaf (Gd {str_lit(k)}))" for k in sorted(allowed)))
+        outputs = {p.name for p in self.seq.outputs}
         checked = []
-        for name, rel in self.spec.expect.items():
+        for name, rel in self.expect.items():
             pname, node = self._expect_target(name)
             if node not in self.svar:
                 raise CheckInputError(f"[expect] names {name!r}, which is not a checked output of the sequential graph")
@@ -555,15 +610,20 @@ class Checker:
             checked.append((name, pname, str(rel), ok))
         # certificates after the expectations: a proven relation (the concat of the ranks'
         # gradients) is then in the e-class and is the term shown when it is the cheapest
-        for p in self.checked_outputs:
+        for p in sorted(self.checked_outputs, key=lambda p: p.name not in outputs):
             v = self.svar.get(p.node)
             if v is None:
                 raise CheckInputError(f"output {p.name!r} of the sequential graph was not related (its node "
                                       f"{p.node} is not a tensor the checker understands)")
             self._bring(v)
-            found = self._certify(v, allowed)
+            leaves = allowed
+            if p.name not in outputs:      # an inner tensor: the end of a region in both programs
+                leaves = self._certificate_leaves(p.name)
+                self.engine.add(*self.window.commands(leaves - allowed))
+                self.engine.add(*(f"(certleaf (Gd {str_lit(k)}))" for k in sorted(leaves - allowed)))
+            found = self._certify(v, leaves)
             if found is None or isinstance(found, Outcome):
-                res.status, res.failure = "fails", self._not_returned(p, v, allowed)
+                res.status, res.failure = "fails", self._not_returned(p, v, leaves)
                 if found is not None:
                     res.status, res.failure.reason = "unknown", f"limit: {found.limit} (output {p.name})"
                 break
@@ -583,23 +643,18 @@ class Checker:
             if not ok and res.status == "refines":
                 res.status = "fails"
 
-    def _certificate_leaves(self) -> set[str]:
-        """G_d tensors a certificate may name: every rank's outputs, the given tensors, and the
-        ranks' tensors of the name an [outputs] check entry gives an inner G_s tensor (the spec
-        then names the end of a region in both programs, as [cut] names its start)."""
+    def _certificate_leaves(self, inner: str | None = None) -> set[str]:
+        """G_d tensors a certificate may name: every rank's outputs -- and, for an [outputs] check
+        entry naming an inner G_s tensor (the end of a region in both programs, as [cut] names its
+        start), the ranks' tensors of that name too.  Never a [cut] or other given tensor: a
+        spec entry adds facts, it removes no output's obligation to be what the ranks return."""
         keys = set()
-        outputs = {p.name for p in self.seq.outputs} | {p.node for p in self.seq.outputs}
-        inner = [c for c in self.spec.check or () if c not in outputs]
         for r, g in enumerate(self.dist.ranks):
             for p in g.outputs:
                 keys |= leaves_in(self.dvar[r].get(p.node, ""))
-            for c in inner:
-                node = self.dist_names[r].node(c)
-                if node is not None:
-                    keys |= leaves_in(self.dvar[r].get(node, ""))
-        for name, rel in self._given_tensors().items():
-            for t in self.spec_terms.relation_terms(rel, name, f"spec {name!r}"):
-                keys |= leaves_in(self.spec_terms.text(t, f"spec {name!r}"))
+            node = self.dist_names[r].node(inner) if inner is not None else None
+            if node is not None:
+                keys |= leaves_in(self.dvar[r].get(node, ""))
         return keys
 
     def _certify(self, v: str, allowed: set[str]):
@@ -621,7 +676,10 @@ class Checker:
         n = self.seq.node(p.node)
         cost, best = self.engine.extract(v)
         returned = sorted(self.show_leaf(k) for k in allowed)
-        if cost < BIG:
+        if cost < BIG and p.name.startswith(ST.MUTATED):
+            why = (f"the state after the step is {self.show_term(best)}, tensors the ranks do not hold after "
+                   f"it (their state after the step is their mutated:* outputs)")
+        elif cost < BIG:
             why = (f"its relation {self.show_term(best)} names tensors the distributed program computes "
                    f"but does not return")
         else:

@@ -42,6 +42,10 @@ class Result:
     ops_checked: int = 0
     collectives: list = field(default_factory=list)
     assumptions: list = field(default_factory=list)   # (name, description) of assumptions in force
+    # assumption -> G_s operators ("outputs": certificates) where a lemma resting on it matched
+    assumption_uses: dict = field(default_factory=dict)
+    unchecked: list = field(default_factory=list)     # outputs of G_s the spec's [outputs] check leaves out
+    given: dict = field(default_factory=dict)         # inner tensors the spec gives ([cut]): not checked
     capture_notes: list = field(default_factory=list)  # what capture modelled, where (ir.graph.capture_notes)
     unknown_values: dict = field(default_factory=dict)  # G_d tensor (r0.node) -> why the checker does not know it
     # s-expressions over G_d leaves (Gd "r<rank>.<node>"), for numeric re-checks: each checked

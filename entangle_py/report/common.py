@@ -85,6 +85,29 @@ def culprit_lines(detail: dict) -> list[str]:
     return out
 
 
+def coverage_line(res) -> str | None:
+    """What the spec's [outputs] check leaves unchecked, said with the verdict (a "refines" covers
+    only what was checked), or None when every output is."""
+    if not res.unchecked:
+        return None
+    grads = [o for o in res.unchecked if o.startswith("grad:")]
+    rest = [o for o in res.unchecked if not o.startswith("grad:")]
+    parts = ([f"{len(grads)} gradient{'s' * (len(grads) != 1)}"] if grads else []) + \
+            ([f"{len(rest)} output{'s' * (len(rest) != 1)}"] if rest else [])
+    names = ", ".join(res.unchecked[:MAX_LISTED]) + (" ..." if len(res.unchecked) > MAX_LISTED else "")
+    return f"not checked: {' and '.join(parts)} ({names}); add them to [outputs] check"
+
+
+def assumption_use(res, name: str) -> str:
+    """Where the proof may rest on an assumption in force (lemmas resting on it matched there)."""
+    where = res.assumption_uses.get(name)
+    if where is None:
+        return ""
+    if not where:
+        return "; not used (no lemma resting on it applied)"
+    return f"; used at {', '.join(where[:MAX_LISTED])}{' ...' if len(where) > MAX_LISTED else ''}"
+
+
 def hints(res) -> list[str]:
     """What the user can do about a failure that a known assumption discharges."""
     f = res.failure

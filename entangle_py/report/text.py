@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from entangle_py.check.checker import Result
 from entangle_py.oracle.recheck import plain, print_numeric
-from entangle_py.report.common import MAX_LISTED, culprit_lines, hints, paren_phase
+from entangle_py.report.common import MAX_LISTED, assumption_use, coverage_line, culprit_lines, hints, paren_phase
 
 
 def print_result(res: Result, console: Console, verbose: bool = False):
@@ -23,8 +23,10 @@ def print_result(res: Result, console: Console, verbose: bool = False):
         for name, rel in res.inferred_inputs.items():
             plain(console, f"  {name} = {rel}")
     for name, meaning in res.assumptions:
-        console.print(f"[bold]assuming[/] {name}: {escape(meaning)} (spec {escape('[assume]')}; not proven)",
-                      highlight=False)
+        console.print(f"[bold]assuming[/] {name}: {escape(meaning)} (spec {escape('[assume]')}; not proven"
+                      f"{escape(assumption_use(res, name))})", highlight=False)
+    for name, rel in res.given.items():
+        plain(console, f"given (spec, not checked: what computes it is not verified): {name} = {rel}")
     for n in res.capture_notes:
         at = f" at {n['file']}:{n['line']}" if n.get("file") else ""
         plain(console, f"capture note (rank {', '.join(map(str, n['ranks']))}){at}: {n['text']}")
@@ -41,6 +43,8 @@ def print_result(res: Result, console: Console, verbose: bool = False):
         console.print("[bold yellow]unknown[/]: a limit was hit")
     for name, term in res.relations.items():
         plain(console, f"  {name} = {term}")
+    if coverage_line(res):
+        plain(console, f"  {coverage_line(res)}")
     for out, req, found, ok in res.expectations:
         mark = "[green]holds[/]" if ok else "[yellow]unknown[/]" if ok is None else "[red]violated[/]"
         detail = found if found.startswith(("no clean term", "unknown")) else f"found {out} = {found}"
@@ -54,6 +58,7 @@ def print_result(res: Result, console: Console, verbose: bool = False):
     if f:
         head = ("first operator without a clean mapping" if f.reason == "no clean term"
                 else "output not returned by the distributed program" if f.reason.startswith("output ")
+                else "state written by one program only" if f.reason.startswith("state ")
                 else "stopped at")
         detail = f.detail or {}
         console.print(f"[bold]{head}[/]: {f.node} = {f.target}{paren_phase(detail.get('location'))}",

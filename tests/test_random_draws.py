@@ -227,3 +227,16 @@ def test_draws_pair_by_op_and_parameters(tmp_path):
     (tmp_path / "spec.toml").write_text(SP_TOML)
     rc, text = _check(seq, dist, "--spec", str(tmp_path / "spec.toml"))
     assert rc == 1 and "native_dropout(p=0.5, train=True)" in text and "native_dropout(p=0.25, train=True)" in text
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+def test_dropout_value_is_x_times_its_mask_as_torch_computes_it(dtype):
+    """Lowered with the mask a draw of its own, native_dropout's value is x * mask * scale, the scale
+    rounded to x's dtype as the CPU kernel does (checked against the op's real outputs)."""
+    from torch.testing._internal.opinfo.core import SampleInput
+    from entangle_py.oracle import conformance as C
+    for p in (0.1, 0.3, 0.77, 0.9):
+        for shape in [(4, 5), (0, 3), (), (7,)]:
+            x = torch.randn(shape, dtype=dtype) * 100
+            v = C.check_sample(lambda t: torch.ops.aten.native_dropout(t, p, True), SampleInput(x))
+            assert v.kind == "agree", (p, shape, [(n.node, n.kind, n.why) for n in v.nodes])

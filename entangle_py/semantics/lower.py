@@ -12,6 +12,7 @@ thing become the same term (congruence).  An op either
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass
 
 import sympy
@@ -782,7 +783,8 @@ class Lowerer:
         if not 0 < p < 1:
             return Refused(n.target, "p", f"p={p!r} (a mask that drops everything, or no probability)")
         mask = ref(draw_key(n))
-        return TupleTerms((Term(f"(scalar \"mul\" (binary \"mul\" {self.t(x)} {mask}) {scalar_lit(1 / (1 - p))})"),
+        scale = _in_dtype(1 / (1 - p), self._dtype(x.name))    # torch's kernel rounds it to x's dtype
+        return TupleTerms((Term(f"(scalar \"mul\" (binary \"mul\" {self.t(x)} {mask}) {scalar_lit(scale)})"),
                            DRAW))
 
     @lowers(*sorted(t for t in ops.RANDOM_DRAWS if t != ops.DROPOUT))
@@ -1958,6 +1960,19 @@ FLIP_MAX = 64
 _ARANGE_EXACT = {"int32": 2**31 - 1, "float64": 2**53, "float32": 2**24, "bfloat16": 2**8, "float16": 2**11}
 
 _COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
+
+def _in_dtype(v: float, dtype: str) -> float:
+    """``v`` rounded to a float dtype (to nearest, ties to even), as a kernel that multiplies by a
+    scalar of the tensor's dtype rounds it; float64 and other dtypes keep it."""
+    if dtype in ("float32", "float16"):
+        code = "f" if dtype == "float32" else "e"
+        return struct.unpack(code, struct.pack(code, v))[0]
+    if dtype == "bfloat16":
+        bits = struct.unpack("<I", struct.pack("<f", v))[0]
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+        return struct.unpack("<f", struct.pack("<I", bits))[0]
+    return v
+
 
 def _rounded(op: str, n: Node) -> str:
     """div with rounding_mode 'floor' / 'trunc' is another op (div_floor / div_trunc)."""

@@ -93,5 +93,5 @@ def hints(res) -> list[str]:
     if f is not None and (f.target in ops.INDEXING or f.target == ops.INDEX_TENSOR) and "valid_indices" not in assumed:
         out.append("a table lookup: if the distributed program masks or offsets ids (a vocab-parallel "
                    "embedding), it equals the sequential lookup only for ids inside the table; when every "
-                   "id is, add `[assume] valid_indices = true` to the spec (printed with the verdict, not proven)")
+                   "id is, add `[assume] valid_indices = true` to the spec, or --assume valid_indices (printed with the verdict, not proven)")
     return out

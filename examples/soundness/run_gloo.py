@@ -153,18 +153,8 @@ def _worker(rank, world, port, out_dir, payload):
     torch.manual_seed(1234 + rank)
     _deterministic()
     gloo_ranks.init(rank, world, port, timeout_s=30)
-    import torch.distributed as dist
     entries, inputs = torch.load(payload, weights_only=False)
-    results = {}
-    try:
-        for e in entries:
-            try:
-                results[e.name] = _run_rank(e, rank, inputs[e.name][rank])
-            except Exception as ex:  # noqa: BLE001 - a program that fails on gloo is wrong
-                results[e.name] = {"error": f"{type(ex).__name__}: {str(ex).splitlines()[0][:200]}"}
-            dist.barrier()
-    finally:
-        gloo_ranks.finish(out_dir, rank, results)
+    gloo_ranks.run_each(out_dir, rank, entries, lambda e: e.name, lambda e: _run_rank(e, rank, inputs[e.name][rank]))
 
 
 def _match_any(seq, outs):

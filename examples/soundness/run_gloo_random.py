@@ -116,18 +116,8 @@ def run_program(entry, rank, world, given, draws=None, joint=None):
 
 def _worker(rank, world, port, out_dir, payload):
     gloo_ranks.init(rank, world, port, timeout_s=30)
-    import torch.distributed as dist
     entries, given = torch.load(payload, weights_only=False)
-    results = {}
-    try:
-        for e in entries:
-            try:
-                results[e.id] = run_program(e, rank, world, given[e.id][rank])
-            except Exception as ex:  # noqa: BLE001 - a program that fails on gloo is wrong
-                results[e.id] = {"error": f"{type(ex).__name__}: {str(ex).splitlines()[0][:200]}"}
-            dist.barrier()
-    finally:
-        gloo_ranks.finish(out_dir, rank, results)
+    gloo_ranks.run_each(out_dir, rank, entries, lambda e: e.id, lambda e: run_program(e, rank, world, given[e.id][rank]))
 
 
 def couple(seq_draw: torch.Tensor, theirs: list) -> tuple[torch.Tensor | None, str]:

@@ -90,8 +90,8 @@ def test_checker_verdict(entry, tmp_path):
 
 # ----------------------------------------------------------------------------- positions
 
-def _pos(seed=7, state="s", before=(), own=("drop",), seeded=True):
-    return R.Position(seeded, seed if seeded else None, state, tuple(before), own)
+def _pos(seed=7, state="s", before=(), own=("drop",), unknown=""):
+    return R.Position(seed, state, tuple(before), own, unknown)
 
 
 @pytest.mark.parametrize("a,b,want", [
@@ -102,7 +102,7 @@ def _pos(seed=7, state="s", before=(), own=("drop",), seeded=True):
     (_pos(before=(("b",),)), _pos(before=(("drop",),)), "unknown"),   # other histories: may overlap
     (_pos(), _pos(before=(("b",),)), "unknown"),                       # starts apart, may overlap
     (_pos(), _pos(state="t"), "unknown"),                              # drawn or set before the forward
-    (_pos(seeded=False), _pos(seeded=False), "unknown"),               # a process's own seed
+    (_pos(unknown="never seeds"), _pos(), "unknown"),                 # a process's own seed
 ])
 def test_relation_of_two_positions(a, b, want):
     assert R.relation(a, b)[0] == want
@@ -240,3 +240,27 @@ def test_dropout_value_is_x_times_its_mask_as_torch_computes_it(dtype):
             x = torch.randn(shape, dtype=dtype) * 100
             v = C.check_sample(lambda t: torch.ops.aten.native_dropout(t, p, True), SampleInput(x))
             assert v.kind == "agree", (p, shape, [(n.node, n.kind, n.why) for n in v.nodes])
+
+
+def test_couplings_whose_draws_overlap_are_dropped():
+    """Two couplings each valid alone, but rank 1's stream runs one draw ahead of rank 0's (same
+    seed): rank 1's first draw IS rank 0's second, so the first sequential draw's second half
+    would equal the second's first half.  Both couplings go, naming the overlap."""
+    def site(graph, node, k):
+        return R.Site(graph, node, f"{node}#1", k, "aten.native_dropout.default", (4, 6) if graph != "seq" else (8, 6),
+                      "bool", (("p", 0.5), ("train", True)), None)
+    sig = ("aten.native_dropout.default", ("4", "6"), "bool", ("0.5", "True"))
+    seq = [site("seq", "d1", 0), site("seq", "d2", 1)]
+    r0 = [site(0, "d1", 0), site(0, "d2", 1)]
+    r1 = [site(1, "d1", 1), site(1, "d2", 2)]
+    positions = {r0[0]: _pos(before=(), own=sig), r0[1]: _pos(before=(sig,), own=sig),
+                 r1[0]: _pos(before=(sig,), own=sig), r1[1]: _pos(before=(sig, sig), own=sig)}
+    assert R.relation(positions[r1[0]], positions[r0[1]])[0] == "same"
+    plan = R.Plan(evidence=True)
+    for s, theirs in zip(seq, zip(r0, r1)):
+        decided = R._couple_by_evidence(s, list(theirs), positions, lambda a, b: a == b)
+        assert isinstance(decided, R.Coupling) and decided.dim == 0      # each alone: independent parts
+        plan.couplings.append(decided)
+    R._drop_correlated(plan, positions)
+    assert plan.couplings == [] and [u.seq.key for u in plan.uncoupled] == ["d1#1", "d2#1"]
+    assert "are not independent" in plan.uncoupled[0].why

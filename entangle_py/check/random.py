@@ -8,8 +8,9 @@ usual; a sequential draw without one is a leaf related to nothing, so anything c
 fails, naming the draw and why (``Plan.uncoupled``).
 
 **Where a draw comes from.**  Every in-graph draw consumes the rank's default generator
-(frontend/rng.py records each rank's seed, the generator's state as the forward starts and the
-draws ``build`` made before it).  A draw's *position*: that stream, everything drawn from it
+(frontend/rng.py records each rank's seed, the generator's state as the forward starts, the
+draws ``build`` made before it, and the draws the forward makes run eagerly: a rank whose graph
+drops one of those -- an unused draw -- draws elsewhere in its stream eagerly than compiled).  A draw's *position*: that stream, everything drawn from it
 before (build's draws, then the forward's earlier ones) and the draw's own signature.  Two draws:
 
 * different seeds: independent (the usual idealisation of a PRNG: streams of different seeds do
@@ -18,8 +19,8 @@ before (build's draws, then the forward's earlier ones) and the draw's own signa
   their samples overlap: correlated;
 * same seed and state, one drawn entirely before the other (its position and its own draw are a
   prefix of the other's position): independent, disjoint parts of one stream;
-* anything else (another state, positions that may overlap, a rank that never seeds): nothing is
-  known, which no coupling may rest on.
+* anything else (another state, positions that may overlap, a rank that never seeds or whose
+  graph's draws are not its eager ones): nothing is known, which no coupling may rest on.
 
 **The coupling.**  The k-th draw of G_s pairs with every rank's k-th draw (program order; same
 op, parameters and dtype).  The ranks' draws form replica classes (identical positions), and:
@@ -80,11 +81,11 @@ class Site:
 @dataclass(frozen=True)
 class Position:
     """Where in its rank's default stream a draw starts (see the module docstring)."""
-    seeded: bool
     seed: int | None
     state: str
     before: tuple        # signatures of everything drawn from the stream before it
     own: tuple           # its own signature
+    unknown: str = ""    # why nothing is known of the stream ("" when it is known)
 
 
 @dataclass(frozen=True)
@@ -162,14 +163,39 @@ def sites(g: G.RankGraph, graph, canon: Callable) -> tuple[list[Site], list[tupl
 
 
 def position(stream: G.RngStream, sigs: list, site: Site) -> Position:
-    return Position(stream.seeded, stream.seed, stream.state,
-                    tuple(stream.build) + tuple(sigs[:site.index]), sigs[site.index])
+    return Position(stream.seed, stream.state, tuple(stream.build) + tuple(sigs[:site.index]), sigs[site.index],
+                    _unknown(stream, sigs, site.graph))
+
+
+def _unknown(stream: G.RngStream, sigs: list, rank) -> str:
+    """Why nothing is known of where rank ``rank``'s draws come from ("" when it is known)."""
+    if not stream.seeded:
+        return (f"rank {rank} never seeds its generator, so its draws come from its process's own seed (CPU: "
+                f"random per process; CUDA: a fixed default): seed it (torch.manual_seed in build or at import)")
+    eager = stream.forward
+    if eager is None:
+        return f"capture could not run rank {rank}'s forward eagerly to see the draws it makes"
+    if len(eager) != len(sigs) or not all(_same_dims(sig[1], sh) for sig, sh in zip(sigs, eager)):
+        return (f"rank {rank}'s forward makes {len(eager)} draws run eagerly, of shapes {[list(sh) for sh in eager]}, "
+                f"but its graph {len(sigs)}, of shapes {[_shape_text(sig[1]) for sig in sigs]} (the trace drops a draw "
+                f"whose result is unused): eager and compiled runs draw from different positions of the stream")
+    return ""
+
+
+def _shape_text(shape: tuple) -> list:
+    return [int(d) if d.lstrip("-").isdigit() else d for d in shape]
+
+
+def _same_dims(graph_shape: tuple, eager_shape: tuple) -> bool:
+    """A graph draw's shape (sizes as text) is the eager one (ints); a symbolic size matches any."""
+    return len(graph_shape) == len(eager_shape) and all(
+        not d.lstrip("-").isdigit() or int(d) == e for d, e in zip(graph_shape, eager_shape))
 
 
 def relation(a: Position, b: Position) -> tuple[str, str]:
     """("same" | "independent" | "unknown", why) of two draws' positions."""
-    if not (a.seeded and b.seeded):
-        return "unknown", "a rank that never seeds its generator draws from its process's own seed"
+    if a.unknown or b.unknown:
+        return "unknown", a.unknown or b.unknown
     if a.seed != b.seed:
         return "independent", f"seeds {a.seed} and {b.seed}"
     if a.state != b.state:
@@ -240,11 +266,9 @@ def _couple(s: Site, k: int, theirs: list, positions: dict, evidence: bool, assu
 
 
 def _couple_by_evidence(s: Site, theirs: list, positions: dict, same) -> Coupling | NoCoupling:
-    unseeded = [d for d in theirs if not positions[d].seeded]
-    if unseeded:
-        return NoCoupling(s, f"rank {unseeded[0].graph} never seeds its generator, so its draws come from its "
-                             f"process's own seed (CPU: random per process; CUDA: a fixed default): seed it "
-                             f"(torch.manual_seed in build or at import)")
+    unknown = [d for d in theirs if positions[d].unknown]
+    if unknown:
+        return NoCoupling(s, positions[unknown[0]].unknown)
     classes: list[list[Site]] = []
     for d in theirs:
         for c in classes:

@@ -236,6 +236,8 @@ def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool
         if styles is not None:
             styles.update(_parallel_styles(model, found))
         gm, info = _trace(model, inputs, module, joint, dynamic, script_file, rank)
+        if streams:
+            streams.forward(rank, info.eager_draws)
         return convert(gm, info, model, inputs, rank, script_file, joint, world_size), info.ddp_zero_grads
     finally:
         torch._dynamo.reset()
@@ -383,6 +385,7 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
                                "so there is no backward graph")
         raise CaptureError("the program produced no graph (does forward compute anything?)")
     info.result_structure = _output_names(result, info.num_outputs)
+    info.eager_draws = rng.eager_draws(model, inputs, fake_mode, captured[key])   # a trace may drop a draw
     ddp.check_graph(captured[key], info.port_names, model, rank, joint)
     if joint:
         gm = captured[key]

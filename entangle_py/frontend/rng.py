@@ -14,7 +14,11 @@ a real run draws before its forward.  Per rank this records:
   CUDA: a fixed default), so nothing is known of how two ranks' streams relate.
 * ``state``: a digest of the generator's state after ``build`` (real CPU draws it made are in it);
 * ``build``: the draws ``build`` made on the default generator (op, shape, dtype, params), seen by
-  a dispatch mode: on meta they draw nothing here, in a real run they advance the generator.
+  a dispatch mode: on meta they draw nothing here, in a real run they advance the generator;
+* ``forward``: the shapes of the draws the forward makes run eagerly (on fake tensors, in order;
+  None when its graph draws nothing, or that run fails).  AOTAutograd drops a draw whose result is unused, which an eager run
+  still makes: where the graph's draws are not these, eager and compiled runs draw from different
+  positions of the stream, and check/random.py trusts neither.
 
 Ranks captured one after another in one process see the generator as a fresh process of their
 own would: its state after the import is restored before each rank's ``build``.  The caller's
@@ -58,6 +62,11 @@ class Recorder:
             entry["seed"] = seed
         self.ranks[rank] = entry
 
+    def forward(self, rank: int, shapes: list | None):
+        """The shapes of the draws rank ``rank``'s forward makes run eagerly (``eager_draws``)."""
+        if rank in self.ranks:
+            self.ranks[rank]["forward"] = shapes
+
     def finish(self) -> str | None:
         """The ``RNG_STREAMS`` meta entry (None unless every rank was recorded); the caller's
         generator state is restored."""
@@ -66,6 +75,23 @@ class Recorder:
         if not self.ranks or set(self.ranks) != set(range(len(self.ranks))):
             return None
         return json.dumps({str(r): e for r, e in sorted(self.ranks.items())}, sort_keys=True)
+
+
+def eager_draws(model, inputs: dict, fake_mode, gm) -> list | None:
+    """The shapes of the draws ``model(**inputs)`` makes run eagerly on fake tensors, in order.
+    None when its graph ``gm`` draws nothing (no position to check: the run is skipped) or the
+    eager run fails (nothing is then known of where its draws come from)."""
+    import torch
+    if not any(isinstance(n.target, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in n.target.tags
+               for n in gm.graph.nodes):
+        return None
+    log = _DrawLog()
+    try:
+        with fake_mode, torch.no_grad(), log:
+            model(**inputs)
+    except Exception:      # noqa: BLE001 - only the record is lost, and the check trusts no position
+        return None
+    return [d[1] for d in log.draws]
 
 
 def _digest(state) -> str:

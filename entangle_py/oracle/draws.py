@@ -2,8 +2,8 @@
 from, never from the values it is applied to (check/random.py is the checker's side).
 
 * A rank's draw: keyed by its position in its rank's stream when the bundle records the streams
-  (identical positions give identical samples, any other two are independent; a rank that never
-  seeds has a stream of its own), else -- no evidence -- by the replica class ``same_rng`` put it
+  (identical positions give identical samples, any other two are independent; a stream nothing is
+  known of -- a rank that never seeds -- is the rank's own), else -- no evidence -- by the replica class ``same_rng`` put it
   in, or by itself when it is coupled with nothing.
 * A sequential draw: the value of its coupling's term over the ranks' samples when it has one
   (computed by the caller), else a sample of its own.
@@ -36,11 +36,9 @@ def rank_keys(checker) -> dict:
         for s in found:
             if streams is None:
                 out[(r, s.node)] = classes.get((r, s.node), ("own", r, s.node))
-            elif not streams[r].seeded:
-                out[(r, s.node)] = ("unseeded", r, s.node)
-            else:
-                p = R.position(streams[r], sigs, s)
-                out[(r, s.node)] = ("stream", p.seed, p.state, p.before, p.own)
+                continue
+            p = R.position(streams[r], sigs, s)
+            out[(r, s.node)] = ("unknown", r, s.node) if p.unknown else ("stream", p.seed, p.state, p.before, p.own)
     return out
 
 

@@ -60,6 +60,7 @@ CORPUS = [
     *_both("tp_dropout_same_seed_correct", "tp"),
     *_both("tp_dropout_rank_seeds_wrong", "tp"),
     Entry("tp_two_dropouts_same_seed_correct", "forward", "tp"),
+    *_both("tp_dropout_unused_draw_wrong", "tp"),
     # 4. noise (randn_like) on sequence shards
     Entry("sp_noise_same_seed_wrong", "forward", "sp"),
     Entry("sp_noise_rank_seeds_correct", "forward", "sp"),

@@ -206,10 +206,7 @@ def run(entries=None, seed=0, verbose=True) -> dict:
             seq[e.name], inputs[e.name], checks[e.name] = out, per_rank, (check, expect)
     finally:   # the caller's process (pytest) keeps its own setting
         torch.use_deterministic_algorithms(prev[0], warn_only=prev[1])
-    with tempfile.TemporaryDirectory() as tmp:
-        payload = os.path.join(tmp, "payload.pt")
-        torch.save((entries, inputs), payload)
-        ranks = gloo_ranks.spawn(_worker, WORLD, (payload,))
+    ranks = spawn_with_payload(_worker, (entries, inputs))
     report = {}
     for e in entries:
         res = [ranks[r].get(e.name, {"error": "not run"}) for r in range(WORLD)]
@@ -231,12 +228,25 @@ def run(entries=None, seed=0, verbose=True) -> dict:
             detail = "; ".join(notes)
         report[e.name] = {"label": e.label, "gloo": verdict, "detail": detail}
     if verbose:
-        w = max(len(n) for n in report)
-        print(f"{'program':<{w}}  claimed  gloo     detail")
-        for n, r in report.items():
-            flag = "" if r["label"] == r["gloo"] else "  <-- MISLABELLED"
-            print(f"{n:<{w}}  {r['label']:<7}  {r['gloo']:<7}  {r['detail']}{flag}")
+        print_labels(report)
     return report
+
+
+def spawn_with_payload(worker, payload) -> list:
+    """``worker(rank, world, port, out_dir, path)`` on WORLD gloo ranks, ``payload`` saved at ``path``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "payload.pt")
+        torch.save(payload, path)
+        return gloo_ranks.spawn(worker, WORLD, (path,))
+
+
+def print_labels(report: dict):
+    """The table: each program's claimed label, gloo's, and why."""
+    w = max(len(n) for n in report)
+    print(f"{'program':<{w}}  claimed  gloo     detail")
+    for n, r in report.items():
+        flag = "" if r["label"] == r["gloo"] else "  <-- MISLABELLED"
+        print(f"{n:<{w}}  {r['label']:<7}  {r['gloo']:<7}  {r['detail']}{flag}")
 
 
 if __name__ == "__main__":

@@ -31,9 +31,7 @@ draw (forward, and joint: forward then backward):
 """
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import torch
@@ -42,7 +40,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # examples/
 sys.path.insert(0, str(Path(__file__).resolve().parent / "random_draws"))   # the programs' shared sizes
 from soundness import gloo_ranks  # noqa: E402
-from soundness.run_gloo import _match, _ports, load_script, named_outputs, read_spec  # noqa: E402
+from soundness.run_gloo import (_match, _ports, load_script, named_outputs, print_labels, read_spec,  # noqa: E402
+                                spawn_with_payload)
 
 WORLD = 2
 
@@ -178,20 +177,13 @@ def _run(entries, seed, verbose) -> dict:
             for r, part in enumerate(_split(v, rel[port])):
                 per_rank[r][port] = part
         given[e.id] = per_rank
-    with tempfile.TemporaryDirectory() as tmp:
-        payload = os.path.join(tmp, "payload.pt")
-        torch.save((entries, given), payload)
-        ranks = gloo_ranks.spawn(_worker, WORLD, (payload,))
+    ranks = spawn_with_payload(_worker, (entries, given))
     report = {}
     for e in entries:
         res = [ranks[r].get(e.id, {"error": "not run"}) for r in range(WORLD)]
         report[e.id] = {"label": e.label, **_verdict(e, seq_values[e.id], res)}
     if verbose:
-        w = max(len(n) for n in report)
-        print(f"{'program':<{w}}  claimed  gloo     detail")
-        for n, r in report.items():
-            flag = "" if r["label"] == r["gloo"] else "  <-- MISLABELLED"
-            print(f"{n:<{w}}  {r['label']:<7}  {r['gloo']:<7}  {r['detail']}{flag}")
+        print_labels(report)
     return report
 
 

@@ -306,7 +306,9 @@ def test_gpt_vocab_parallel_embedding_refines(gpt_graphs):
     res = _gpt_embedding(gpt_graphs)
     assert res.status == "refines", res.failure
     assert res.relations["out"] == "r0.out" and res.expectations[0][3]
-    assert [a for a, _ in res.assumptions] == ["valid_indices"]
+    # the spec writes both; the region has no random draw, and its lookup rests on valid_indices
+    assert [a for a, _ in res.assumptions] == ["same_rng", "valid_indices"]
+    assert res.assumption_uses["same_rng"] == [] and res.assumption_uses["valid_indices"]
 
 
 def test_gpt_embedding_needs_valid_indices(gpt_graphs):

@@ -14,8 +14,10 @@ import time
 from dataclasses import replace
 
 from entangle_py.check import culprit
+from entangle_py.check import random as R
 from entangle_py.check import spec as S
 from entangle_py.check import state as ST
+from entangle_py.check.assumed import assumption_uses
 from entangle_py.check.distributed import DistProgram
 from entangle_py.check.inputs import Inputs, SpecTerms, declared_constant
 from entangle_py.check.names import Display, Names, gd_leaf, gd_leaves, source, split_key, unsupported_key
@@ -55,7 +57,6 @@ class Checker:
         self.dist_names = [Names(g) for g in dist.ranks]
         self.display = Display(self.dist_names)
         self.lib = load_library(lemma_files)
-        self.same_rng = "same_rng" in spec.assume
         # A numeric refuter (the pipeline gives oracle.recheck.refuter): refute(checker, node, text)
         # -> a concrete difference between the G_s tensor ``node`` and the clean term ``text`` on
         # random inputs, or None.  Asked only of an [expect] equality the window's lemmas did not
@@ -224,10 +225,9 @@ class Checker:
         self.op_stats = res.operators
         res.limits = {"iterations": self.limits.iterations, "enodes": self.limits.nodes,
                       "seconds": self.limits.seconds}
-        res.assumptions = [(a, ASSUMPTIONS[a]) for a in self.spec.assume if a != "same_rng"]
+        res.assumptions = [(a, ASSUMPTIONS[a]) for a in self.spec.assume]
         res.capture_notes = G.capture_notes(self.dist)
         self.no_semantics: dict[str, list] = {}
-        self._certify_lemmas = {}
         t0 = time.perf_counter()
         rels = self.input_relations()
         self._expect_states(rels)
@@ -237,7 +237,13 @@ class Checker:
             self._check_semantics(g, r)
         self._check_semantics(self.seq, "seq")
         self._refuse_unsupported()   # before inserting anything: never guess an op's meaning
-        dist = DistProgram(self.dist, self.dist_names, self.spec, self.sizes, self.same_rng).run()
+        # random draws: each sequential draw coupled with the ranks' draws, from evidence or same_rng
+        self.draws = R.plan(self.seq, self.dist, assume=R.ASSUMPTION in self.spec.assume,
+                            canon=self.sizes.canonical, same=self.sizes.same)
+        self.coupled = {c.seq.key: c for c in self.draws.couplings}
+        res.random_draws = self.draws.report(lambda t: self.show_term(parse_sexpr(t)))
+        dist = DistProgram(self.dist, self.dist_names, self.spec, self.sizes,
+                           [u for c in self.draws.couplings for u in c.replica_unions()]).run()
         self.dvar, self.dfacts, self.collectives = dist.dvar, dist.dfacts, dist.collectives
         self.no_semantics.update(dist.no_semantics)
         res.unknown_values = dict(dist.unknown)
@@ -253,13 +259,10 @@ class Checker:
         self.engine.flush()
         res.timings["insert"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        low = L.Lowerer(self.seq, constants=self.spec.constants,
-                        same_rng=self.same_rng, canon=lambda size: self.sizes.canonical(size, "seq"))
+        low = L.Lowerer(self.seq, constants=self.spec.constants, canon=lambda size: self.sizes.canonical(size, "seq"))
         ops = [n for n in self.seq.nodes if not n.is_placeholder]
         needed = self._needed_nodes()
         outputs = {p.node for p in self.checked_outputs}
-        if self.same_rng and any(n in needed for n in low.draws):
-            res.assumptions.append(("same_rng", ASSUMPTIONS["same_rng"]))
         # Deferred: G_s ops without a clean term yet (intermediates no rank materialises, such as
         # the sequential program's own vocabulary mask).  Only outputs need clean terms, so an op
         # is deferred while fewer than `policy.deferred` are; an op proven clean absorbs the
@@ -295,15 +298,13 @@ class Checker:
             res.failure.later = [d.node for d in deferred[1:]]
         res.timings["infer"] = time.perf_counter() - t1
         if res.failure is None:
-            before = self.engine.matches.copy()
             self._finish(res)
-            self._certify_lemmas = self.engine.matches - before
             self._unmatched_writes(res)
         else:
             self._expectations_blocked_by(res, res.failure.node)
         self._output_verdicts(res)
         res.unchecked = list(self.unchecked)
-        res.assumption_uses = self._assumption_uses()
+        res.assumption_uses = assumption_uses(self, res)
         f = res.failure
         for d in [f.node, *f.later] if f and not f.reason.startswith("output ") else ():
             if d in self.op_stats:
@@ -323,21 +324,6 @@ class Checker:
                                 best="", considered=[],
                                 reason=f"state {w}: rank {r} writes it, and the sequential program holds no such "
                                        f"state: nothing to relate its value after the step to")
-
-    def _assumption_uses(self) -> dict:
-        """Assumption -> the G_s operators (and "outputs", for the certificates and expectations)
-        where a lemma resting on it matched: only there can the proof rest on it (an
-        over-approximation; an assumption with no entry was not used)."""
-        uses = {}
-        for a in self.spec.assume:
-            names = {lem.name for lem in self.lib.lemmas if a in lem.assumes}
-            if not names:          # not a lemma's (random draws: the couplings say where)
-                continue
-            where = [op for op, st in self.op_stats.items() if names & set(st.get("lemmas", ()))]
-            if names & set(getattr(self, "_certify_lemmas", ())):
-                where.append("outputs")
-            uses[a] = where
-        return uses
 
     def _expectations_blocked_by(self, res: Result, failed: str):
         """After a failure, an expectation on an output computed from the failed operator cannot
@@ -429,7 +415,7 @@ class Checker:
                 for op, where in self.no_semantics.items()))
 
     def _check_semantics(self, g, rank):
-        low = L.Lowerer(g, constants=self.spec.constants, same_rng=self.same_rng)
+        low = L.Lowerer(g, constants=self.spec.constants)
         for n in g.nodes:
             if n.is_placeholder:
                 continue
@@ -443,8 +429,14 @@ class Checker:
                 self.no_semantics.setdefault(f"{n.target} in the sequential program", []).append((rank, n))
 
     def _relate(self, low: L.Lowerer, n: G.Node) -> OpFailure | None:
-        res = L.bind_result(low.lower(n), self.svar.__getitem__)
-        if isinstance(res, L.NotTensor):
+        res = low.lower(n)
+        if L.draws_in(res):      # a random draw: a leaf, equal to its coupling's term if it has one
+            key = L.draw_key(n)
+            v = self.svar[key] = self._new_svar(f"(Gs {str_lit(key)})", L.draw_meta(n))
+            if key in self.coupled:
+                self._add_sfact(v, self.coupled[key].term)
+        res = L.bind_result(res, self.svar.__getitem__)
+        if isinstance(res, L.NotTensor) or res is L.DRAW:
             return None
         if isinstance(res, L.Identity):
             if res.ref in self.svar:
@@ -464,11 +456,13 @@ class Checker:
         if isinstance(res, L.TupleTerms):
             for i, item in enumerate(res.items):
                 key = f"{n.name}#{i}"
+                if item is L.DRAW:
+                    continue
                 if isinstance(item, L.Identity):
                     if item.ref in self.svar:
                         self.svar[key] = self.svar[item.ref]
                     continue
-                # an output without a term (a dropout mask) is a free tensor: related to nothing
+                # an output without a term is a free tensor: related to nothing
                 text = item.text if item is not None else f"(Gs {str_lit(key)})"
                 self.svar[key] = self._new_svar(text, n.val[i])
             return None    # related lazily: by the getitem that uses an output

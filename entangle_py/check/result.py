@@ -41,9 +41,10 @@ class Result:
     timings: dict = field(default_factory=dict)
     ops_checked: int = 0
     collectives: list = field(default_factory=list)
-    assumptions: list = field(default_factory=list)   # (name, description) of assumptions in force
-    # assumption -> G_s operators ("outputs": certificates) where a lemma resting on it matched
-    assumption_uses: dict = field(default_factory=dict)
+    assumptions: list = field(default_factory=list)   # (name, description) of the assumptions the user wrote
+    assumption_uses: dict = field(default_factory=dict)  # written assumption -> where the check may rest on it
+    # each random draw of G_s: {draw, op, source, coupling (None: it has none), basis, why} (check/random.py)
+    random_draws: list = field(default_factory=list)
     unchecked: list = field(default_factory=list)     # outputs of G_s the spec's [outputs] check leaves out
     given: dict = field(default_factory=dict)         # inner tensors the spec gives ([cut]): not checked
     capture_notes: list = field(default_factory=list)  # what capture modelled, where (ir.graph.capture_notes)

@@ -27,8 +27,8 @@ A spec is TOML::
     [constants]                             # values of tensor constants (import-fx ports const:*)
     "const:_tensor_constant0" = 0           # applies to every graph that has this port
 
-    [assume]                                # facts the checker cannot prove, enabled by name
-    valid_indices = true                    # (config.ASSUMPTIONS); the report prints them
+    [assume]                                # facts the checker cannot prove: none is on unless
+    valid_indices = true                    # written here (or --assume); the report prints them
 
 Names are the stable names of a bundle (input/output port names, or node names).  Placements are
 turned into clean terms over rank-qualified tensors (``relation_terms``); those are what the
@@ -42,7 +42,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from entangle_py.config import ASSUMPTIONS, DEFAULT_ASSUMPTIONS
+from entangle_py.config import ASSUMPTIONS
 from entangle_py.errors import InputError
 
 
@@ -287,7 +287,7 @@ class Spec:
     mesh: Mesh = field(default_factory=Mesh)
     path: str | None = None
     constants: dict = field(default_factory=dict)   # const port name -> int | float | bool
-    assume: tuple = ("same_rng",)                   # enabled assumption names (sorted; see lemma.py)
+    assume: tuple = ()                              # assumption names the user wrote (sorted; config.ASSUMPTIONS)
 
     def to_toml(self) -> str:
         lines = []
@@ -309,10 +309,9 @@ class Spec:
             lines.append("[constants]")
             lines += [f'"{k}" = {_toml_number(v)}' for k, v in self.constants.items()]
             lines.append("")
-        off = [a for a in DEFAULT_ASSUMPTIONS if a not in self.assume]
-        if self.assume or off:
+        if self.assume:
             lines.append("[assume]")
-            lines += [f"{a} = true" for a in self.assume] + [f"{a} = false" for a in off]
+            lines += [f"{a} = true" for a in self.assume]
             lines.append("")
         return "\n".join(lines)
 
@@ -378,18 +377,24 @@ def _parse_constants(table, where) -> dict:
 
 
 def _parse_assume(table, where) -> tuple:
+    """The assumptions written true (``name = false`` is allowed and is what leaving it out means)."""
     if not isinstance(table, dict):
         raise SpecError(f"{where}: [assume] must be a table of name = true/false")
-    on = [a for a in DEFAULT_ASSUMPTIONS if table.get(a, True) is True]
     for name, v in table.items():
-        if name not in ASSUMPTIONS:
-            raise SpecError(f"{where}: [assume] {name!r} is not an assumption the checker knows "
-                            f"({', '.join(sorted(ASSUMPTIONS))})")
         if not isinstance(v, bool):
             raise SpecError(f"{where}: [assume] {name} must be true or false")
-        if v and name not in on:
-            on.append(name)
-    return tuple(sorted(on))
+    with_assumptions((), list(table), f"{where}: [assume]")     # every name known, true or false
+    return tuple(sorted(name for name, v in table.items() if v))
+
+
+def with_assumptions(assume: tuple, names, where: str) -> tuple:
+    """``assume`` and the assumptions ``names`` (sorted, each once); SpecError for a name the
+    checker does not know."""
+    for name in names:
+        if name not in ASSUMPTIONS:
+            raise SpecError(f"{where} {name!r} is not an assumption the checker knows "
+                            f"({', '.join(sorted(ASSUMPTIONS))})")
+    return tuple(sorted(set(assume) | set(names)))
 
 
 # ----------------------------------------------------------------------------- relation terms

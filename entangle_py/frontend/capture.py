@@ -86,7 +86,7 @@ from entangle_py.frontend.capture_errors import (CaptureError, capture_error, co
 from entangle_py.ir import graph, ops
 from entangle_py.frontend.convert import (DynamoInfo, check_no_gradient_is_needed, convert, custom_op_schemas,
                                          source_name_of)
-from entangle_py.frontend import ddp
+from entangle_py.frontend import ddp, rng
 
 
 # ----------------------------------------------------------------------------- script loading
@@ -139,7 +139,9 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
     """
     if not isinstance(world_size, int) or world_size < 1:
         raise CaptureError(f"world size must be a positive integer, got {world_size!r}")
+    streams = rng.Recorder()          # before the import: a script may seed its generator there
     module = load_script(script)
+    streams.imported()
     import torch
     import torch.distributed as dist
     if dist.is_available() and dist.is_initialized():
@@ -151,7 +153,7 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
             t0 = time.perf_counter()
             placements.append({})
             rank_styles = {}
-            g, zeros = _capture_rank(module, r, world_size, joint, dynamic, placements[-1], rank_styles)
+            g, zeros = _capture_rank(module, r, world_size, joint, dynamic, placements[-1], rank_styles, streams)
             ranks.append(g)
             zero_grads.append(set(zeros))
             for k, v in rank_styles.items():
@@ -179,6 +181,9 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
         meta[PARALLEL_STYLES] = json.dumps(styles, sort_keys=True)
     if notes:
         meta[graph.CAPTURE_NOTES] = json.dumps(notes, sort_keys=True)
+    rng_streams = streams.finish()      # the caller's generator is restored
+    if rng_streams:
+        meta[graph.RNG_STREAMS] = rng_streams
     schemas = custom_op_schemas(ranks)
     if schemas:
         meta[graph.CUSTOM_OP_SCHEMAS] = json.dumps(schemas, sort_keys=True)
@@ -208,7 +213,8 @@ def cli_capture(args) -> int:
 # ----------------------------------------------------------------------------- one rank
 
 def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool,
-                  placements: dict | None = None, styles: dict | None = None) -> tuple[graph.RankGraph, list]:
+                  placements: dict | None = None, styles: dict | None = None,
+                  streams: rng.Recorder | None = None) -> tuple[graph.RankGraph, list]:
     import torch
     import torch.distributed as dist
 
@@ -221,7 +227,8 @@ def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool
             dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=world_size)
             pg = True
         found = {}
-        with _recording_parallel_styles(found), ddp.capturing_ddp(rank, world_size, script_file):
+        with _recording_parallel_styles(found), ddp.capturing_ddp(rank, world_size, script_file), \
+                (streams.building(rank) if streams else contextlib.nullcontext()):
             model, inputs = _build(module, rank, world_size, script_file)
         ddp.check_model(model, rank)
         if placements is not None:
@@ -229,6 +236,8 @@ def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool
         if styles is not None:
             styles.update(_parallel_styles(model, found))
         gm, info = _trace(model, inputs, module, joint, dynamic, script_file, rank)
+        if streams:
+            streams.forward(rank, info.eager_draws)
         return convert(gm, info, model, inputs, rank, script_file, joint, world_size), info.ddp_zero_grads
     finally:
         torch._dynamo.reset()
@@ -376,6 +385,7 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
                                "so there is no backward graph")
         raise CaptureError("the program produced no graph (does forward compute anything?)")
     info.result_structure = _output_names(result, info.num_outputs)
+    info.eager_draws = rng.eager_draws(model, inputs, fake_mode, captured[key])   # a trace may drop a draw
     ddp.check_graph(captured[key], info.port_names, model, rank, joint)
     if joint:
         gm = captured[key]

@@ -176,10 +176,37 @@ DISTINCT_INDICES = {"aten.topk.default": (1, 2, -1)}
 # Ops whose (int64, integer-bounded) output holds positions all different: start + i * step.
 ARANGES = frozenset({"aten.arange.default", "aten.arange.start", "aten.arange.start_step"})
 
-# Ops that draw random numbers: the k-th draw of a program is numbered k.
-RANDOM_OPS = frozenset({
-    "aten.native_dropout.default", "aten.bernoulli.default", "aten.bernoulli.p", "aten.rand.default",
-    "aten.randn.default", "aten.rand_like.default", "aten.randn_like.default", "aten.randint.default",
-    "aten.randint.low", "aten.randperm.default", "aten.normal.Tensor_float", "aten.uniform.default",
-})
+# ----------------------------------------------------------------------------- random draws
+
+@dataclass(frozen=True)
+class RandomDraw:
+    """What a random op draws from the rank's default generator (check/random.py couples draws,
+    oracle/recheck.py samples them).  ``output``: the index of the drawn tensor among the op's
+    outputs (None: its only output); ``params``: (name, position, default) of the arguments that
+    choose the distribution (two draws pair only with equal params); ``elementwise``: every
+    element an independent sample of one distribution, so draws from independent streams that
+    tile a shape are one draw of it (a permutation is one whole draw); ``kind``: how the oracle
+    samples it (``keep`` a keep-mask, ``uniform`` in [from, to), ``normal``, ``integers`` in
+    [low, high), ``permutation`` of n)."""
+    output: int | None
+    params: tuple
+    kind: str
+    elementwise: bool = True
+
+
+RANDOM_DRAWS = {
+    "aten.native_dropout.default": RandomDraw(1, (("p", 1, None), ("train", 2, None)), "keep"),
+    "aten.bernoulli.p": RandomDraw(None, (("p", 1, 0.5),), "bernoulli"),
+    "aten.rand.default": RandomDraw(None, (), "uniform"),
+    "aten.rand_like.default": RandomDraw(None, (), "uniform"),
+    "aten.uniform.default": RandomDraw(None, (("from", 1, 0.0), ("to", 2, 1.0)), "uniform"),
+    "aten.randn.default": RandomDraw(None, (), "normal"),
+    "aten.randn_like.default": RandomDraw(None, (), "normal"),
+    "aten.randint.default": RandomDraw(None, (("high", 0, None),), "integers"),
+    "aten.randint.low": RandomDraw(None, (("low", 0, None), ("high", 1, None)), "integers"),
+    "aten.randperm.default": RandomDraw(None, (("n", 0, None),), "permutation", elementwise=False),
+}
+# Ops that consume the default generator: every draw above, and draws whose samples depend on a
+# tensor argument's values (no draw model: not lowered).  The k-th of them in a graph is its k-th draw.
+RANDOM_OPS = frozenset(RANDOM_DRAWS) | frozenset({"aten.bernoulli.default", "aten.normal.Tensor_float"})
 DROPOUT = "aten.native_dropout.default"

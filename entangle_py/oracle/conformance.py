@@ -307,7 +307,7 @@ def check_node(lowerer, node: G.Node, values: dict, tenv: dict) -> NodeVerdict:
         return v
     if isinstance(r, (L.NotTensor, L.Collective)):
         return v
-    if isinstance(r, L.Free):
+    if isinstance(r, L.Free) or r is L.DRAW:     # a value of its own (a random draw's, compared with nothing)
         v.kind = "free"
         return v
     real = values[node.name]
@@ -315,7 +315,9 @@ def check_node(lowerer, node: G.Node, values: dict, tenv: dict) -> NodeVerdict:
         if not isinstance(real, (tuple, list)) or len(real) != len(r.items):
             v.kind, v.why = "disagree", f"{len(r.items)} lowered outputs for a value of {_describe(real)}"
             return v
-        parts = [(f"#{i}", item, real[i]) for i, item in enumerate(r.items) if item is not None]
+        if L.DRAW in r.items:       # the other outputs read the draw: dropout's value is x * mask * scale
+            tenv = {**tenv, _var(L.draw_key(node)): real[r.items.index(L.DRAW)]}
+        parts = [(f"#{i}", item, real[i]) for i, item in enumerate(r.items) if item is not None and item is not L.DRAW]
     else:
         parts = [("", r, real)]
     kinds, whys, texts = set(), [], []

@@ -98,16 +98,6 @@ def coverage_line(res) -> str | None:
     return f"not checked: {' and '.join(parts)} ({names}); add them to [outputs] check"
 
 
-def assumption_use(res, name: str) -> str:
-    """Where the proof may rest on an assumption in force (lemmas resting on it matched there)."""
-    where = res.assumption_uses.get(name)
-    if where is None:
-        return ""
-    if not where:
-        return "; not used (no lemma resting on it applied)"
-    return f"; used at {', '.join(where[:MAX_LISTED])}{' ...' if len(where) > MAX_LISTED else ''}"
-
-
 def hints(res) -> list[str]:
     """What the user can do about a failure that a known assumption discharges."""
     f = res.failure
@@ -116,5 +106,5 @@ def hints(res) -> list[str]:
     if f is not None and (f.target in ops.INDEXING or f.target == ops.INDEX_TENSOR) and "valid_indices" not in assumed:
         out.append("a table lookup: if the distributed program masks or offsets ids (a vocab-parallel "
                    "embedding), it equals the sequential lookup only for ids inside the table; when every "
-                   "id is, add `[assume] valid_indices = true` to the spec (printed with the verdict, not proven)")
+                   "id is, add `[assume] valid_indices = true` to the spec, or --assume valid_indices (printed with the verdict, not proven)")
     return out

@@ -41,7 +41,8 @@ def to_json(res, seq: str, dist: str, spec: str | None = None) -> dict:
         "collectives": [{"group": g, "kind": k, "nodes": {str(r): n for r, n in nodes.items()}}
                         for g, k, nodes in res.collectives],
         "ops_checked": res.ops_checked,
-        "assumptions": [{"name": a, "meaning": d, "used_at": res.assumption_uses.get(a)} for a, d in res.assumptions],
+        "assumptions": [{"name": a, "meaning": d, "used": res.assumption_uses.get(a, [])} for a, d in res.assumptions],
+        "random_draws": res.random_draws,
         "unchecked_outputs": list(res.unchecked),
         "given": dict(res.given),
         "capture_notes": res.capture_notes,

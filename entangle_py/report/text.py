@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from entangle_py.check.checker import Result
 from entangle_py.oracle.recheck import plain, print_numeric
-from entangle_py.report.common import MAX_LISTED, assumption_use, coverage_line, culprit_lines, hints, paren_phase
+from entangle_py.report.common import MAX_LISTED, coverage_line, culprit_lines, hints, paren_phase
 
 
 def print_result(res: Result, console: Console, verbose: bool = False):
@@ -23,8 +23,15 @@ def print_result(res: Result, console: Console, verbose: bool = False):
         for name, rel in res.inferred_inputs.items():
             plain(console, f"  {name} = {rel}")
     for name, meaning in res.assumptions:
-        console.print(f"[bold]assuming[/] {name}: {escape(meaning)} (spec {escape('[assume]')}; not proven"
-                      f"{escape(assumption_use(res, name))})", highlight=False)
+        console.print(f"[bold]assuming[/] {name}: {escape(meaning)} (written by the user; not proven)",
+                      highlight=False)
+        where = res.assumption_uses.get(name, [])
+        plain(console, "  used " + "; ".join(where[:MAX_LISTED]) + (" ..." if len(where) > MAX_LISTED else "")
+              if where else "  not used by this check")
+    for d in res.random_draws:
+        if d["coupling"] is not None:
+            plain(console, f"random draw {d['draw']}{_at(d)} = {d['coupling']}: {d['why']}"
+                           + (" (evidence from capture)" if d["basis"] == "evidence" else ""))
     for name, rel in res.given.items():
         plain(console, f"given (spec, not checked: what computes it is not verified): {name} = {rel}")
     for n in res.capture_notes:
@@ -79,6 +86,12 @@ def print_result(res: Result, console: Console, verbose: bool = False):
                            + (" ..." if len(f.later) > 12 else ""))
         for h in hints(res):
             console.print(f"  [bold]hint[/]: {escape(h)}", highlight=False)
+    uncoupled = [d for d in res.random_draws if d["coupling"] is None]
+    if res.status != "refines" and uncoupled:
+        plain(console, "  random draws of the sequential program with no counterpart in the distributed one "
+                       "(nothing computed from them is proven):")
+        for d in uncoupled[:MAX_LISTED]:
+            plain(console, f"    {d['draw']}{_at(d)}: {d['why']}")
     if res.status != "refines" and res.unknown_values:
         plain(console, "  values of the distributed program the checker does not know (nothing is proven from them):")
         for key, why in list(res.unknown_values.items())[:MAX_LISTED]:
@@ -90,3 +103,7 @@ def print_result(res: Result, console: Console, verbose: bool = False):
         if res.retired:
             plain(console, f"e-graph restarted {res.retired} times keeping only live facts"
                            + ("; the failure was decided again keeping every fact" if res.rechecked else ""))
+
+
+def _at(draw: dict) -> str:
+    return f" at {draw['source'].split(' in ', 1)[0]}" if draw.get("source") else ""

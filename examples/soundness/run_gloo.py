@@ -166,18 +166,8 @@ def _worker(rank, world, port, out_dir, payload):
     torch.manual_seed(1234 + rank)
     _deterministic()
     gloo_ranks.init(rank, world, port, timeout_s=30)
-    import torch.distributed as dist
     entries, inputs = torch.load(payload, weights_only=False)
-    results = {}
-    try:
-        for e in entries:
-            try:
-                results[e.name] = _run_rank(e, rank, inputs[e.name][rank])
-            except Exception as ex:  # noqa: BLE001 - a program that fails on gloo is wrong
-                results[e.name] = {"error": f"{type(ex).__name__}: {str(ex).splitlines()[0][:200]}"}
-            dist.barrier()
-    finally:
-        gloo_ranks.finish(out_dir, rank, results)
+    gloo_ranks.run_each(out_dir, rank, entries, lambda e: e.name, lambda e: _run_rank(e, rank, inputs[e.name][rank]))
 
 
 def _match_any(seq, outs):
@@ -230,10 +220,7 @@ def run(entries=None, seed=0, verbose=True) -> dict:
             inputs_rel[e.name] = read_spec(e.spec)[0]
     finally:   # the caller's process (pytest) keeps its own setting
         torch.use_deterministic_algorithms(prev[0], warn_only=prev[1])
-    with tempfile.TemporaryDirectory() as tmp:
-        payload = os.path.join(tmp, "payload.pt")
-        torch.save((entries, inputs), payload)
-        ranks = gloo_ranks.spawn(_worker, WORLD, (payload,))
+    ranks = spawn_with_payload(_worker, (entries, inputs))
     report = {}
     for e in entries:
         res = [ranks[r].get(e.name, {"error": "not run"}) for r in range(WORLD)]
@@ -262,12 +249,25 @@ def run(entries=None, seed=0, verbose=True) -> dict:
             detail = "; ".join(notes)
         report[e.name] = {"label": e.label, "gloo": verdict, "detail": detail}
     if verbose:
-        w = max(len(n) for n in report)
-        print(f"{'program':<{w}}  claimed  gloo     detail")
-        for n, r in report.items():
-            flag = "" if r["label"] == r["gloo"] else "  <-- MISLABELLED"
-            print(f"{n:<{w}}  {r['label']:<7}  {r['gloo']:<7}  {r['detail']}{flag}")
+        print_labels(report)
     return report
+
+
+def spawn_with_payload(worker, payload) -> list:
+    """``worker(rank, world, port, out_dir, path)`` on WORLD gloo ranks, ``payload`` saved at ``path``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "payload.pt")
+        torch.save(payload, path)
+        return gloo_ranks.spawn(worker, WORLD, (path,))
+
+
+def print_labels(report: dict):
+    """The table: each program's claimed label, gloo's, and why."""
+    w = max(len(n) for n in report)
+    print(f"{'program':<{w}}  claimed  gloo     detail")
+    for n, r in report.items():
+        flag = "" if r["label"] == r["gloo"] else "  <-- MISLABELLED"
+        print(f"{n:<{w}}  {r['label']:<7}  {r['gloo']:<7}  {r['detail']}{flag}")
 
 
 if __name__ == "__main__":

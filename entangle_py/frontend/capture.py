@@ -82,11 +82,11 @@ from typing import Any
 
 from entangle_py.errors import InputError
 from entangle_py.frontend.capture_errors import (CaptureError, capture_error, collecting_notes, display_path, first_line,
-                                                 pick_frame, user_frame_suffix)
+                                                 merge_notes, pick_frame, user_frame_suffix)
 from entangle_py.ir import graph, ops
 from entangle_py.frontend.convert import (DynamoInfo, check_no_gradient_is_needed, convert, custom_op_schemas,
                                          source_name_of)
-from entangle_py.frontend import ddp
+from entangle_py.frontend import ddp, rank_processes
 
 
 # ----------------------------------------------------------------------------- script loading
@@ -135,51 +135,62 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
             progress=None) -> graph.Bundle:
     """Capture ``script`` (path or module, see the module docstring) for every rank of ``world_size``.
 
-    ``progress(rank, world_size, seconds)`` is called after each rank is captured.
+    Every rank is traced in a fresh process of its own (``frontend/rank_processes.py``), in
+    parallel where cores allow; ``progress(rank, world_size, seconds)`` is called as each rank is
+    captured.  An error is the one the first failing rank (in rank order) raised.
     """
-    if not isinstance(world_size, int) or world_size < 1:
+    if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
         raise CaptureError(f"world size must be a positive integer, got {world_size!r}")
-    module = load_script(script)
-    import torch
-    import torch.distributed as dist
-    if dist.is_available() and dist.is_initialized():
-        raise CaptureError("a default process group is already initialized in this process; "
-                           "capture simulates ranks with its own fake process group")
-    ranks, placements, styles, zero_grads = [], [], {}, []
-    with collecting_notes() as notes:
-        for r in range(world_size):
-            t0 = time.perf_counter()
-            placements.append({})
-            rank_styles = {}
-            g, zeros = _capture_rank(module, r, world_size, joint, dynamic, placements[-1], rank_styles)
-            ranks.append(g)
-            zero_grads.append(set(zeros))
-            for k, v in rank_styles.items():
-                styles.setdefault(k, v)
-            if progress is not None:
-                progress(r, world_size, time.perf_counter() - t0)
+    if _IN_RANK_PROCESS:
+        raise CaptureError("capture() was called while a rank's process was importing the script "
+                           "(a script that captures itself at import): put the call under "
+                           "`if __name__ == \"__main__\":`")
+    found, name, fork_here = _locate(script)
+    jobs = [(f"rank {r}", _RankJob(found, r, world_size, joint, dynamic, os.getcwd(), list(sys.path)))
+            for r in range(world_size)]
+
+    finished, reported = {}, [0]
+
+    def done(out):       # reported in rank order (ranks run in parallel and may finish out of order)
+        if out.error is None:
+            finished[out.value.graph.rank] = out.seconds
+        while progress is not None and reported[0] in finished:
+            progress(reported[0], world_size, finished[reported[0]])
+            reported[0] += 1
+    outcomes = rank_processes.run(f"{__name__}:_rank_job", jobs, preload=_PRELOAD, fork_here=fork_here,
+                                  on_done=done)
+    failed = next((o.error for o in outcomes if o.error is not None), None)
+    if failed is not None:
+        raise failed
+    captured = [o.value for o in outcomes]
     # Ranks may take different inputs and return different outputs (pipeline stages hold their
     # own parameters): every rank's graph has its own ports, and the spec's input relation names
     # the ranks that hold a tensor (``"param:fc2" = "r1.param:fc2"``; see check/spec.py).
-    ranks = [_repair_received_aliases(g) for g in ranks]
-    _drop_globally_unused(ranks, zero_grads)
-    script_file = _script_file(module)
+    ranks = [_repair_received_aliases(c.graph) for c in captured]
+    _drop_globally_unused(ranks, [set(c.zero_grads) for c in captured])
     meta = {
-        "torch": str(torch.__version__),
-        "script": Path(script_file).name if script_file else module.__name__,
+        "torch": captured[0].torch_version,
+        "script": name,
         "world_size": str(world_size),
         "joint": str(bool(joint)).lower(),
         "dynamic": str(bool(dynamic)).lower(),
         "captured_by": "entangle capture",
     }
-    dtensor = _merge_placements(placements)
+    dtensor = _merge_placements([c.placements for c in captured])
     if dtensor:
         meta[DTENSOR_PLACEMENTS] = json.dumps(dtensor, sort_keys=True)
+    styles = {}
+    for c in captured:
+        for k, v in c.styles.items():
+            styles.setdefault(k, v)
     if styles:
         meta[PARALLEL_STYLES] = json.dumps(styles, sort_keys=True)
+    notes = merge_notes(c.notes for c in captured)
     if notes:
         meta[graph.CAPTURE_NOTES] = json.dumps(notes, sort_keys=True)
-    schemas = custom_op_schemas(ranks)
+    schemas = {}
+    for c in captured:
+        schemas.update(c.custom_op_schemas)
     if schemas:
         meta[graph.CUSTOM_OP_SCHEMAS] = json.dumps(schemas, sort_keys=True)
     return graph.Bundle(ranks=ranks, kind="joint" if joint else "forward", meta=meta)
@@ -205,31 +216,149 @@ def cli_capture(args) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- a process per rank
+
+# Imported once by the server that forks each rank's process (rank_processes.py), so that a rank
+# starts with them: without them the first trace in a process spends a second or more importing.
+# An optimisation only (a name torch no longer has is skipped); nothing is traced there.
+_PRELOAD = (
+    "torch", "torch._dynamo", "torch.distributed", "functorch.compile", "torch._dynamo.backends.common",
+    "torch.testing._internal.distributed.fake_pg", "torch.distributed.tensor", "torch.distributed.tensor.parallel",
+    "torch.distributed.fsdp", "torch._functorch._aot_autograd.descriptors", "torch._dynamo.backends.inductor",
+    "torch._dynamo.backends.distributed", "torch._dynamo.testing", "torch._dynamo.repro.after_aot",
+    "torch._dynamo.repro.after_dynamo", "torch.export._trace", "torch.distributed.tensor.experimental",
+    "torch._inductor.scheduler", "torch._inductor.debug", "torch.fx.experimental.validator",
+    "torch._subclasses.schema_check_mode", "torch.nn.attention.flex_attention",
+    "torch._functorch._aot_autograd.subclass_codegen", "torch._higher_order_ops.passes.inline_invoke_subgraph",
+    "sympy.combinatorics", "sympy.tensor.tensor", "entangle_py.frontend.capture",
+)
+
+_IN_RANK_PROCESS = False     # set in a rank's process: capture() there is a script capturing itself
+
+
+@dataclasses.dataclass(frozen=True)
+class _ByName:
+    """A build function a rank's process imports by module name and attribute path (a module
+    object given to capture(): the build of entangle_py.testing.assert_refines, an imported module)."""
+    module: str
+    attr: str
+    file: str | None          # the module's file, for source locations
+
+    def load(self) -> types.ModuleType:
+        import importlib
+        try:
+            obj = importlib.import_module(self.module)
+            for part in self.attr.split("."):
+                obj = getattr(obj, part)
+        except InputError:
+            raise
+        except Exception as e:
+            raise CaptureError(f"importing {self.module}.{self.attr} in the rank's process failed: "
+                               f"{type(e).__name__}: {first_line(e)}{user_frame_suffix(e, self.file)}") from e
+        module = types.ModuleType(f"_entangle_build_{self.module}")
+        module.build = obj
+        if self.file:
+            module.__file__ = self.file
+        return module
+
+
+@dataclasses.dataclass(frozen=True)
+class _RankJob:
+    script: Any          # a script's path, a _ByName, or (forked from the caller) the module itself
+    rank: int
+    world_size: int
+    joint: bool
+    dynamic: bool
+    cwd: str             # source paths are shown relative to the caller's working directory
+    sys_path: list
+
+
+def _locate(script) -> tuple[Any, str, bool]:
+    """How a rank's process gets the program: (what _RankJob.script holds, the name the bundle
+    records, whether the process must be forked from this one)."""
+    if not isinstance(script, types.ModuleType):
+        path = Path(script)
+        if not path.is_file():
+            raise CaptureError(f"{script}: no such script")
+        return str(path.resolve()), path.name, False
+    build = getattr(script, "build", None)
+    if not callable(build):
+        raise CaptureError(f"module {script.__name__} has no build(rank, world_size) function")
+    file = _script_file(script)
+    name = Path(file).name if file else script.__name__
+    spec = getattr(script, "__spec__", None)
+    if spec is not None and sys.modules.get(script.__name__) is script and script.__name__ != "__main__":
+        if spec.origin and Path(spec.origin).is_file() and spec.name == script.__name__ \
+                and not script.__name__.startswith("_entangle_script_"):
+            return _ByName(script.__name__, "build", file), name, False
+        if file and script.__name__.startswith("_entangle_script_"):     # load_script's import of a file
+            return file, name, False
+    owner, qualname = getattr(build, "__module__", None), getattr(build, "__qualname__", "")
+    if owner and owner != "__main__" and "<" not in qualname and _resolves(owner, qualname, build):
+        return _ByName(owner, qualname, file), name, False
+    return script, name, True      # a closure, a lambda, __main__'s: only this process has it
+
+
+def _resolves(module: str, qualname: str, obj) -> bool:
+    found = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return found is obj
+
+
+def _rank_job(job: _RankJob) -> "RankCapture":
+    """In a rank's own process: import the program, capture the rank."""
+    global _IN_RANK_PROCESS
+    _IN_RANK_PROCESS = True
+    os.chdir(job.cwd)
+    sys.path[:] = job.sys_path
+    if isinstance(job.script, _ByName):
+        module = job.script.load()
+    else:
+        module = load_script(job.script)
+    return _capture_rank(module, job.rank, job.world_size, job.joint, job.dynamic)
+
+
 # ----------------------------------------------------------------------------- one rank
 
-def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool,
-                  placements: dict | None = None, styles: dict | None = None) -> tuple[graph.RankGraph, list]:
+@dataclasses.dataclass
+class RankCapture:
+    """What one rank's capture gives the cross-rank steps of capture()."""
+    graph: graph.RankGraph
+    placements: dict              # {port: relation text} of its DTensor inputs
+    styles: dict                  # {module path: ParallelStyle entry}
+    zero_grads: list              # (grad port, DDP group members): DDP reductions of zeros
+    notes: list                   # its capture notes (capture_errors.capture_note)
+    custom_op_schemas: dict       # {target: schema} as its process registered them
+    torch_version: str
+
+
+def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool) -> RankCapture:
     import torch
     import torch.distributed as dist
 
     script_file = _script_file(module)
+    if dist.is_available() and dist.is_initialized():
+        raise CaptureError("a default process group is already initialized in this process; "
+                           "capture simulates ranks with its own fake process group")
     torch._dynamo.reset()
     pg = False
     try:
-        if world_size > 1:
-            from torch.testing._internal.distributed.fake_pg import FakeStore
-            dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=world_size)
-            pg = True
-        found = {}
-        with _recording_parallel_styles(found), ddp.capturing_ddp(rank, world_size, script_file):
-            model, inputs = _build(module, rank, world_size, script_file)
-        ddp.check_model(model, rank)
-        if placements is not None:
-            placements.update(_dtensor_placements(model, inputs, world_size))
-        if styles is not None:
-            styles.update(_parallel_styles(model, found))
-        gm, info = _trace(model, inputs, module, joint, dynamic, script_file, rank)
-        return convert(gm, info, model, inputs, rank, script_file, joint, world_size), info.ddp_zero_grads
+        with collecting_notes() as notes:
+            if world_size > 1:
+                from torch.testing._internal.distributed.fake_pg import FakeStore
+                dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=world_size)
+                pg = True
+            found = {}
+            with _recording_parallel_styles(found), ddp.capturing_ddp(rank, world_size, script_file):
+                model, inputs = _build(module, rank, world_size, script_file)
+            ddp.check_model(model, rank)
+            placements = _dtensor_placements(model, inputs, world_size)
+            styles = _parallel_styles(model, found)
+            gm, info = _trace(model, inputs, module, joint, dynamic, script_file, rank)
+            g = convert(gm, info, model, inputs, rank, script_file, joint, world_size)
+        return RankCapture(g, placements, styles, list(info.ddp_zero_grads), list(notes),
+                           custom_op_schemas([g]), str(torch.__version__))
     finally:
         torch._dynamo.reset()
         if pg:

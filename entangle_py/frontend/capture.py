@@ -87,6 +87,7 @@ from entangle_py.ir import graph, ops
 from entangle_py.frontend.convert import (DynamoInfo, check_no_gradient_is_needed, convert, custom_op_schemas,
                                          source_name_of)
 from entangle_py.frontend import ddp, rank_processes
+from entangle_py.frontend.functionalize import FunctionalizeError, functionalize, returns_a_view
 
 
 # ----------------------------------------------------------------------------- script loading
@@ -357,6 +358,12 @@ def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool
             styles = _parallel_styles(model, found)
             gm, info = _trace(model, inputs, module, joint, dynamic, script_file, rank)
             g = convert(gm, info, model, inputs, rank, script_file, joint, world_size)
+            # AOTAutograd's graphs are functional already (an input written to is a mutated:
+            # output); an op writing in place that slipped through is made functional too
+            try:
+                g = functionalize(g)
+            except FunctionalizeError as e:
+                raise CaptureError(f"rank {rank}: {e}") from None
         return RankCapture(g, placements, styles, list(info.ddp_zero_grads), list(notes),
                            custom_op_schemas([g]), str(torch.__version__))
     finally:
@@ -584,8 +591,8 @@ def _is_view(g: graph.RankGraph, m: graph.Node) -> bool:
     """Whether m's value aliases its first tensor argument."""
     if m.target == ops.GETITEM:
         src = m.args[0] if m.args else None
-        return isinstance(src, graph.Ref) and _returns_a_view(g.node(src.name).target)
-    return _returns_a_view(m.target)
+        return isinstance(src, graph.Ref) and returns_a_view(g.node(src.name).target)
+    return returns_a_view(m.target)
 
 
 def _view_base(m: graph.Node):
@@ -713,20 +720,6 @@ def _write_back(g: graph.RankGraph, n: graph.Node, j: int) -> graph.RankGraph:
     moved_names = {k: v.name for k, v in moved.items()}
     outputs = [graph.Port(p.name, moved_names.get(p.node, p.node)) if p.node in stale else p for p in g.outputs]
     return dataclasses.replace(g, nodes=nodes, outputs=outputs)
-
-
-def _returns_a_view(target) -> bool:
-    """Whether the op's result aliases an input (its schema says ``Tensor(a)``); unknown ops do
-    (a receive's buffer read through them is refused rather than missed)."""
-    if not isinstance(target, str) or target.count(".") != 2:
-        return target == ops.GETITEM
-    import torch
-    ns, name, overload = target.split(".")
-    try:
-        schema = getattr(getattr(getattr(torch.ops, ns), name), overload)._schema
-    except (AttributeError, RuntimeError):
-        return True
-    return any(r.alias_info is not None for r in schema.returns)
 
 
 _NO_AUTOGRAD_KERNEL = re.compile(r"(\S+): an autograd kernel was not registered")

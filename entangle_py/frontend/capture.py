@@ -12,10 +12,20 @@ and the user inputs of one forward call, by name: the model is called as ``model
 
 * ``world_size == 1`` is the sequential program (the specification): no process group exists and
   the model must not call collectives (Megatron's parallel layers at TP=1 behave like plain ones).
-* ``world_size > 1``: every rank is simulated in this process, one after the other, with torch's
-  fake process group (``dist.init_process_group("fake", ...)``): ``dist.get_rank()``,
-  ``dist.group.WORLD`` and collectives (``dist.*``, functional collectives, inside
-  ``torch.autograd.Function`` or not) all work and are recorded, nothing is communicated.
+* ``world_size > 1``: every rank is simulated with torch's fake process group
+  (``dist.init_process_group("fake", ...)``): ``dist.get_rank()``, ``dist.group.WORLD`` and
+  collectives (``dist.*``, functional collectives, inside ``torch.autograd.Function`` or not) all
+  work and are recorded, nothing is communicated.
+* Every rank (world size 1 too) is traced in a fresh process of its own (``rank_processes.py``:
+  forked from a server that has imported torch and traced nothing), in parallel where cores
+  allow: tracing leaves state in torch that ``torch._dynamo.reset()`` does not clear, and ranks
+  traced one after another in one process leaked it (rank 1 of a DTensor
+  ``ColwiseParallel(output_layouts=Replicate())`` layer took rank 0's half of the gradient).  The
+  rank's process imports the script from its path; a module given to ``capture()`` is re-imported
+  there (by name, or from its file), and a ``build`` no other process can import (a closure) is
+  captured in forks of the calling process.  The error of the first failing rank (in rank order)
+  is raised here as it was raised there; a rank's process that dies is reported
+  (``RankProcessDied``), its output and warnings are relayed to this process.
 * ``build`` runs under ``with torch.device("meta")``: modules and tensors it creates hold no memory.
   Anything it returns on another device is moved to ``meta``.  Sizes are all that matter.  For
   tracing, parameters, buffers, tensor attributes and inputs become *fake CPU* tensors (still no
@@ -147,7 +157,9 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
                            "(a script that captures itself at import): put the call under "
                            "`if __name__ == \"__main__\":`")
     found, name, fork_here = _locate(script)
-    jobs = [(f"rank {r}", _RankJob(found, r, world_size, joint, dynamic, os.getcwd(), list(sys.path)))
+    torch = sys.modules.get("torch")      # the caller's default dtype is build()'s (torch imported or not)
+    dtype = str(torch.get_default_dtype()).removeprefix("torch.") if torch is not None else "float32"
+    jobs = [(f"rank {r}", _RankJob(found, r, world_size, joint, dynamic, os.getcwd(), list(sys.path), dtype))
             for r in range(world_size)]
 
     finished, reported = {}, [0]
@@ -272,6 +284,7 @@ class _RankJob:
     dynamic: bool
     cwd: str             # source paths are shown relative to the caller's working directory
     sys_path: list
+    default_dtype: str   # the caller's torch.get_default_dtype()
 
 
 def _locate(script) -> tuple[Any, str, bool]:
@@ -313,6 +326,8 @@ def _rank_job(job: _RankJob) -> "RankCapture":
     _IN_RANK_PROCESS = True
     os.chdir(job.cwd)
     sys.path[:] = job.sys_path
+    import torch
+    torch.set_default_dtype(getattr(torch, job.default_dtype))
     if isinstance(job.script, _ByName):
         module = job.script.load()
     else:

@@ -143,12 +143,14 @@ def _script_file(module: types.ModuleType) -> str | None:
 # ----------------------------------------------------------------------------- public API
 
 def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = False,
-            progress=None) -> graph.Bundle:
+            progress=None, fork_from_here: bool = False) -> graph.Bundle:
     """Capture ``script`` (path or module, see the module docstring) for every rank of ``world_size``.
 
     Every rank is traced in a fresh process of its own (``frontend/rank_processes.py``), in
     parallel where cores allow; ``progress(rank, world_size, seconds)`` is called as each rank is
     captured.  An error is the one the first failing rank (in rank order) raised.
+    ``fork_from_here``: the ranks' processes are forked from this one, not from the server (for a
+    caller that has traced nothing, like ``entangle capture``).
     """
     if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
         raise CaptureError(f"world size must be a positive integer, got {world_size!r}")
@@ -170,8 +172,8 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
         while progress is not None and reported[0] in finished:
             progress(reported[0], world_size, finished[reported[0]])
             reported[0] += 1
-    outcomes = rank_processes.run(f"{__name__}:_rank_job", jobs, preload=_PRELOAD, fork_here=fork_here,
-                                  on_done=done)
+    outcomes = rank_processes.run(f"{__name__}:_rank_job", jobs, preload=_PRELOAD,
+                                  fork_here=fork_here or fork_from_here, on_done=done)
     failed = next((o.error for o in outcomes if o.error is not None), None)
     if failed is not None:
         raise failed
@@ -215,10 +217,13 @@ def _print_progress(rank, world_size, seconds):
 
 def cli_capture(args) -> int:
     t0 = time.perf_counter()
+    # this process has traced nothing: the ranks' processes are forked from it (no server to start,
+    # torch imported once, here, where the bundle is written too)
+    rank_processes.preload_here(_PRELOAD)
     verbose = getattr(args, "verbose", False) or sys.stderr.isatty()
     progress = _print_progress if verbose else None
     bundle = capture(args.script, world_size=args.world_size, joint=args.joint, dynamic=args.dynamic,
-                     progress=progress)
+                     progress=progress, fork_from_here=True)
     graph.save(bundle, args.output)
     g0 = bundle.rank(0)
     n_ops = sum(1 for n in g0.nodes if not n.is_placeholder)

@@ -14,9 +14,10 @@ job, what the function returned or raised, what it warned, and what it wrote to 
 (relayed to this process's ``sys.stdout`` / ``sys.stderr``).  A child that dies without a result
 (a signal, ``os._exit``) is reported as :class:`RankProcessDied`, never waited for forever.
 
-``fork_here=True`` forks the children from the calling process instead (for a job whose inputs
-only this process has, e.g. a ``build`` function defined in a closure): the children carry this
-process's state, but still nothing from each other.
+``fork_here=True`` forks the children from the calling process instead: for a job whose inputs
+only this process has (a ``build`` function defined in a closure), and for a caller that has
+traced nothing (``entangle capture``: no server to start, torch imported once).  The children
+carry this process's state, but still nothing from each other.
 
 The server ignores SIGINT (Ctrl-C interrupts the caller, which closes the connection); when the
 caller goes away the server kills its children and exits.  Frames on the pipes are an 8-byte
@@ -365,18 +366,24 @@ def _close_server() -> None:
         _SERVER.close()
 
 
-def _serve(req_fd: int, resp_fd: int, preload: list[str]) -> None:
-    """The server's main loop: import ``preload``, then fork a child per request and send back
-    each child's reply; exit (killing the children) when the caller closes the connection."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def preload_here(preload) -> None:
+    """Import ``preload`` into this process, to fork children from it (the server does this; so
+    may a caller that has traced nothing, ``entangle capture``, and then runs with ``fork_here``)."""
     for name in preload:
         try:
             importlib.import_module(name)
         except ImportError:
             pass          # an optimisation only: the child imports what it needs
-    # what the server holds is never freed: kept out of the collector's sight, a child's garbage
+    # what is held now is never freed: kept out of the collector's sight, a child's garbage
     # collections do not walk (and copy, page by page) all of torch
     gc.freeze()
+
+
+def _serve(req_fd: int, resp_fd: int, preload: list[str]) -> None:
+    """The server's main loop: import ``preload``, then fork a child per request and send back
+    each child's reply; exit (killing the children) when the caller closes the connection."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    preload_here(preload)
     children = _Children(close_in_child=(req_fd, resp_fd))
     while True:
         ready, _, _ = select.select([req_fd] + list(children.live), [], [])

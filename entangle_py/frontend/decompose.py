@@ -10,7 +10,8 @@ its buffer (``auto_functionalized_v2``'s ``_<arg>_slice_*``) is given to the ref
 slice, and the buffer's new value is the buffer with the slice replaced (``slice_scatter``).
 Anything else about the call -- another kind of view (``as_strided``), two written arguments in
 one buffer, symbolic sizes, a traced shape or dtype that differs from the recorded one -- is
-refused (exit 2), never guessed.
+refused (exit 2), never guessed.  The reference is traced functionalized (it may compute in
+place); a reference that writes one of its arguments is refused too.
 """
 from __future__ import annotations
 

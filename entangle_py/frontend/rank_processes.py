@@ -87,20 +87,19 @@ def run(target: str, jobs: list[tuple[Any, Any]], preload: tuple[str, ...] = (),
     parallel = max(1, min(len(jobs), parallel or cores()))
     pool: _Pool = _LocalPool() if fork_here else _server(preload)
     pending = list(enumerate(jobs))
-    started: dict[Any, tuple[int, float]] = {}
+    started: dict[int, float] = {}      # job index -> when it started
     done: dict[int, Outcome] = {}
     failed = False
     try:
         while pending or started:
             while pending and len(started) < parallel and not failed:
-                i, (key, job) = pending.pop(0)
-                started[i] = (i, time.perf_counter())
+                i, (_, job) = pending.pop(0)
+                started[i] = time.perf_counter()
                 pool.start(i, target, job)
             if not started:
                 break
             i, reply = pool.next_reply()
-            _, t0 = started.pop(i)
-            out = _outcome(jobs[i][0], reply, time.perf_counter() - t0)
+            out = _outcome(jobs[i][0], reply, time.perf_counter() - started.pop(i))
             done[i] = out
             failed = failed or out.error is not None
             if on_done is not None:

@@ -20,9 +20,9 @@ a real run draws before its forward.  Per rank this records:
   still makes: where the graph's draws are not these, eager and compiled runs draw from different
   positions of the stream, and check/random.py trusts neither.
 
-Ranks captured one after another in one process see the generator as a fresh process of their
-own would: its state after the import is restored before each rank's ``build``.  The caller's
-generator is left as it was (``finish``).
+Each rank is captured in a process of its own (frontend/rank_processes.py), which imports the
+script itself: its Recorder sees the generator from before that import.  The generator of the
+process recording is left as it was (``entry``).
 """
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ import os
 
 class Recorder:
     """Make one before the capture script is imported (it may seed there), call ``imported()``
-    after, wrap each rank's ``build`` in ``building(rank)``; ``finish()`` gives the meta entry."""
+    after, wrap the rank's ``build`` in ``building(rank)``; ``entry(rank)`` gives its record (one
+    per rank's process; ``merge`` makes the meta entry of all of them)."""
 
     def __init__(self):
         import torch
@@ -67,14 +68,20 @@ class Recorder:
         if rank in self.ranks:
             self.ranks[rank]["forward"] = shapes
 
-    def finish(self) -> str | None:
-        """The ``RNG_STREAMS`` meta entry (None unless every rank was recorded); the caller's
-        generator state is restored."""
+    def entry(self, rank: int) -> dict | None:
+        """Rank ``rank``'s record (None when its build was not recorded); the caller's generator
+        state is restored."""
         import torch
         torch.set_rng_state(self._caller)
-        if not self.ranks or set(self.ranks) != set(range(len(self.ranks))):
-            return None
-        return json.dumps({str(r): e for r, e in sorted(self.ranks.items())}, sort_keys=True)
+        return self.ranks.get(rank)
+
+
+def merge(entries: list) -> str | None:
+    """The ``RNG_STREAMS`` meta entry from every rank's record, in rank order (None unless every
+    rank was recorded: each is captured in a process of its own)."""
+    if not entries or any(e is None for e in entries):
+        return None
+    return json.dumps({str(r): e for r, e in enumerate(entries)}, sort_keys=True)
 
 
 def eager_draws(model, inputs: dict, fake_mode, gm) -> list | None:

@@ -67,8 +67,24 @@ BATCH_P2P = "_c10d_functional.batch_p2p_ops.default"
 VIEW_SCATTER = {
     "aten.slice.Tensor": "aten.slice_scatter.default",
     "aten.select.int": "aten.select_scatter.default",
+    "aten.diagonal.default": "aten.diagonal_scatter.default",
     "aten.alias.default": None,
+    "aten.detach.default": None,
 }
+# More views a write reaches its base through (frontend/functionalize.py): views that lay the base's
+# elements out in another shape, in order (written back with ``view`` to the base's shape) ...
+RESHAPING_VIEWS = frozenset({
+    "aten.view.default", "aten._unsafe_view.default", "aten.unsqueeze.default", "aten.squeeze.default",
+    "aten.squeeze.dim", "aten.squeeze.dims", "aten.flatten.using_ints", "aten.unflatten.int",
+})
+VIEW = "aten.view.default"
+# ... views that permute its dims (written back with the inverse permutation) ...
+SELF_INVERSE_VIEWS = frozenset({"aten.t.default", "aten.transpose.int"})
+PERMUTE = "aten.permute.default"
+# ... and parts of a split (a part, taken with getitem, written back into its slice or index).
+SPLITS = frozenset({"aten.split.Tensor", "aten.split_with_sizes.default"})
+UNBIND = "aten.unbind.int"
+SELECT_SCATTER = "aten.select_scatter.default"
 
 # Position of the group argument of every collective op the numeric oracle runs, by op name
 # (any collective namespace; ``_coalesced`` variants take the same position).
@@ -133,6 +149,10 @@ AUTO_FUNCTIONALIZED_OPS = frozenset(t.split(".", 1)[1] for t in AUTO_FUNCTIONALI
 # cudnn / miopen kernels) update running_mean / running_var in place in training mode.
 MUTATES_UNANNOTATED = frozenset({"aten.native_batch_norm.default", "aten.cudnn_batch_norm.default",
                                  "aten.miopen_batch_norm.default"})
+# the first of them and its functional form (frontend/functionalize.py), which also returns the new
+# running statistics
+BATCH_NORM = "aten.native_batch_norm.default"
+BATCH_NORM_FUNCTIONAL = "aten._native_batch_norm_legit_functional.default"
 
 RESHAPES = frozenset({"aten.view.default", "aten.reshape.default", "aten._unsafe_view.default"})
 # Ops through which an integer tensor's values reach their user unchanged (to follow token ids

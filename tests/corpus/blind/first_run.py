@@ -5,7 +5,8 @@ Per program and mode: ``entangle capture S.py [--joint] -o seq.pt``, ``entangle 
 each under a time limit and a memory cap (``ulimit -v``).  Recorded: the check's exit code (or
 the capture's, when capture fails), the first line of its reason, whether a bug was located
 within 5 lines of its ``# BUG`` line (any source line the report names in the script: the failing
-operator, culprits and their readers, producers, failing outputs, capture notes), whether the
+operator, culprits and their readers, producers, failing outputs, capture notes, the numeric
+witness's sources of the output), whether the
 numeric witness said "confirmed" on a correct program (misleading), and the wall time.
 
     python tests/corpus/blind/first_run.py [NAME ...] [--mode M] [--json OUT] [--markdown OUT]
@@ -66,6 +67,7 @@ def _lines_named(report: dict, script: str) -> list[int]:
         if out.get("verdict") != "holds" and out.get("location"):
             locs.append(out["location"])
     locs += report.get("capture_notes") or []
+    locs += (report.get("numeric") or {}).get("output_sources") or []  # where the ranks compute it
     return [loc["line"] for loc in locs
             if isinstance(loc, dict) and loc.get("line") and Path(str(loc.get("file") or "")).name == script]
 

@@ -106,11 +106,15 @@ def evaluate(rel, ranks: list[torch.Tensor | None], port: str, outputs: list[dic
     if fn == "slice":
         t = parts[0]
         dim = rel.kw("dim", 0)
-        n = t.shape[dim]
-        start, end = rel.kw("start", 0), rel.kw("end", n)
-        start, end = (start + n if start < 0 else start), (end + n if end < 0 else end)
+        start, end = _bounds(rel, t.shape[dim])
         return t.narrow(dim, start, end - start)
     raise ValueError(f"unknown relation {rel}")
+
+
+def _bounds(rel: Call, n: int) -> tuple[int, int]:
+    """A slice's [start, end) on a dim of size n (defaults and negative bounds as in Python)."""
+    start, end = rel.kw("start", 0), rel.kw("end", n)
+    return (start + n if start < 0 else start), (end + n if end < 0 else end)
 
 
 def replicated_ranks(rel) -> bool:
@@ -177,9 +181,7 @@ def _assign(rel, value, ranks, shapes, gen):
     elif fn == "slice":
         (leaf,) = rel.args
         dim = rel.kw("dim", 0)
-        n = shapes[leaf.rank][dim]
-        start, end = rel.kw("start", 0), rel.kw("end", n)
-        start, end = (start + n if start < 0 else start), (end + n if end < 0 else end)
+        start, end = _bounds(rel, shapes[leaf.rank][dim])
         ranks[leaf.rank].narrow(dim, start, end - start).copy_(value)
     else:
         raise ValueError(f"cannot distribute through {rel}")
@@ -193,9 +195,7 @@ def _size(rel, dim, shapes) -> int:
         leaf = rel.args[0]
         if rel.kw("dim", 0) != dim:
             return shapes[leaf.rank][dim]
-        n = shapes[leaf.rank][dim]
-        start, end = rel.kw("start", 0), rel.kw("end", n)
-        start, end = (start + n if start < 0 else start), (end + n if end < 0 else end)
+        start, end = _bounds(rel, shapes[leaf.rank][dim])
         return end - start
     if fn == "concat" and rel.kw("dim", 0) == dim:
         return sum(_size(a, dim, shapes) for a in rel.args)

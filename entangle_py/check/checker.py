@@ -20,7 +20,7 @@ from entangle_py.check import state as ST
 from entangle_py.check.assumed import assumption_uses
 from entangle_py.check.distributed import DistProgram
 from entangle_py.check.inputs import Inputs, SpecTerms, declared_constant
-from entangle_py.check.names import Display, Names, gd_leaf, gd_leaves, source, split_key, unsupported_key
+from entangle_py.check.names import Display, Names, gd_leaf, gd_leaves, list_items, source, split_key, unsupported_key
 from entangle_py.check.result import CheckInputError, OpFailure, Result
 from entangle_py.check.sizes import Sizes
 from entangle_py.check.window import Window, leaves_in
@@ -304,6 +304,9 @@ class Checker:
             self._expectations_blocked_by(res, res.failure.node)
         self._output_verdicts(res)
         res.unchecked = list(self.unchecked)
+        # the couplings as the draws were related (in the order their data is laid out)
+        self.draws.couplings = [self.coupled[c.seq.key] for c in self.draws.couplings]
+        res.random_draws = self.draws.report(lambda t: self.show_term(parse_sexpr(t)))
         res.assumption_uses = assumption_uses(self, res)
         f = res.failure
         for d in [f.node, *f.later] if f and not f.reason.startswith("output ") else ():
@@ -428,13 +431,34 @@ class Checker:
             elif isinstance(res, L.PointToPoint) and rank == "seq":   # a one-rank program has no peer
                 self.no_semantics.setdefault(f"{n.target} in the sequential program", []).append((rank, n))
 
+    def _laid_out_like_data(self, c: R.Coupling, n: G.Node) -> R.Coupling:
+        """A coupling whose ranks' draws are concatenated (sharded data) in the order the ranks'
+        parts of the draw's input are (its best clean term a concat along the coupling's dim):
+        any order couples independent draws alike, and this is the one that moves with the data."""
+        x = n.args[0] if n.args and isinstance(n.args[0], G.Ref) else None
+        if c.dim is None or x is None or x.name not in self.svar:
+            return c
+        self._bring(self.svar[x.name])
+        cost, best = self.engine.extract(self.svar[x.name])
+        head = best[0].name if isinstance(best, tuple) and hasattr(best[0], "name") else None
+        if cost >= BIG or head != "concat" or best[2] != c.dim:
+            return c
+        ranks = []
+        for part in list_items(best[1]):
+            owners = {split_key(leaf[1])[0] for leaf in gd_leaves(part)}
+            if len(owners) != 1:
+                return c
+            ranks.append(owners.pop())
+        return c.ordered(ranks)
+
     def _relate(self, low: L.Lowerer, n: G.Node) -> OpFailure | None:
         res = low.lower(n)
         if L.draws_in(res):      # a random draw: a leaf, equal to its coupling's term if it has one
             key = L.draw_key(n)
             v = self.svar[key] = self._new_svar(f"(Gs {str_lit(key)})", L.draw_meta(n))
             if key in self.coupled:
-                self._add_sfact(v, self.coupled[key].term)
+                c = self.coupled[key] = self._laid_out_like_data(self.coupled[key], n)
+                self._add_sfact(v, c.term)
         res = L.bind_result(res, self.svar.__getitem__)
         if isinstance(res, L.NotTensor) or res is L.DRAW:
             return None

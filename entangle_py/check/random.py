@@ -40,7 +40,7 @@ bundle has it, always decides: the assumption never overrides what capture recor
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from entangle_py.check.names import gd_leaf, source
@@ -101,6 +101,17 @@ class Coupling:
     def term(self) -> str:
         reps = [c[0].leaf for c in self.classes]
         return reps[0] if self.dim is None else f"(concat {L.term_list(reps)} {self.dim})"
+
+    def ordered(self, ranks: list) -> "Coupling":
+        """The same coupling with its classes concatenated in the order of ``ranks`` (one rank of
+        each class): the ranks' draws are independent and alike, so any order is a coupling of the
+        sequential draw; the checker picks the one its data is laid out in.  Itself when ``ranks``
+        does not name every class once."""
+        idx = [next((i for i, c in enumerate(self.classes) if any(s.graph == r for s in c)), None) for r in ranks]
+        if self.dim is None or sorted(i for i in idx if i is not None) != list(range(len(self.classes))) \
+                or len(idx) != len(self.classes):
+            return self
+        return replace(self, classes=tuple(self.classes[i] for i in idx))
 
     def replica_unions(self) -> list[tuple[str, str]]:
         """(leaf, leaf of its class's first draw) for every replica: what the coupling says of G_d."""

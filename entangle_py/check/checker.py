@@ -54,7 +54,7 @@ class Checker:
         self.progress = progress
         self.log = log or (lambda msg: None)
         self.seq_names = Names(self.seq)
-        self.dist_names = [Names(g) for g in dist.ranks]
+        self.dist_names = [Names(g) for g in self.dist.ranks]
         self.display = Display(self.dist_names)
         self.lib = load_library(lemma_files)
         # A numeric refuter (the pipeline gives oracle.recheck.refuter): refute(checker, node, text)

@@ -203,12 +203,18 @@ def _same_dims(graph_shape: tuple, eager_shape: tuple) -> bool:
         not d.lstrip("-").isdigit() or int(d) == e for d, e in zip(graph_shape, eager_shape))
 
 
+_CPU_SEED_SPAN = 2 ** 32     # torch's CPU generator (mt19937) is seeded by a seed's low 32 bits
+
+
 def relation(a: Position, b: Position) -> tuple[str, str]:
     """("same" | "independent" | "unknown", why) of two draws' positions."""
     if a.unknown or b.unknown:
         return "unknown", a.unknown or b.unknown
-    if a.seed != b.seed:
+    if a.seed % _CPU_SEED_SPAN != b.seed % _CPU_SEED_SPAN:
         return "independent", f"seeds {a.seed} and {b.seed}"
+    if a.seed != b.seed:     # one stream on CPU (mt19937 keeps a seed's low 32 bits), two on CUDA
+        return "unknown", (f"seeds {a.seed} and {b.seed} differ only above their low 32 bits, all a CPU generator "
+                           f"keeps: on CPU both draw from one stream")
     if a.state != b.state:
         return "unknown", (f"seed {a.seed} on both, but the generator's state differs as the forward starts "
                            "(the program drew or set it before the forward, beyond what capture sees)")

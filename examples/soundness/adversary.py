@@ -111,9 +111,11 @@ ATTEMPTS = [
     _a("cut_returned_partial_wrong", "[cut]", "the cut tensor itself returned un-reduced, expected replicated", "cut_returned_partial"),
     # --- [outputs] check -----------------------------------------------------------------------
     _a("inner_only_check_wrong", "[outputs] check", "check = [\"relu\"] (an inner tensor only) on a program whose returned output is wrong",
-       "inner_only_check", exits=(1, 2), found=HOLE + ": the returned output is dropped (\"not checked\"), refines"),
+       "inner_only_check", kind="trusted", discloses="not checked: 1 output (out)",
+       found="the list selects what is checked: the returned output is left out, and the verdict says so (decided: "
+             "an inner entry adds its check to the outputs the list names; a list naming no output checks none)"),
     _a("empty_check_wrong", "[outputs] check", "check = [] on the same wrong program", "empty_check", script="inner_only_check_wrong",
-       exits=(1, 2), found=HOLE + ": \"refines: 0 operators related\""),
+       exits=(2,), found=HOLE + " (fixed): \"refines: 0 operators related\"; now exit 2, nothing to check"),
     _a("inner_check_same_name_wrong", "[outputs] check", "check out + inner relu, the ranks' relu a relu of partial sums (same name, other value)", "inner_check_same_name"),
     # --- state: every write accounted for ------------------------------------------------------
     _a("st_view_write_wrong", "state", "in-place write through a view: row 0 of every rank's shard scaled, the sequential row 0 only", "st_colpar"),

@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from manifest import ENTRIES  # noqa: E402
-from run_gloo import confirm  # noqa: E402
+from blind_gloo import confirm  # noqa: E402
 
 CASES = [(e, m) for e in ENTRIES for m in e["modes"]]
 

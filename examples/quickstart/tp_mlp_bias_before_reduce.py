@@ -1,6 +1,6 @@
 """The quick start's MLP with a classic tensor-parallel bug: fc2 is called as a whole layer, so every
 rank adds the bias to its partial product before the all-reduce and the sum holds world_size
-copies of it.  The single-device program (world_size 1) is the same as tp_mlp.py's.
+copies of it.  Only ``forward`` differs from tp_mlp.py.
 
     entangle capture examples/quickstart/tp_mlp_bias_before_reduce.py --world-size 2 -o buggy.pt
     entangle check seq.pt buggy.pt --spec examples/quickstart/spec.toml
@@ -8,19 +8,12 @@ copies of it.  The single-device program (world_size 1) is the same as tp_mlp.py
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
-import torch.nn as nn
 import torch.nn.functional as F
 
-TOKENS, HIDDEN, FFN = 4, 8, 16
+import tp_mlp
 
 
-class MLP(nn.Module):
-    def __init__(self, world_size):
-        super().__init__()
-        self.world_size = world_size
-        self.fc1 = nn.Linear(HIDDEN, FFN // world_size)
-        self.fc2 = nn.Linear(FFN // world_size, HIDDEN)
-
+class MLP(tp_mlp.MLP):
     def forward(self, x):
         h = F.gelu(self.fc1(x))
         y = self.fc2(h)  # BUG: the bias is added on every rank, then summed with the partial products
@@ -30,4 +23,4 @@ class MLP(nn.Module):
 
 
 def build(rank, world_size):
-    return MLP(world_size), {"x": torch.randn(TOKENS, HIDDEN)}
+    return MLP(world_size), {"x": torch.randn(tp_mlp.TOKENS, tp_mlp.HIDDEN)}

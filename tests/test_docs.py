@@ -322,3 +322,24 @@ def test_help_workflow_commands_would_run():
     assert len(lines) >= 3
     for ln in lines:
         assert check_sh_command(ln) is None, ln
+
+
+def test_corpus_table_is_written_between_its_markers(tmp_path):
+    """`benchmarks/program_table.py --write` regenerates docs/corpus-results.md's table and keeps
+    the prose around it."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import program_table
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    assert program_table.DOC == ROOT / "docs" / "corpus-results.md"
+    doc = tmp_path / "corpus-results.md"
+    doc.write_text(program_table.DOC.read_text())
+    program_table.write_doc(doc, "| new | table |")
+    before, after = program_table.DOC.read_text(), doc.read_text()
+    head = before.split(program_table.BEGIN)[0]
+    tail = before.split(program_table.END)[1]
+    assert after == f"{head}{program_table.BEGIN}\n| new | table |\n{program_table.END}{tail}"
+    doc.write_text("no markers")
+    with pytest.raises(SystemExit):
+        program_table.write_doc(doc, "x")

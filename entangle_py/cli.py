@@ -41,7 +41,7 @@ def _add_show(sub):
 
 
 def _add_check(sub):
-    p = sub.add_parser("check", help="prove that DIST refines SEQ", epilog=EXIT_CODES,
+    p = sub.add_parser("check", help="prove that DIST refines SEQ", epilog=WORKFLOW + "\n\n" + EXIT_CODES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("seq", help="sequential bundle (1 rank), or its FX text dump (.py)")
     p.add_argument("dist", help="distributed bundle (every rank), or a directory of per-rank FX text dumps")
@@ -100,6 +100,13 @@ def _add_import_fx(sub):
     p.set_defaults(run=run)
 
 
+WORKFLOW = """workflow (examples/quickstart/: capture the program at world size 1 and at its world
+size, say how the ranks hold the tensors in a spec, check):
+  entangle capture examples/quickstart/tp_mlp.py -o seq.pt
+  entangle capture examples/quickstart/tp_mlp.py --world-size 2 -o dist.pt
+  entangle check seq.pt dist.pt --spec examples/quickstart/spec.toml
+  entangle check seq.pt dist.pt --write-spec spec.toml   # no spec yet: infer one from the shapes"""
+
 EXIT_CODES = """exit codes:
   0  refines: every checked output has a certificate over the distributed program's outputs
   1  refinement fails (the first operator without a clean mapping), or an expectation does not hold
@@ -113,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="entangle", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Prove that a distributed PyTorch program refines its single-device specification.",
-        epilog=EXIT_CODES)
+        epilog=WORKFLOW + "\n\n" + EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"entangle-py {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (_add_capture, _add_show, _add_check, _add_explain, _add_import_fx):

@@ -345,6 +345,23 @@ def test_dtype_table_matches_torch():
         assert DTYPE_ABBRS[abbr] == str(dt).removeprefix("torch."), abbr
 
 
+def test_result_counts_match_torch_for_every_lowered_op():
+    """The import reads the number of an op's results from ops.RESULT_COUNTS, not torch: every op
+    the checker lowers with more than one result is there, with torch's count."""
+    from entangle_py.ir import ops
+    from entangle_py.semantics.lower import LOWERINGS
+    for target in LOWERINGS:
+        if target.count(".") != 2:
+            continue        # a builtin target (getitem)
+        ns, name, overload = target.split(".")
+        try:
+            n = len(getattr(getattr(getattr(torch.ops, ns), name), overload)._schema.returns)
+        except (AttributeError, RuntimeError):
+            continue        # a plugin op or a collective of another namespace: not an ATen schema
+        assert ops.RESULT_COUNTS.get(target, 1) == max(n, 1), target
+    assert all(target in LOWERINGS for target in ops.RESULT_COUNTS)
+
+
 # --------------------------------------------------------------------------- synthetic corner cases
 
 HEADER = '''class GraphModule(torch.nn.Module):

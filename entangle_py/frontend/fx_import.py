@@ -30,7 +30,6 @@ Mapping to the IR (see README "Importing FX text dumps"):
 from __future__ import annotations
 
 import ast
-import functools
 import io
 import math
 import re
@@ -592,20 +591,11 @@ class _FxParser:
                 node.val = tuple(by_index.get(i) for i in range(size))
 
 
-@functools.lru_cache(maxsize=None)
 def _num_returns(target: str) -> int:
-    """Number of results in the registered schema of ``ns.op.overload`` (0 if torch does not know it).
-
-    Only a lookup in torch's operator registry, by a name that already passed ``check_target``."""
-    parts = target.split(".")
-    if len(parts) != 3 or parts[0] == "higher_order":
-        return 0
-    try:
-        import torch
-        overload = getattr(getattr(getattr(torch.ops, parts[0]), parts[1]), parts[2])
-        return len(overload._schema.returns)
-    except Exception:   # unknown op or namespace: fall back to what the getitems show
-        return 0
+    """Number of results of ``ns.op.overload`` where it has more than one and the checker lowers
+    it (``ops.RESULT_COUNTS``, checked against torch's schemas by the tests); 0 otherwise: the
+    results the dump reads then say how many there are (a list result is one)."""
+    return ops.RESULT_COUNTS.get(target, 0)
 
 
 def _flatten_outputs(e, depth=0):

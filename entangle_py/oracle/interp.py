@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import sympy
-import torch
+from entangle_py.lazy import torch
 
 from entangle_py.ir import graph as G
 from entangle_py.ir import ops

@@ -11,7 +11,7 @@ import functools
 from typing import Any
 
 import sympy
-import torch
+from entangle_py.lazy import torch
 
 from entangle_py.check import spec as S
 from entangle_py.ir import graph as G

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-import torch
+from entangle_py.lazy import torch
 
 from entangle_py.semantics.sexpr import Var, parse_sexpr, to_sexpr  # noqa: F401  (the term language's text)
 
@@ -175,23 +175,28 @@ def _stack_max(parts):
     return out
 
 
+def _fn(name: str) -> Callable:
+    """torch's function ``name``, looked up when called (torch is imported on first use)."""
+    return lambda *a: getattr(torch, name)(*a)
+
+
 UNARY_OPS: dict[str, Callable] = {
     "gelu": lambda x: torch.nn.functional.gelu(x),
     "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-    "relu": torch.relu,
-    "silu": torch.nn.functional.silu,
-    "sigmoid": torch.sigmoid,
-    "tanh": torch.tanh,
-    "exp": torch.exp,
-    "log": torch.log,
-    "neg": torch.neg,
-    "abs": torch.abs,
-    "sqrt": torch.sqrt,
-    "rsqrt": torch.rsqrt,
-    "erf": torch.erf,
-    "reciprocal": torch.reciprocal,
-    "square": torch.square,
-    "logical_not": torch.logical_not,
+    "relu": _fn("relu"),
+    "silu": lambda x: torch.nn.functional.silu(x),
+    "sigmoid": _fn("sigmoid"),
+    "tanh": _fn("tanh"),
+    "exp": _fn("exp"),
+    "log": _fn("log"),
+    "neg": _fn("neg"),
+    "abs": _fn("abs"),
+    "sqrt": _fn("sqrt"),
+    "rsqrt": _fn("rsqrt"),
+    "erf": _fn("erf"),
+    "reciprocal": _fn("reciprocal"),
+    "square": _fn("square"),
+    "logical_not": _fn("logical_not"),
 }
 # dtype conversions (aten._to_copy to another dtype) are elementwise too
 CASTS = ("float16", "bfloat16", "float32", "float64", "int32", "int64", "bool")
@@ -220,25 +225,25 @@ def _aten(name):
 
 
 BINARY_OPS: dict[str, Callable] = {
-    "add": torch.add,
-    "sub": torch.sub,
-    "mul": torch.mul,
-    "div": torch.div,
+    "add": _fn("add"),
+    "sub": _fn("sub"),
+    "mul": _fn("mul"),
+    "div": _fn("div"),
     "div_floor": lambda a, b: torch.div(a, b, rounding_mode="floor"),
     "div_trunc": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
-    "maximum": torch.maximum,
-    "minimum": torch.minimum,
-    "pow": torch.pow,
-    "eq": torch.eq,
-    "lt": torch.lt,
-    "gt": torch.gt,
-    "le": torch.le,
-    "ge": torch.ge,
-    "ne": torch.ne,
-    "bitwise_or": torch.bitwise_or,
-    "bitwise_and": torch.bitwise_and,
-    "logical_or": torch.logical_or,
-    "logical_and": torch.logical_and,
+    "maximum": _fn("maximum"),
+    "minimum": _fn("minimum"),
+    "pow": _fn("pow"),
+    "eq": _fn("eq"),
+    "lt": _fn("lt"),
+    "gt": _fn("gt"),
+    "le": _fn("le"),
+    "ge": _fn("ge"),
+    "ne": _fn("ne"),
+    "bitwise_or": _fn("bitwise_or"),
+    "bitwise_and": _fn("bitwise_and"),
+    "logical_or": _fn("logical_or"),
+    "logical_and": _fn("logical_and"),
     # pointwise backward ops: elementwise binary ops (with broadcasting) over (grad, saved tensor),
     # so every binary lemma holds for them (tests/test_backward_ops.py checks each is elementwise)
     "gelu_backward": lambda g, x: torch.ops.aten.gelu_backward(g, x),

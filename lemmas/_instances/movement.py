@@ -1,7 +1,7 @@
 """Instances of the movement lemmas (lemmas/movement.py): slice / concat / transpose / view algebra."""
 from __future__ import annotations
 
-import torch
+from entangle_py.lazy import torch
 
 from lemmas._instances import concat_parts, dlist, ilist, repeat, tensor
 

@@ -7,17 +7,42 @@ term (early stop) or a limit is hit; ``extract`` returns the best term, clean or
 """
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections import Counter
 from dataclasses import dataclass
 
-from egglog import bindings
-
 from entangle_py.semantics import terms
 from entangle_py.engine.dims import DimSolver
 from entangle_py.config import Limits
 from entangle_py.engine.lemma import Library
+
+
+def _egglog_bindings():
+    """egglog's compiled core (``egglog.bindings``), loaded without the egglog package's Python
+    front end, which the engine does not use and which costs most of a check's start-up (it
+    imports a code formatter, among others).  Once loaded it is the package's own submodule."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+    if "egglog.bindings" in sys.modules:
+        return sys.modules["egglog.bindings"]
+    package = importlib.util.find_spec("egglog")     # locates the package without running it
+    for where in package.submodule_search_locations or ():
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(where, "bindings" + suffix)
+            if os.path.exists(path):
+                spec = importlib.util.spec_from_file_location("egglog.bindings", path)
+                module = importlib.util.module_from_spec(spec)
+                sys.modules["egglog.bindings"] = module
+                spec.loader.exec_module(module)
+                return module
+    from egglog import bindings       # another layout: the ordinary import
+    return bindings
+
+
+bindings = _egglog_bindings()
 
 # One lemma step: every lemma once, then list walks and shape facts to a fixpoint, then which
 # concat parts line up (ruleset zips: read by lemmas only, so once per step, not inside the

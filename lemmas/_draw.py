@@ -22,7 +22,7 @@ import math
 import random
 import zlib
 
-import torch
+from entangle_py.lazy import torch
 
 from entangle_py.semantics import terms
 from entangle_py.semantics.terms import EvalError, Var, evaluate, parse_sexpr
@@ -40,7 +40,7 @@ _FUNCS = {
     "cmul": (("String", "String"), "String"), "itext": (("i64",), "String"), "fillop": (("i64",), "String"),
     "dtype": (("T",), "String"), "fdtype": (("String",), "bool"), "glinear": (("String",), "bool"),
     "fcast": (("String",), "bool"), "fexact": (("String",), "i64"), "given": (("T",), "bool"),
-    "peer": (("T", "T"), "bool"),
+    "peer": (("T", "T"), "bool"), "concat2": (("T", "T", "i64"), "bool"),
     "tlen": (("TList",), "i64"), "ntext": (("i64",), "String"), "to-string": (("i64",), "String"),
 }
 for _op in ("+", "-", "*", "/", "%"):

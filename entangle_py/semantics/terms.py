@@ -854,7 +854,18 @@ PRIMITIVES: dict[str, Callable] = {
     # (the checker declares it from the graphs' metadata, check/distributed.py): its meaning for
     # a lemma is the shape and dtype that the two share
     "peer": lambda a, b: a.shape == b.shape and a.dtype == b.dtype,
+    # (concat2 x y d): the e-graph holds the concat of x and y along d (lemmas/movement.py, a rule
+    # derives it from every such concat): its meaning for a lemma is that the concat is defined
+    "concat2": lambda x, y, d: _concat_defined(x, y, d),
 }
+
+
+def _concat_defined(x, y, d) -> bool:
+    try:
+        torch.cat([x, y], d)
+    except (RuntimeError, IndexError, TypeError):
+        return False
+    return True
 
 # Element types.  (dtype x) is the name of tensor x's dtype ("float32", "int64", "bool"): every
 # tensor of either program has one (check/sizes.py), and data movement passes it on
@@ -923,6 +934,7 @@ FUNCTIONS_TEXT = """
 (relation vsfx (T DList i64))
 (relation bsame (T T i64))
 (relation peer (T T))
+(relation concat2 (T T i64))
 (relation ask_zip (TList TList i64 i64))
 (relation zipok (TList TList i64 i64))
 (function ipos (IList i64) i64 :merge old)

@@ -199,6 +199,20 @@ def group_head2(rng):
     return _group_head(rng, 2)
 
 
+def concat2_terms(rng):
+    """(concat2 a0 a1 d) holds for the parts of a two-part concat along d; not for a part and a
+    tensor of another rank, which no concat joins."""
+    for parts in (2, 3):
+        nd = rng.randint(1, 3)
+        d = rng.randrange(nd)
+        l = concat_parts(rng, nd, d, parts=parts)
+        env = {f"a{i}": x for i, x in enumerate(l)}
+        env["b"] = tensor(rng, *([2] * (nd + 1)))
+        names = " ".join(f"(Cons a{i}" for i in range(parts)) + " (Nil)" + ")" * parts
+        facts = [f"(concat2 a0 b {d})"] + ([f"(concat2 a0 a1 {d})"] if parts == 2 else [])
+        yield f"(concat {names} {d})", env, facts
+
+
 @repeat(6)
 def group_tail(rng):
     nd = rng.randint(1, 3)

@@ -23,6 +23,7 @@ from lemmas._instances.movement import (
     view_kept_dims_terms, expand_not_self, view_last, view_last_bad, view_merge, view_merge_into_axis, view_not_self, view_rsum,
     view_self, view_split, view_view)
 from lemmas._instances.movement import concat_nest_cst, concat_nest_cst_bad, concat2_terms
+from lemmas._instances.movement import slice_tiles, stile_terms
 from lemmas._instances.movement import permute_inverse, permute_not_inverse, expand_split_absent, expand_split_absent_bad
 from lemmas._instances.movement import concat_zpad, concat_zpad_bad, map_zpad, map_zpad_bad, zpad_terms
 from lemmas._instances.movement import map_zpad_each, zpad_concat_other, zpad_concat_same, zpad_rsum
@@ -115,16 +116,20 @@ LEMMAS = [
     Lemma("dset-last-more", "(dset_last (DCons x (DCons y r)) v)", "(DCons x (dset_last (DCons y r) v))",
           instances=dset_last_lists),
 
-    # ------------------------------------------------------------------ slice cover, flattening
+    # ------------------------------------------------------------------ slice tiling, cover, flattening
     # (sequence parallelism: a replicated tensor sliced per rank, reduce_scatter = the rank's slice of
-    # a sum).  Two adjacent non-empty slices of the same tensor along d are the slice over both; with
-    # slice-full and flattening of nested concats, a tensor whose per-rank slices tile a dim becomes
-    # the concat of them.  Only combines slices already in the e-graph: new slices have endpoints of
-    # existing ones (quadratic in the slices of one tensor along one dim).  Empty pieces are refused:
-    # they would only make churn.
+    # a sum).  Slices of x the e-graph holds that tile it along d, from 0 to its end, in order (the
+    # relation stile, chained by RULES over the slices present): x is their concat, one flat concat
+    # however many parts.  Found in one step, where pairwise joining built every interval of the
+    # parts and every grouping of them (2 steps and 34 matches for 4 parts; 6 steps and 235 k
+    # matches, past 300 k e-nodes, for 16)
+    Lemma("slice-tile", "(concat l d)", "x", trigger=("(stile x d 0 l)",), instances=slice_tiles),
+    # Two adjacent non-empty slices of the same tensor along d are the slice over both, where that
+    # slice is in the e-graph too (a rank's block of two chunks): no new slice is made.  Empty
+    # pieces are refused: they would only make churn.
     Lemma("slice-cover", "(slice x d (DLit a) (DLit c))",
           "(concat (Cons (slice x d (DLit a) (DLit b)) (Cons (slice x d (DLit b) (DLit c)) (Nil))) d)",
-          trigger=("(slice x d (DLit a) (DLit b))", "(slice x d (DLit b) (DLit c))"),
+          trigger=("(slice x d (DLit a) (DLit c))", "(slice x d (DLit a) (DLit b))", "(slice x d (DLit b) (DLit c))"),
           when=("(< a b)", "(< b c)"), instances=cover, rejects=cover_empty),
     # concat of a concat (as first part) along the same dim: one flat concat.  Only with more parts
     # after it: every x is (concat (Cons x (Nil)) d), so flattening that would nest lappends without
@@ -448,6 +453,13 @@ LEMMAS = [
 ]
 
 RULES = [
+    # (stile x d a l): l is slices of x along d the e-graph holds, from a to x's end, in order --
+    # chained from the last slice back, one part per rule firing
+    Rule("slice-tiles", (
+        "(rule ((= s (slice x d (DLit a) (DLit e))) (= (dim x d) (DLit e)) (< a e)) "
+        "((stile x d a (Cons s (Nil)))) :ruleset shapes)\n"
+        "(rule ((= s (slice x d (DLit a) (DLit b))) (stile x d b l) (< a b)) "
+        "((stile x d a (Cons s l))) :ruleset shapes)"), check_terms=stile_terms),
     # (concat2 x y d): the e-graph holds the concat of the two parts x, y along d
     Rule("concat2", "(rule ((= c (concat (Cons x (Cons y (Nil))) d))) ((concat2 x y d)) :ruleset shapes)",
          check_terms=concat2_terms),

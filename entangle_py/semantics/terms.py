@@ -857,7 +857,21 @@ PRIMITIVES: dict[str, Callable] = {
     # (concat2 x y d): the e-graph holds the concat of x and y along d (lemmas/movement.py, a rule
     # derives it from every such concat): its meaning for a lemma is that the concat is defined
     "concat2": lambda x, y, d: _concat_defined(x, y, d),
+    # (stile x d a l): the parts of l are x from a to its end along d, in order (lemmas/movement.py:
+    # rules chain the slices of x the e-graph holds)
+    "stile": lambda x, d, a, l: _tiles(x, d, a, l),
 }
+
+
+def _tiles(x, d, a, parts) -> bool:
+    if not parts or not 0 <= a <= x.shape[d]:
+        return False
+    try:
+        whole = torch.cat(list(parts), d)
+    except (RuntimeError, IndexError, TypeError):
+        return False
+    rest = x.narrow(d, a, x.shape[d] - a)
+    return whole.shape == rest.shape and whole.dtype == rest.dtype and bool(torch.equal(whole, rest))
 
 
 def _concat_defined(x, y, d) -> bool:
@@ -935,6 +949,7 @@ FUNCTIONS_TEXT = """
 (relation bsame (T T i64))
 (relation peer (T T))
 (relation concat2 (T T i64))
+(relation stile (T i64 i64 TList))
 (relation ask_zip (TList TList i64 i64))
 (relation zipok (TList TList i64 i64))
 (function ipos (IList i64) i64 :merge old)

@@ -89,7 +89,8 @@ def test_json_report_is_versioned_with_structured_locations(funcol):
     assert data["schema_version"] == 1 and data["tool"]["name"] == "entangle-py"
     assert data["status"] == "fails" and data["exit_code"] == 1 and data["world_size"] == 2 and data["joint"]
     d = Limits()
-    assert data["limits"] == {"iterations": d.iterations, "enodes": d.nodes, "seconds": d.seconds}
+    assert data["limits"] == {"iterations": d.iterations, "enodes": d.nodes, "matches": d.matches,
+                              "seconds": d.seconds, "memory_bytes": d.memory_bytes()}
     assert data["spec"] == entry.spec
     f = data["failure"]
     loc = f["location"]

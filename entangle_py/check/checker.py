@@ -7,11 +7,10 @@ term is extracted.  No clean term: refinement fails at that operator.
 """
 from __future__ import annotations
 
-import math
 import re
 import time
-
 from dataclasses import replace
+
 
 from entangle_py.check import culprit
 from entangle_py.check import spec as S
@@ -75,6 +74,12 @@ class Checker:
         self.expect_seeded = False             # the [expect] terms' written-out forms are in the e-graph
         self._n = 0
         self.retired = 0                       # times proven facts were retired (a fresh e-graph)
+        # retiring replaces a G_s tensor's facts by its clean terms; its own facts are kept here
+        # (G_s global -> facts, clean terms) for deciding a failure found after it (_restore)
+        self.retired_facts: dict[str, tuple[list[str], list[str]]] = {}
+        self.rechecked = False                 # a failure was decided again after _restore
+        self._narrow: set[str] = set()         # G_s operators last tried in their window only
+        self._spent: dict[str, Outcome] = {}   # G_s operator -> the steps, matches and seconds it used
 
     # -- helpers ---------------------------------------------------------------------------
     def _fresh(self) -> str:
@@ -121,6 +126,12 @@ class Checker:
     def _explore(self, v: str):
         """G_d near the tensors ``v`` is computed from (the paper's exploration of T_rel)."""
         self.engine.add(*self.window.explore(self.sleaves[v]))
+
+    def _downstream(self, v: str) -> bool:
+        """All of G_d computed from the tensors ``v`` is computed from; False when it was there."""
+        found = self.window.downstream(self.sleaves[v])
+        self.engine.add(*found)
+        return bool(found)
 
     def _seed_expected(self) -> bool:
         """The explicit terms of [expect] (slices of the ranks' outputs: a fused weight's
@@ -194,17 +205,7 @@ class Checker:
     # -- main loop -------------------------------------------------------------------------
     def run(self) -> Result:
         res = self._run()
-        if res.status != "refines" and self.retired and not self._refuted_only(res):
-            # retiring dropped facts (G_s structure a lemma may match); it only saves time, so a
-            # failure found with it is decided again with every fact kept (not one that is only
-            # expectations refuted on values: no fact can prove those)
-            retired = self.retired
-            self.policy = replace(self.policy, window_nodes=math.inf)
-            self._start()
-            res = self._run()
-            res.retired, res.rechecked = retired, True
-        else:
-            res.retired = self.retired
+        res.retired, res.rechecked = self.retired, self.rechecked
         return res
 
     def _refuted_only(self, res: Result) -> bool:
@@ -219,7 +220,8 @@ class Checker:
         self.op_relations = res.op_relations
         self.op_stats = res.operators
         res.limits = {"iterations": self.limits.iterations, "enodes": self.limits.nodes,
-                      "seconds": self.limits.seconds}
+                      "matches": self.limits.matches, "seconds": self.limits.seconds,
+                      "memory_bytes": self.limits.memory_bytes()}
         res.assumptions = [(a, ASSUMPTIONS[a]) for a in self.spec.assume if a != "same_rng"]
         res.capture_notes = G.capture_notes(self.dist)
         self.no_semantics: dict[str, list] = {}
@@ -266,32 +268,49 @@ class Checker:
             if not deferred and self.engine.size() > self.policy.window_nodes:
                 self._retire(ops[i:], needed)
             self._proved = None
-            out = self._relate(low, n)
+            # an operator that may be deferred is tried in its window only: one that can never be
+            # related (the sequential program's own vocabulary mask) must not bring all of G_d in.
+            # Whether it has a clean term with all of G_d is decided only if the check would end
+            # there (_decide)
+            deferrable = n.name not in outputs and len(deferred) < self.policy.deferred
+            out = self._relate(low, n, widen=not deferrable)
+            if out is not None and deferrable and out.reason == "no clean term":
+                deferred.append(out)
+                continue
             if out is not None:
-                if (out.reason == "no clean term" and n.name not in outputs
-                        and len(deferred) < self.policy.deferred):
-                    deferred.append(out)
-                    continue
-                if deferred:
-                    out, later = deferred[0], [d.node for d in deferred[1:]] + [out.node]
-                    out.later = later
-                res.status = ("fails" if out.reason == "no clean term" else
-                              "internal-error" if out.reason.startswith("internal") else "unknown")
-                res.failure = out
-                break
+                out, deferred = self._decide(deferred, out, n)
+                if out is not None:
+                    res.status = ("fails" if out.reason == "no clean term" else
+                                  "internal-error" if out.reason.startswith("internal") else "unknown")
+                    res.failure = out
+                    break
             if deferred and self._proved == n.name:
                 below = self._ancestors(self.seq.node(n.name).refs())
                 deferred = [d for d in deferred if d.node not in below]
             res.ops_checked += 1
         if res.failure is None and deferred:
-            res.status, res.failure = "fails", deferred[0]
-            res.failure.later = [d.node for d in deferred[1:]]
+            out, _ = self._decide(deferred, None, None)
+            if out is not None:
+                res.status, res.failure = "fails", out
         res.timings["infer"] = time.perf_counter() - t1
         if res.failure is None:
             self._finish(res)
+            if res.status == "fails" and self.retired_facts and not self._refuted_only(res):
+                # retiring dropped facts a certificate may need: decided again on every fact
+                self._restore()
+                res.status, res.failure, res.relations, res.certificates, res.expectations = "refines", None, {}, {}, []
+                self.refuted = {}
+                self._finish(res)
         else:
             self._expectations_blocked_by(res, res.failure.node)
         self._output_verdicts(res)
+        family = {lem.name: lem.family for lem in self.lib.lemmas}
+        by_family = {}
+        for name, n in self.engine.matches.items():
+            by_family[family.get(name, "?")] = by_family.get(family.get(name, "?"), 0) + n
+        res.work = {"peak_enodes": self.engine.peak_nodes, "lemma_steps": self.engine.steps,
+                    "matches": sum(self.engine.matches.values()), "matches_by_family": dict(sorted(by_family.items())),
+                    "seconds_by_family": {k: round(v, 3) for k, v in sorted(self.engine.family_seconds.items())}}
         f = res.failure
         for d in [f.node, *f.later] if f and not f.reason.startswith("output ") else ():
             if d in self.op_stats:
@@ -389,7 +408,7 @@ class Checker:
             elif isinstance(res, L.PointToPoint) and rank == "seq":   # a one-rank program has no peer
                 self.no_semantics.setdefault(f"{n.target} in the sequential program", []).append((rank, n))
 
-    def _relate(self, low: L.Lowerer, n: G.Node) -> OpFailure | None:
+    def _relate(self, low: L.Lowerer, n: G.Node, widen: bool = True) -> OpFailure | None:
         res = L.bind_result(low.lower(n), self.svar.__getitem__)
         if isinstance(res, L.NotTensor):
             return None
@@ -397,7 +416,7 @@ class Checker:
             if res.ref in self.svar:
                 self.svar[n.name] = self.svar[res.ref]
                 if "#" in res.ref:          # an output of a multi-output op: relate it now
-                    return self._prove(n, self.svar[n.name])
+                    return self._prove(n, self.svar[n.name], widen)
             return None
         if isinstance(res, L.Free):   # a free G_s tensor (undeclared constant, empty): related to nothing
             self.svar[n.name] = self._new_svar(f"(Gs {str_lit(n.name)})", n.val)
@@ -420,20 +439,38 @@ class Checker:
                 self.svar[key] = self._new_svar(text, n.val[i])
             return None    # related lazily: by the getitem that uses an output
         v = self.svar[n.name] = self._new_svar(res.text, n.val)
-        return self._prove(n, v)
+        return self._prove(n, v, widen)
 
-    def _prove(self, n: G.Node, v: str) -> OpFailure | None:
+    def _prove(self, n: G.Node, v: str, widen: bool = True) -> OpFailure | None:
+        """Relate ``n`` (its G_s global ``v``): lemma steps in its window, then, before it fails,
+        with all of G_d and the spec's terms.  Without ``widen`` (an operator that may be
+        deferred) the second attempt has only what is downstream of its inputs' related tensors:
+        an operator no rank computes (the sequential program's own vocabulary mask) must not
+        bring every layer in, nor keep it in the e-graph for the operators after it."""
         self._bring(v)
         self._explore(v)
         matches = self.engine.matches.copy()
-        outcome = self.engine.prove_clean(v, self.limits)
-        steps, seconds = outcome.iterations, outcome.seconds
-        if outcome.status != "clean" and self._widen():   # never fail for want of G_d facts
-            outcome = self.engine.prove_clean(v, self.limits)
-            steps, seconds = steps + outcome.iterations, seconds + outcome.seconds
-        if outcome.status != "clean" and self._seed_expected():   # ... nor of the spec's own terms
-            outcome = self.engine.prove_clean(v, self.limits)
-            steps, seconds = steps + outcome.iterations, seconds + outcome.seconds
+        before = self._spent.get(n.name)      # the limits are per operator, over all its attempts
+        outcome = spent = self._attempt(v, before)
+
+        def again(more: bool):      # after an attempt that saturated (not one a limit ended)
+            nonlocal outcome, spent
+            if more and outcome.status == "saturated":
+                outcome = self._attempt(v, spent)
+                spent = replace(outcome, iterations=spent.iterations + outcome.iterations,
+                                seconds=spent.seconds + outcome.seconds, matches=spent.matches + outcome.matches)
+        if widen:      # never fail for want of G_d facts, nor of the spec's own terms
+            again(outcome.status == "saturated" and self._widen())
+            again(outcome.status == "saturated" and self._seed_expected())
+        else:
+            again(outcome.status == "saturated" and self._downstream(v))
+        self._spent[n.name] = spent
+        steps = spent.iterations - (before.iterations if before else 0)
+        seconds = spent.seconds - (before.seconds if before else 0.0)
+        if not widen:
+            self._narrow.add(n.name)
+        else:
+            self._narrow.discard(n.name)
         stats = self.op_stats[n.name] = {"status": "related" if outcome.status == "clean" else "not clean",
                                          "iterations": steps, "seconds": round(seconds, 4),
                                          "lemmas": dict((self.engine.matches - matches).most_common())}
@@ -486,8 +523,8 @@ class Checker:
         """A fresh e-graph holding only what the remaining operators can use: each live G_s
         tensor as its clean terms.  Per-step cost follows the e-graph's size (egglog rebuilds
         changed tables in full), so this keeps the cost per operator flat in model depth.
-        Dropping facts can only lose proofs, never make one, and ``run`` decides a failure found
-        after retiring again with every fact kept."""
+        Dropping facts can only lose proofs, never make one, and a failure found after retiring
+        is decided again with the dropped facts back (``_restore``)."""
         read = {p.node for p in self.checked_outputs}
         read.update(ref for n in remaining if n.name in needed and n.name not in self.svar for ref in n.refs())
         live = {v for k, v in self.svar.items() if k.split("#")[0] in read}
@@ -506,6 +543,8 @@ class Checker:
                 terms = self._clean_terms(v)
                 shapes = [c for c in self.sfacts[v] if c.startswith("(set ")]
                 kept[v] = [f"(let {v} {terms[0]})"] + [f"(union {v} {t})" for t in terms[1:]] + shapes
+                own = self.retired_facts.get(v, (self.sfacts[v], []))[0]
+                self.retired_facts[v] = (own, terms)
             else:             # not proven yet (a deferred op, an output of a multi-output op)
                 kept[v] = self.sfacts[v]
                 stack.extend(SVAR.findall(" ".join(kept[v])))
@@ -518,6 +557,62 @@ class Checker:
             self.sleaves[v] = leaves_in(" ".join(facts))
         self.engine.add(*sorted(self.kept_rank_facts))
         self.retired += 1
+
+    def _attempt(self, v: str, spent: Outcome | None) -> Outcome:
+        """Lemma steps until ``v`` has a clean term, within what the limits leave after ``spent``."""
+        return self.engine.prove_clean(v, self.limits, spent)
+
+    def _decide(self, deferred: list[OpFailure], out: OpFailure | None, n: G.Node | None):
+        """The check would end: at ``out``, operator ``n``'s failure, or (``n`` None) with the
+        ``deferred`` operators that no clean consumer absorbed.  Before a failure without a clean
+        term is reported, each of them is decided with every fact it may use: all of G_d and the
+        spec's terms and, where retiring dropped facts, those facts back (``_restore``), within
+        what its limits have left.  A limit (or an internal error) ends the check where it was
+        hit.  Returns (the failure, or None when ``n`` is related after all; the deferred
+        operators still without a clean term)."""
+        if out is not None and out.reason != "no clean term":
+            out.later = [d.node for d in deferred]
+            return out, deferred
+        restored = bool(self.retired_facts)
+        if restored:
+            self._restore()
+        pending = []
+        for d in deferred:
+            again = self._prove(self.seq.node(d.node), self.svar[d.node])
+            if again is not None and again.reason != "no clean term":
+                again.later = [x.node for x in deferred if x is not d]
+                return again, deferred
+            if again is not None:
+                pending.append(again)
+        if out is not None and (restored or out.node in self._narrow or self.engine.is_clean(self.svar[n.name])):
+            out = self._prove(n, self.svar[n.name])
+            if out is not None and out.reason != "no clean term":
+                out.later = [d.node for d in pending]
+                return out, pending
+        if out is None and n is not None:
+            return None, pending
+        failures = pending + ([out] if out is not None else [])
+        if not failures:
+            return None, []
+        failures[0].later = [f.node for f in failures[1:]]
+        return failures[0], pending
+
+    def _restore(self):
+        """A fresh e-graph for deciding a failure found after retiring: each retired G_s tensor's
+        own facts back beside its clean terms (retiring dropped the first: structure a lemma may
+        need), the ranks' equalities, and all of G_d.  Of the G_s facts only those the operators
+        being decided read come in (``_bring``): their cone, not every fact of the check."""
+        for v, (own, terms) in self.retired_facts.items():
+            self.sfacts[v] = own + [f"(union {v} {t})" for t in terms]
+            self.sleaves[v] = leaves_in(" ".join(self.sfacts[v]))
+        self.retired_facts = {}
+        self.engine.reset()
+        self.window.reset()
+        self.present = set()
+        self.expect_seeded = False
+        self.engine.add(*sorted(self.kept_rank_facts))
+        self._widen()
+        self.rechecked = True
 
     def _clean_terms(self, v: str) -> list[str]:
         """``v``'s cheapest clean terms, cheapest first."""

@@ -101,6 +101,24 @@ class Window:
             frontier = nxt
         return self.commands(new)
 
+    def downstream(self, seeds) -> list[str]:
+        """Commands for every G_d tensor computed from ``seeds`` or from their namesakes on the
+        other ranks (a relation names one rank's copy of a value every rank computes alike), at
+        any depth; what they read besides comes in as a leaf (its shape, not its definition):
+        all a value related to the seeds can be equal to, without the rest of the program (the
+        layers before)."""
+        nodes = {k.split(".", 1)[1] for k in seeds}
+        new, stack = [], [k for k in self.order if k.split(".", 1)[1] in nodes]
+        seen = set(stack)
+        while stack:
+            k = stack.pop()
+            new.append(k)
+            for u in self.facts.users.get(k, ()):
+                if u not in seen:
+                    seen.add(u)
+                    stack.append(u)
+        return self.commands(k for k in new if k not in self.inserted)
+
     def commands(self, keys) -> list[str]:
         """Shapes of the keys and of what they read, and the keys' definitions (each once)."""
         out = []

@@ -11,12 +11,12 @@ import os
 import re
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from entangle_py.semantics import terms
 from entangle_py.engine.dims import DimSolver
 from entangle_py.config import Limits
-from entangle_py.engine.lemma import Library
+from entangle_py.engine.lemma import Lemma, Library
 
 
 def _egglog_bindings():
@@ -53,6 +53,12 @@ STEP = ("(run-schedule (run lemmas) (saturate (seq (run walks) (saturate (run sh
 CERTIFY = "(run-schedule (saturate (run shapes)) (saturate (run certify)))"
 _UNREACHABLE = 10 ** 15   # extraction cost of a term a certificate may not contain
 
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+# egglog 13.2's Python bindings report a rule's search time as a timedelta whose microseconds are
+# the time's milliseconds (4.01 s reads as 4012 us); tests/test_engine_work.py checks the scale
+EGGLOG_TIME_SCALE = 1000
+
 CHUNK = 24   # commands per parse: parsing cost grows faster than linearly with program size
 
 
@@ -62,6 +68,8 @@ class Outcome:
     iterations: int
     seconds: float
     limit: str | None = None    # which limit was hit
+    kind: str | None = None     # its unit: 'iterations' | 'enodes' | 'matches' | 'memory' | 'seconds'
+    matches: int = 0            # rule matches in the attempt
 
 
 class EngineError(RuntimeError):
@@ -78,14 +86,27 @@ class Engine:
         self._dim_sizes = None
         self.assume = tuple(sorted(assume))     # assumptions whose lemmas are active
         self._run_commands(list(_split_commands(terms.declarations())))
-        self._run_commands(list(_split_commands(library.egglog(self.assume))))
+        rules = library.egglog(self.assume)
+        self._run_commands(list(_split_commands(rules)))
+        # every size literal a rule names is in the e-graph: a condition such as (!= (dim x b)
+        # (DLit 1)) matches (DLit 1) as an e-node, and would fail where no tensor has a size-1
+        # dim (GPT at TP 8: the attention's bmm waited for the loss's size-1 dim to be proven)
+        self._run_commands([f"(let $dlit_{k.replace('-', 'm')} (DLit {k}))"
+                            for k in sorted(set(re.findall(r"\(DLit (-?\d+)\)", rules)))])
         self._asked_cmul, self._folded = None, set()
         self.run1("(push)")      # the empty e-graph with its rules compiled: reset() comes back here
         # lemma name -> egglog matches of its rule, summed over every lemma step (explain / reports)
         self.matches: Counter = Counter()
+        self.steps = 0              # lemma steps run (every saturation)
+        self.peak_nodes = 0         # the e-graph's largest size after a lemma step
         self._rule_name = {_rule_key(part): lem.name for lem in library.lemmas
                            for part in lem.egglog(lem.ruleset).split("\n")}
-        self._seen_rules: dict[str, str | None] = {}
+        self._rule_family = {_rule_key(part): x.family for x in [*library.lemmas, *library.rules]
+                             for part in (x.egglog(x.ruleset) if isinstance(x, Lemma) else x.text).split("\n")}
+        self._seen_rules: dict[str, tuple] = {}
+        # lemma family -> seconds egglog spent searching and applying its rules (lemmas and
+        # shape rules) in lemma steps: where the time goes as the programs grow (benchmarks, CI)
+        self.family_seconds: Counter = Counter()
 
     def reset(self):
         """Empty the e-graph, keeping declarations and rules (cheaper than a new one)."""
@@ -231,48 +252,91 @@ class Engine:
         self.add(*added)
         return bool(added)
 
-    def prove_clean(self, var: str, limits: Limits) -> Outcome:
-        out = self.saturate(lambda: self.is_clean(var), limits)
-        return Outcome("clean", out.iterations, out.seconds) if out.status == "reached" else out
+    def prove_clean(self, var: str, limits: Limits, spent: "Outcome | None" = None) -> Outcome:
+        out = self.saturate(lambda: self.is_clean(var), limits, spent)
+        return replace(out, status="clean") if out.status == "reached" else out
 
-    def _count_matches(self, per_rule: dict):
-        """Add one step's matches per lemma (egglog reports them per rule text)."""
-        for text, n in per_rule.items():
-            if not n:
-                continue
-            name = self._seen_rules.get(text, "")
-            if name == "":
-                name = self._seen_rules[text] = self._rule_name.get(_rule_key(text))
-            if name is not None:
-                self.matches[name] += n
+    def _count(self, report) -> int:
+        """Add one step's matches per lemma and search time per family (egglog reports both per
+        rule text); returns the step's matches of every rule (lemmas, walks, shape rules)."""
+        total = 0
+        for text, n in report.num_matches_per_rule.items():
+            total += n
+            if n:
+                name, _ = self._rule(text)
+                if name is not None:
+                    self.matches[name] += n
+        for text, t in report.search_and_apply_time_per_rule.items():
+            if t:
+                self.family_seconds[self._rule(text)[1]] += t.total_seconds() * EGGLOG_TIME_SCALE
+        return total
 
-    def saturate(self, goal, limits: Limits) -> Outcome:
+    def _rule(self, text: str) -> tuple:
+        """(lemma name or None, family) of a rule as egglog reports it."""
+        found = self._seen_rules.get(text)
+        if found is None:
+            key = _rule_key(text)
+            found = self._seen_rules[text] = (self._rule_name.get(key), self._rule_family.get(key, "engine"))
+        return found
+
+    def saturate(self, goal, limits: Limits, spent: "Outcome | None" = None) -> Outcome:
         """Lemma steps until ``goal()`` holds ('reached'), nothing changes ('saturated') or a limit
-        is hit ('limit', naming it).  The e-graph's size is checked after every step: one step
-        can grow it a lot, and a check must end at its limit, not by running out of memory."""
+        is hit ('limit', naming it).  Limits are checked after every step, in deterministic units
+        first (steps, e-nodes, matches), then memory and wall time; ``spent``: what earlier
+        attempts for the same operator used of them.  A step cannot be interrupted, so the next one
+        is not started where repeating the last one's growth would cross the e-node or memory
+        limit: a check ends at its limit, never by running out of memory."""
         start = time.perf_counter()
+        steps0, matches0, seconds0 = (spent.iterations, spent.matches, spent.seconds) if spent else (0, 0, 0.0)
+        matches, memory = 0, limits.memory_bytes()
+
+        def outcome(status, it, limit=None, kind=None):
+            return Outcome(status, it, time.perf_counter() - start, limit, kind, matches)
         self.settle()
         if goal():
-            return Outcome("reached", 0, time.perf_counter() - start)
-        for it in range(1, limits.iterations + 1):
+            return outcome("reached", 0)
+        size, rss = self.size(), resident_bytes()
+        it = 0
+        while steps0 + it < limits.iterations:
+            it += 1
             out = self.run1(STEP)
+            self.steps += 1
             updated = out[0].report.updated if out else True
             if out:
-                self._count_matches(out[0].report.num_matches_per_rule)
+                matches += self._count(out[0].report)
             if self.side_step():
                 self.settle()
                 updated = True
+            last_size, last_rss = size, rss
+            size, rss = self.size(), resident_bytes()
+            self.peak_nodes = max(self.peak_nodes, size)
             if goal():
-                return Outcome("reached", it, time.perf_counter() - start)
+                return outcome("reached", it)
             if not updated:
-                return Outcome("saturated", it, time.perf_counter() - start)
-            elapsed = time.perf_counter() - start
-            if elapsed > limits.seconds:
-                return Outcome("limit", it, elapsed, f"{limits.seconds:g} s per operator")
-            if self.size() > limits.nodes:
-                return Outcome("limit", it, elapsed, f"{limits.nodes} e-nodes")
-        return Outcome("limit", limits.iterations, time.perf_counter() - start,
-                       f"{limits.iterations} iterations per operator")
+                return outcome("saturated", it)
+            if size > limits.nodes or size + (size - last_size) > limits.nodes:
+                return outcome("limit", it, f"{limits.nodes} e-nodes", "enodes")
+            if matches0 + matches > limits.matches:
+                return outcome("limit", it, f"{limits.matches} rule matches per operator", "matches")
+            if rss > memory or rss + max(0, rss - last_rss) > memory:
+                return outcome("limit", it, f"{memory_text(memory)} of memory (--max-memory)", "memory")
+            if seconds0 + time.perf_counter() - start > limits.seconds:
+                return outcome("limit", it, f"{limits.seconds:g} s per operator", "seconds")
+        return outcome("limit", it, f"{limits.iterations} iterations per operator", "iterations")
+
+
+def resident_bytes() -> int:
+    """The process's resident memory now (Linux /proc; elsewhere its peak so far)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def memory_text(n: int) -> str:
+    return f"{n / (1 << 30):.1f} GB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MB"
 
 
 def _rule_key(text: str) -> str:

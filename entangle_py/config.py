@@ -15,10 +15,11 @@ class Limits:
     limit falls at the same place on every machine; wall time is a last resort, and memory a
     limit of its own (measured between lemma steps: an egglog step cannot be interrupted, so the
     next step is not started when the last one's growth, repeated, would cross a limit)."""
-    iterations: int = 40            # lemma steps per G_s operator
+    iterations: int = 40            # lemma steps per attempt at a G_s operator (its window; then
+                                    # more of G_d; then the spec's terms)
     nodes: int = 400_000            # e-graph size, in e-nodes
-    matches: int = 4_000_000        # rule matches per G_s operator
-    seconds: float = 600.0          # wall time per G_s operator (last resort)
+    matches: int = 4_000_000        # rule matches per attempt
+    seconds: float = 600.0          # wall time per attempt (last resort)
     memory: int = 0                 # resident bytes of the process; 0: MEMORY_FRACTION of the machine
 
     def memory_bytes(self) -> int:

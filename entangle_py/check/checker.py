@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import replace
 
 
 from entangle_py.check import culprit
@@ -78,8 +77,8 @@ class Checker:
         # (G_s global -> facts, clean terms) for deciding a failure found after it (_restore)
         self.retired_facts: dict[str, tuple[list[str], list[str]]] = {}
         self.rechecked = False                 # a failure was decided again after _restore
-        self._narrow: set[str] = set()         # G_s operators last tried in their window only
-        self._spent: dict[str, Outcome] = {}   # G_s operator -> the steps, matches and seconds it used
+        self._narrow: set[str] = set()         # G_s operators last tried without all of G_d
+        self._exhausted: set[str] = set()      # G_s operators whose attempt a limit on resources ended
 
     # -- helpers ---------------------------------------------------------------------------
     def _fresh(self) -> str:
@@ -127,9 +126,9 @@ class Checker:
         """G_d near the tensors ``v`` is computed from (the paper's exploration of T_rel)."""
         self.engine.add(*self.window.explore(self.sleaves[v]))
 
-    def _downstream(self, v: str) -> bool:
-        """All of G_d computed from the tensors ``v`` is computed from; False when it was there."""
-        found = self.window.downstream(self.sleaves[v])
+    def _around(self, v: str) -> bool:
+        """The G_d connected to the tensors ``v`` is computed from; False when it was there."""
+        found = self.window.around(self.sleaves[v])
         self.engine.add(*found)
         return bool(found)
 
@@ -273,7 +272,9 @@ class Checker:
             # Whether it has a clean term with all of G_d is decided only if the check would end
             # there (_decide)
             deferrable = n.name not in outputs and len(deferred) < self.policy.deferred
-            out = self._relate(low, n, widen=not deferrable)
+            waiting = {self.svar[d.node] for d in deferred}     # (an identity of one shares its global)
+            out = self._relate(low, n, widen="all" if not deferrable else
+                               "none" if any(self.svar.get(ref) in waiting for ref in n.refs()) else "around")
             if out is not None and deferrable and out.reason == "no clean term":
                 deferred.append(out)
                 continue
@@ -408,7 +409,7 @@ class Checker:
             elif isinstance(res, L.PointToPoint) and rank == "seq":   # a one-rank program has no peer
                 self.no_semantics.setdefault(f"{n.target} in the sequential program", []).append((rank, n))
 
-    def _relate(self, low: L.Lowerer, n: G.Node, widen: bool = True) -> OpFailure | None:
+    def _relate(self, low: L.Lowerer, n: G.Node, widen: str = "all") -> OpFailure | None:
         res = L.bind_result(low.lower(n), self.svar.__getitem__)
         if isinstance(res, L.NotTensor):
             return None
@@ -441,33 +442,38 @@ class Checker:
         v = self.svar[n.name] = self._new_svar(res.text, n.val)
         return self._prove(n, v, widen)
 
-    def _prove(self, n: G.Node, v: str, widen: bool = True) -> OpFailure | None:
+    def _prove(self, n: G.Node, v: str, widen: str = "all") -> OpFailure | None:
         """Relate ``n`` (its G_s global ``v``): lemma steps in its window, then, before it fails,
-        with all of G_d and the spec's terms.  Without ``widen`` (an operator that may be
-        deferred) the second attempt has only what is downstream of its inputs' related tensors:
-        an operator no rank computes (the sequential program's own vocabulary mask) must not
-        bring every layer in, nor keep it in the e-graph for the operators after it."""
+        with more of G_d: ``widen`` "all" (an operator whose failure ends the check), all of it
+        and the spec's terms; "around" (one that may be deferred), what is connected to its
+        inputs' related tensors (``Window.around``); "none" (one reading a deferred operator's
+        value: it waits with it), nothing more.  An operator no rank computes (the sequential
+        program's own vocabulary mask) must not bring every layer in, nor keep it in the e-graph
+        for the operators after it; whether a deferred operator has a clean term with all of G_d
+        is decided where the check would end (``_decide``)."""
         self._bring(v)
         self._explore(v)
         matches = self.engine.matches.copy()
-        before = self._spent.get(n.name)      # the limits are per operator, over all its attempts
-        outcome = spent = self._attempt(v, before)
+        outcome = self.engine.prove_clean(v, self.limits)
+        steps, seconds = outcome.iterations, outcome.seconds
 
-        def again(more: bool):      # after an attempt that saturated (not one a limit ended)
-            nonlocal outcome, spent
-            if more and outcome.status == "saturated":
-                outcome = self._attempt(v, spent)
-                spent = replace(outcome, iterations=spent.iterations + outcome.iterations,
-                                seconds=spent.seconds + outcome.seconds, matches=spent.matches + outcome.matches)
-        if widen:      # never fail for want of G_d facts, nor of the spec's own terms
-            again(outcome.status == "saturated" and self._widen())
-            again(outcome.status == "saturated" and self._seed_expected())
-        else:
-            again(outcome.status == "saturated" and self._downstream(v))
-        self._spent[n.name] = spent
-        steps = spent.iterations - (before.iterations if before else 0)
-        seconds = spent.seconds - (before.seconds if before else 0.0)
-        if not widen:
+        def more() -> bool:     # not clean, and no limit on resources ended the attempt
+            return outcome.status == "saturated" or outcome.kind == "iterations"
+
+        def again():
+            nonlocal outcome, steps, seconds
+            outcome = self.engine.prove_clean(v, self.limits)
+            steps, seconds = steps + outcome.iterations, seconds + outcome.seconds
+        if widen == "all":      # never fail for want of G_d facts, nor of the spec's own terms
+            if more() and self._widen():
+                again()
+            if more() and self._seed_expected():
+                again()
+        elif widen == "around" and more() and self._around(v):
+            again()
+        if outcome.kind not in (None, "iterations"):
+            self._exhausted.add(n.name)
+        if widen != "all":
             self._narrow.add(n.name)
         else:
             self._narrow.discard(n.name)
@@ -558,37 +564,32 @@ class Checker:
         self.engine.add(*sorted(self.kept_rank_facts))
         self.retired += 1
 
-    def _attempt(self, v: str, spent: Outcome | None) -> Outcome:
-        """Lemma steps until ``v`` has a clean term, within what the limits leave after ``spent``."""
-        return self.engine.prove_clean(v, self.limits, spent)
-
     def _decide(self, deferred: list[OpFailure], out: OpFailure | None, n: G.Node | None):
         """The check would end: at ``out``, operator ``n``'s failure, or (``n`` None) with the
-        ``deferred`` operators that no clean consumer absorbed.  Before a failure without a clean
-        term is reported, each of them is decided with every fact it may use: all of G_d and the
-        spec's terms and, where retiring dropped facts, those facts back (``_restore``), within
-        what its limits have left.  A limit (or an internal error) ends the check where it was
-        hit.  Returns (the failure, or None when ``n`` is related after all; the deferred
-        operators still without a clean term)."""
-        if out is not None and out.reason != "no clean term":
+        ``deferred`` operators that no clean consumer absorbed.  Before a failure is reported the
+        deferred operators, earliest first, are decided with every fact they may use: all of G_d
+        and the spec's terms, in a fresh e-graph (``_restore``: retired facts back, nothing later
+        operators derived); the first without a clean term is the failure.  ``out`` itself is
+        decided again there where it was tried without all of G_d or with facts retired; a limit
+        on resources (or an internal error) stands.  Returns (the failure, or None when every
+        operator is related after all; the deferred operators still without a clean term)."""
+        if out is not None and out.reason.startswith("internal"):
             out.later = [d.node for d in deferred]
             return out, deferred
+        final = out is not None and (out.node in self._exhausted or
+                                     (out.reason != "no clean term" and out.node not in self._narrow))
         restored = bool(self.retired_facts)
-        if restored:
+        if deferred or restored:
             self._restore()
         pending = []
         for d in deferred:
             again = self._prove(self.seq.node(d.node), self.svar[d.node])
-            if again is not None and again.reason != "no clean term":
-                again.later = [x.node for x in deferred if x is not d]
-                return again, deferred
             if again is not None:
                 pending.append(again)
-        if out is not None and (restored or out.node in self._narrow or self.engine.is_clean(self.svar[n.name])):
+                if again.reason != "no clean term":
+                    break       # a limit: unknown from here
+        if out is not None and not final and (restored or out.node in self._narrow):
             out = self._prove(n, self.svar[n.name])
-            if out is not None and out.reason != "no clean term":
-                out.later = [d.node for d in pending]
-                return out, pending
         if out is None and n is not None:
             return None, pending
         failures = pending + ([out] if out is not None else [])
@@ -598,10 +599,13 @@ class Checker:
         return failures[0], pending
 
     def _restore(self):
-        """A fresh e-graph for deciding a failure found after retiring: each retired G_s tensor's
-        own facts back beside its clean terms (retiring dropped the first: structure a lemma may
-        need), the ranks' equalities, and all of G_d.  Of the G_s facts only those the operators
-        being decided read come in (``_bring``): their cone, not every fact of the check."""
+        """A fresh e-graph for deciding a failure: each retired G_s tensor's own facts back beside
+        its clean terms (retiring dropped the first: structure a lemma may need), the ranks'
+        equalities, and all of G_d; nothing later operators' lemma steps derived (a deferred
+        operator is decided as it would have been at its turn).  Of the G_s facts only those the
+        operators being decided read come in (``_bring``): their cone, not every fact of the check."""
+        if self.retired_facts:
+            self.rechecked = True
         for v, (own, terms) in self.retired_facts.items():
             self.sfacts[v] = own + [f"(union {v} {t})" for t in terms]
             self.sleaves[v] = leaves_in(" ".join(self.sfacts[v]))
@@ -612,7 +616,6 @@ class Checker:
         self.expect_seeded = False
         self.engine.add(*sorted(self.kept_rank_facts))
         self._widen()
-        self.rechecked = True
 
     def _clean_terms(self, v: str) -> list[str]:
         """``v``'s cheapest clean terms, cheapest first."""

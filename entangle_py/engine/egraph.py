@@ -252,8 +252,8 @@ class Engine:
         self.add(*added)
         return bool(added)
 
-    def prove_clean(self, var: str, limits: Limits, spent: "Outcome | None" = None) -> Outcome:
-        out = self.saturate(lambda: self.is_clean(var), limits, spent)
+    def prove_clean(self, var: str, limits: Limits) -> Outcome:
+        out = self.saturate(lambda: self.is_clean(var), limits)
         return replace(out, status="clean") if out.status == "reached" else out
 
     def _count(self, report) -> int:
@@ -279,15 +279,14 @@ class Engine:
             found = self._seen_rules[text] = (self._rule_name.get(key), self._rule_family.get(key, "engine"))
         return found
 
-    def saturate(self, goal, limits: Limits, spent: "Outcome | None" = None) -> Outcome:
+    def saturate(self, goal, limits: Limits) -> Outcome:
         """Lemma steps until ``goal()`` holds ('reached'), nothing changes ('saturated') or a limit
         is hit ('limit', naming it).  Limits are checked after every step, in deterministic units
-        first (steps, e-nodes, matches), then memory and wall time; ``spent``: what earlier
-        attempts for the same operator used of them.  A step cannot be interrupted, so the next one
-        is not started where repeating the last one's growth would cross the e-node or memory
-        limit: a check ends at its limit, never by running out of memory."""
+        first (steps, e-nodes, matches), then memory and wall time.  A step cannot be
+        interrupted, so the next one is not started where repeating the last one's growth would
+        cross the e-node or memory limit: a check ends at its limit, never by running out of
+        memory."""
         start = time.perf_counter()
-        steps0, matches0, seconds0 = (spent.iterations, spent.matches, spent.seconds) if spent else (0, 0, 0.0)
         matches, memory = 0, limits.memory_bytes()
 
         def outcome(status, it, limit=None, kind=None):
@@ -297,7 +296,7 @@ class Engine:
             return outcome("reached", 0)
         size, rss = self.size(), resident_bytes()
         it = 0
-        while steps0 + it < limits.iterations:
+        while it < limits.iterations:
             it += 1
             out = self.run1(STEP)
             self.steps += 1
@@ -316,11 +315,11 @@ class Engine:
                 return outcome("saturated", it)
             if size > limits.nodes or size + (size - last_size) > limits.nodes:
                 return outcome("limit", it, f"{limits.nodes} e-nodes", "enodes")
-            if matches0 + matches > limits.matches:
+            if matches > limits.matches:
                 return outcome("limit", it, f"{limits.matches} rule matches per operator", "matches")
             if rss > memory or rss + max(0, rss - last_rss) > memory:
                 return outcome("limit", it, f"{memory_text(memory)} of memory (--max-memory)", "memory")
-            if seconds0 + time.perf_counter() - start > limits.seconds:
+            if time.perf_counter() - start > limits.seconds:
                 return outcome("limit", it, f"{limits.seconds:g} s per operator", "seconds")
         return outcome("limit", it, f"{limits.iterations} iterations per operator", "iterations")
 

@@ -37,12 +37,13 @@ import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import sympy
-
 from entangle_py.ir import graph, ops
-from entangle_py.ir import symbolic
 from entangle_py.errors import InputError
+from entangle_py.lazy import LazyModule, sympy
 from entangle_py.ir.graph import Bundle, Node, Port, Ref, RankGraph, ScalarMeta, Source, SymIntMeta, TensorMeta, TorchConst
+
+symbolic = LazyModule("entangle_py.ir.symbolic")     # sympy, for symbolic sizes only
+_DIGITS = re.compile(r"[0-9]{1,18}")
 
 # dtype abbreviations of torch.fx.graph.dtype_abbrs -> torch dtype names.
 DTYPE_ABBRS = {
@@ -521,6 +522,8 @@ class _FxParser:
         return TensorMeta(shape, DTYPE_ABBRS[abbr])
 
     def _size(self, text: str, as_expr: bool = False):
+        if not as_expr and _DIGITS.fullmatch(text.strip()):
+            return int(text)        # a static size (most of them): no expression to read
         if len(text) > symbolic.MAX_TEXT:
             self.fail(f"size expression too long ({len(text)} characters)")
         try:

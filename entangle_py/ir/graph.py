@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Union
 
-import sympy
+from entangle_py.ir import ops
+from entangle_py.lazy import LazyModule, is_sympy, sympy
 
-from entangle_py.ir import ops, symbolic
+symbolic = LazyModule("entangle_py.ir.symbolic")     # sympy, for symbolic sizes only
 from entangle_py.errors import InputError
 
 FORMAT_NAME = "entangle-graph"
@@ -286,13 +287,13 @@ def encode_arg(v):
         return _enc_scalar_float(float(v))
     if isinstance(v, (list, tuple)):
         return [encode_arg(x) for x in v]
-    if isinstance(v, sympy.Basic):
+    if is_sympy(v):
         return {"sym": symbolic.to_text(v)}
     raise GraphFormatError(f"cannot store argument of type {type(v).__name__}: {v!r}")
 
 
 def _enc_dim(d):
-    return int(d) if isinstance(d, int) or (isinstance(d, sympy.Basic) and d.is_Integer) else symbolic.to_text(d)
+    return int(d) if isinstance(d, int) or (is_sympy(d) and d.is_Integer) else symbolic.to_text(d)
 
 
 def encode_val(v: Value):

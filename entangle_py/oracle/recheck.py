@@ -30,9 +30,7 @@ import math
 import time
 from dataclasses import replace
 
-import sympy
-from entangle_py.lazy import torch
-
+from entangle_py.lazy import is_sympy, sympy, torch
 from entangle_py.check.culprit import Provenance
 from entangle_py.ir import graph as G
 from entangle_py.ir import ops
@@ -391,7 +389,7 @@ def estimate_bytes(checker, sizes: dict) -> int:
     def numel(meta):
         n = 1
         for d in meta.shape:
-            if isinstance(d, (int, sympy.Integer)):
+            if isinstance(d, int) or (is_sympy(d) and d.is_Integer):
                 n *= int(d)
                 continue
             binding = {s.name: sizes.get(s.name, fallback) for s in d.free_symbols}

@@ -119,14 +119,25 @@ class Window:
                     new.add(d)
                     stack.append(d)
         stack, seen = list(start), set(start)
-        while stack:            # what is computed from them
+        while stack:            # what is computed from them (a weight's preprocessing it reads too)
             for u in self.facts.users.get(stack.pop(), ()):
                 if u not in seen:
                     seen.add(u)
                     new.add(u)
                     stack.append(u)
+                    new |= self._preprocessing(u)
         new |= self.constant
         return self.commands(sorted((k for k in new if k not in self.inserted), key=self.order.get))
+
+    def _preprocessing(self, k) -> set[str]:
+        """What ``k`` reads near the inputs (a weight's transpose or view), with what that reads."""
+        out, stack = set(), [d for d in self.facts.deps.get(k, ()) if self.level[d] <= PULLED_LEVELS]
+        while stack:
+            d = stack.pop()
+            if d not in out:
+                out.add(d)
+                stack.extend(self.facts.deps.get(d, ()))
+        return out
 
     def commands(self, keys) -> list[str]:
         """Shapes of the keys and of what they read, and the keys' definitions (each once)."""

@@ -18,7 +18,7 @@ class Limits:
     iterations: int = 40            # lemma steps per attempt at a G_s operator (its window; then
                                     # more of G_d; then the spec's terms)
     nodes: int = 400_000            # e-graph size, in e-nodes
-    matches: int = 4_000_000        # rule matches per attempt
+    matches: int = 1_000_000        # rule matches per attempt
     seconds: float = 600.0          # wall time per attempt (last resort)
     memory: int = 0                 # resident bytes of the process; 0: MEMORY_FRACTION of the machine
 

@@ -445,7 +445,8 @@ class Checker:
     def _prove(self, n: G.Node, v: str, widen: str = "all") -> OpFailure | None:
         """Relate ``n`` (its G_s global ``v``): lemma steps in its window, then, before it fails,
         with more of G_d: ``widen`` "all" (an operator whose failure ends the check), all of it
-        and the spec's terms; "around" (one that may be deferred), what is connected to its
+        and the spec's terms; "gd", all of it (a deferred operator decided where the check would
+        end); "around" (one that may be deferred), what is connected to its
         inputs' related tensors (``Window.around``); "none" (one reading a deferred operator's
         value: it waits with it), nothing more.  An operator no rank computes (the sequential
         program's own vocabulary mask) must not bring every layer in, nor keep it in the e-graph
@@ -464,16 +465,16 @@ class Checker:
             nonlocal outcome, steps, seconds
             outcome = self.engine.prove_clean(v, self.limits)
             steps, seconds = steps + outcome.iterations, seconds + outcome.seconds
-        if widen == "all":      # never fail for want of G_d facts, nor of the spec's own terms
+        if widen in ("all", "gd"):      # never fail for want of G_d facts, nor of the spec's own terms
             if more() and self._widen():
                 again()
-            if more() and self._seed_expected():
+            if widen == "all" and more() and self._seed_expected():
                 again()
         elif widen == "around" and more() and self._around(v):
             again()
         if outcome.kind not in (None, "iterations"):
             self._exhausted.add(n.name)
-        if widen != "all":
+        if widen in ("around", "none"):
             self._narrow.add(n.name)
         else:
             self._narrow.discard(n.name)
@@ -582,8 +583,8 @@ class Checker:
         if deferred or restored:
             self._restore()
         pending = []
-        for d in deferred:
-            again = self._prove(self.seq.node(d.node), self.svar[d.node])
+        for d in deferred:      # (intermediates: the spec's terms of outputs are not seeded for them)
+            again = self._prove(self.seq.node(d.node), self.svar[d.node], "gd")
             if again is not None:
                 pending.append(again)
                 if again.reason != "no clean term":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -59,6 +60,34 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 # the time's milliseconds (4.01 s reads as 4012 us); tests/test_engine_work.py checks the scale
 EGGLOG_TIME_SCALE = 1000
 
+# Facts about a G_d leaf loaded in bulk (Engine._bulk_load): relation -> (its egglog declaration
+# and loading rule, the groups of _LEAF_FACT that are its row)
+BULK = {
+    "bulk_dim": ("(relation bulk_dim (String i64 i64))\n"
+                 "(rule ((bulk_dim n i v)) ((set (dim (Gd n) i) (DLit v))) :ruleset load)", ("dn", "di", "dv")),
+    "bulk_ndim": ("(relation bulk_ndim (String i64))\n"
+                  "(rule ((bulk_ndim n k)) ((set (ndim (Gd n)) k)) :ruleset load)", ("nn", "nk")),
+    "bulk_dtype": ("(relation bulk_dtype (String String))\n"
+                   "(rule ((bulk_dtype n t)) ((set (dtype (Gd n)) t)) :ruleset load)", ("tn", "tt")),
+    "bulk_peer": ("(relation bulk_peer (String String))\n"
+                  "(rule ((bulk_peer a b)) ((peer (Gd a) (Gd b))) :ruleset load)", ("pa", "pb")),
+    "bulk_certleaf": ("(relation bulk_certleaf (String))\n"
+                      "(rule ((bulk_certleaf n)) ((certleaf (Gd n))) :ruleset load)", ("cn",)),
+}
+
+
+def _name(group: str) -> str:
+    """A G_d leaf's name in a command, as a regex group (no quote, backslash, tab or line break)."""
+    return rf'"(?P<{group}>[^"\\\t\n\r]*)"'
+
+
+_LEAF_FACT = re.compile("|".join((
+    rf'\(set \(dim \(Gd {_name("dn")}\) (?P<di>\d+)\) \(DLit (?P<dv>-?\d+)\)\)(?P<bulk_dim>)',
+    rf'\(set \(ndim \(Gd {_name("nn")}\)\) (?P<nk>\d+)\)(?P<bulk_ndim>)',
+    rf'\(set \(dtype \(Gd {_name("tn")}\)\) "(?P<tt>[A-Za-z0-9_]+)"\)(?P<bulk_dtype>)',
+    rf'\(peer \(Gd {_name("pa")}\) \(Gd {_name("pb")}\)\)(?P<bulk_peer>)',
+    rf'\(certleaf \(Gd {_name("cn")}\)\)(?P<bulk_certleaf>)')))
+
 CHUNK = 24   # commands per parse: parsing cost grows faster than linearly with program size
 
 
@@ -80,6 +109,7 @@ class Engine:
     def __init__(self, library: Library, assume=(), dims: DimSolver | None = None):
         self.eg = bindings.EGraph()
         self.pending: list[str] = []
+        self._bulk_dir = None       # where _bulk_load writes its rows
         self.library = library
         # Z3 over the programs' symbolic sizes (their ranges and guards, given by the caller)
         self.dims = dims if dims is not None else DimSolver()
@@ -87,6 +117,7 @@ class Engine:
         self.assume = tuple(sorted(assume))     # assumptions whose lemmas are active
         self._run_commands(list(_split_commands(terms.declarations())))
         rules = library.egglog(self.assume)
+        self._run_commands(["(ruleset load)"] + [c for decl, _ in BULK.values() for c in _split_commands(decl)])
         self._run_commands(list(_split_commands(rules)))
         # every size literal a rule names is in the e-graph: a condition such as (!= (dim x b)
         # (DLit 1)) matches (DLit 1) as an e-node, and would fail where no tensor has a size-1
@@ -119,12 +150,40 @@ class Engine:
 
     # -- commands ------------------------------------------------------------------------
     def _run_commands(self, commands: list[str]):
+        commands = self._bulk_load(commands)
         for i in range(0, len(commands), CHUNK):
             chunk = "\n".join(commands[i:i + CHUNK])
             try:
                 self.eg.run_program(*self.eg.parse_program(chunk))
             except bindings.EggSmolError as e:
                 raise EngineError(f"egglog: {e.context if hasattr(e, 'context') else e}\nin:\n{chunk[:2000]}") from None
+
+    def _bulk_load(self, commands: list[str]) -> list[str]:
+        """Load the facts about G_d leaves (sizes, dtype, peers, certificate leaves) -- most of
+        what the checker inserts, and 30-100 us each as egglog commands -- as rows of BULK
+        relations read from files (egglog's ``input``), which the ``load`` rules turn into the
+        same facts at once; returns the other commands.  A name with a quote, backslash, tab or
+        line break stays a command (a row is raw text)."""
+        rows: dict[str, list[str]] = {}
+        rest = []
+        for c in commands:
+            m = _LEAF_FACT.fullmatch(c) if c.startswith(("(set (", "(peer ", "(certleaf ")) else None
+            if m is None:
+                rest.append(c)
+                continue
+            kind = next(k for k, v in m.groupdict().items() if v is not None and k in BULK)
+            rows.setdefault(kind, []).append("\t".join(m.group(f) for f in BULK[kind][1]))
+        if rows:
+            if self._bulk_dir is None:
+                self._bulk_dir = tempfile.TemporaryDirectory(prefix="entangle-egglog-")
+            loads = []
+            for kind, lines in rows.items():
+                path = os.path.join(self._bulk_dir.name, f"{kind}.tsv")
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write("\n".join(lines) + "\n")
+                loads.append(f"(input {kind} {terms.str_lit(path)})")
+            self.run1("\n".join(loads) + "\n(run-schedule (run load))")
+        return rest
 
     def add(self, *commands: str):
         self.pending.extend(commands)
@@ -203,8 +262,10 @@ class Engine:
         return [_term_from_dag(out.termdag, row[0]) for row in out.terms]
 
     def size(self) -> int:
+        """Rows of every function and relation of the e-graph (not the rows loaded in bulk,
+        which are in it as the facts they load)."""
         out = self.run1("(print-size)")[0]
-        return sum(n for _, n in out.sizes)
+        return sum(n for name, n in out.sizes if name not in BULK)
 
     def sizes(self, names) -> tuple:
         out = dict(self.run1("(print-size)")[0].sizes)

@@ -44,6 +44,7 @@ from entangle_py.ir.graph import Bundle, Node, Port, Ref, RankGraph, ScalarMeta,
 
 symbolic = LazyModule("entangle_py.ir.symbolic")     # sympy, for symbolic sizes only
 _DIGITS = re.compile(r"[0-9]{1,18}")
+_SIMPLE_STRING = re.compile(r'"[^"\\\n]*"')      # a double-quoted string without escapes
 
 # dtype abbreviations of torch.fx.graph.dtype_abbrs -> torch dtype names.
 DTYPE_ABBRS = {
@@ -653,6 +654,9 @@ def _split_top(text: str) -> list[str]:
 
 def _open_brackets(text: str) -> bool:
     """True when the statement continues on the next line (an unclosed bracket)."""
+    code = _SIMPLE_STRING.sub("", text)
+    if not any(q in code for q in "\"'\\#") and all(code.count(a) == code.count(b) for a, b in ("()", "[]", "{}")):
+        return False        # every bracket closed, no string or comment to hide one: most lines
     try:
         for _ in tokenize.generate_tokens(io.StringIO(text + "\n").readline):
             pass

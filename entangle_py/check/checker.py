@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import time
 
-
 from entangle_py.check import culprit
 from entangle_py.check import spec as S
 from entangle_py.check.distributed import DistProgram
@@ -267,10 +266,10 @@ class Checker:
             if not deferred and self.engine.size() > self.policy.window_nodes:
                 self._retire(ops[i:], needed)
             self._proved = None
-            # an operator that may be deferred is tried in its window only: one that can never be
-            # related (the sequential program's own vocabulary mask) must not bring all of G_d in.
-            # Whether it has a clean term with all of G_d is decided only if the check would end
-            # there (_decide)
+            # an operator that may be deferred is not tried with all of G_d (_prove): one that can
+            # never be related (the sequential program's own vocabulary mask) must not bring it in.
+            # Whether it has a clean term with all of G_d is decided only where the check would
+            # end (_decide)
             deferrable = n.name not in outputs and len(deferred) < self.policy.deferred
             waiting = {self.svar[d.node] for d in deferred}     # (an identity of one shares its global)
             out = self._relate(low, n, widen="all" if not deferrable else
@@ -305,19 +304,23 @@ class Checker:
         else:
             self._expectations_blocked_by(res, res.failure.node)
         self._output_verdicts(res)
-        family = {lem.name: lem.family for lem in self.lib.lemmas}
-        by_family = {}
-        for name, n in self.engine.matches.items():
-            by_family[family.get(name, "?")] = by_family.get(family.get(name, "?"), 0) + n
-        res.work = {"peak_enodes": self.engine.peak_nodes, "lemma_steps": self.engine.steps,
-                    "matches": sum(self.engine.matches.values()), "matches_by_family": dict(sorted(by_family.items())),
-                    "seconds_by_family": {k: round(v, 3) for k, v in sorted(self.engine.family_seconds.items())}}
+        res.work = self._work()
         f = res.failure
         for d in [f.node, *f.later] if f and not f.reason.startswith("output ") else ():
             if d in self.op_stats:
                 self.op_stats[d]["status"] = "unknown" if f.reason.startswith("limit") and d == f.node else "failed"
         culprit.annotate(self, res)       # where it is in both programs (reports only)
         return res
+
+    def _work(self) -> dict:
+        """The check's work: peak e-nodes, lemma steps, matches (all, by family), search seconds."""
+        family = {lem.name: lem.family for lem in self.lib.lemmas}
+        by_family: dict[str, int] = {}
+        for name, k in self.engine.matches.items():
+            by_family[family[name]] = by_family.get(family[name], 0) + k
+        return {"peak_enodes": self.engine.peak_nodes, "lemma_steps": self.engine.steps,
+                "matches": sum(self.engine.matches.values()), "matches_by_family": dict(sorted(by_family.items())),
+                "seconds_by_family": {k: round(v, 3) for k, v in sorted(self.engine.family_seconds.items())}}
 
     def _expectations_blocked_by(self, res: Result, failed: str):
         """After a failure, an expectation on an output computed from the failed operator cannot
@@ -568,12 +571,13 @@ class Checker:
     def _decide(self, deferred: list[OpFailure], out: OpFailure | None, n: G.Node | None):
         """The check would end: at ``out``, operator ``n``'s failure, or (``n`` None) with the
         ``deferred`` operators that no clean consumer absorbed.  Before a failure is reported the
-        deferred operators, earliest first, are decided with every fact they may use: all of G_d
-        and the spec's terms, in a fresh e-graph (``_restore``: retired facts back, nothing later
-        operators derived); the first without a clean term is the failure.  ``out`` itself is
-        decided again there where it was tried without all of G_d or with facts retired; a limit
-        on resources (or an internal error) stands.  Returns (the failure, or None when every
-        operator is related after all; the deferred operators still without a clean term)."""
+        deferred operators, earliest first, are decided with all of G_d in a fresh e-graph
+        (``_restore``: retired facts back, nothing later operators derived; not the spec's terms
+        for outputs: they are intermediates); the first without a clean term is the failure.
+        ``out`` itself is decided again there where it was tried without all of G_d or with facts
+        retired; a limit on resources (or an internal error) stands.  Returns (the failure, or
+        None when every operator is related after all; the deferred operators still without a
+        clean term)."""
         if out is not None and out.reason.startswith("internal"):
             out.later = [d.node for d in deferred]
             return out, deferred

@@ -59,3 +59,29 @@ def test_cli_refuses_a_bad_memory_limit(entangle):
     seq, dist, spec = shipped_example("mlp_tp2")
     r = entangle("check", seq, dist, "--max-memory", "lots")
     assert r.returncode == 2 and "not a byte count" in r.stderr
+
+
+def test_bulk_loaded_facts_are_the_commands_facts():
+    """G_d definitions and leaf facts loaded as rows (Engine._bulk_load) are the facts the
+    commands state: each definition's term is in its leaf's e-class, sizes, dtypes and peers are
+    set; a definition the rows cannot carry (a global, an escaped string) stays a command."""
+    defs = ['(union (Gd "r0.v") (view (Gd "r0.a") (DCons (DLit 6) (DCons (DLit -1) (DNil)))))',
+            '(union (Gd "r0.t") (transpose (Gd "r0.w") 0 1))',
+            '(union (Gd "r0.s") (scalar "mul" (Gd "r0.t") "2.0"))',
+            '(union (Gd "r0.b") (Gd "r0.s"))',
+            '(union (Gd "r0.q") (cst "a\\"b" (DCons (DLit 2) (DNil)) "float32"))']
+    facts = ['(set (ndim (Gd "r0.a")) 2)', '(set (dim (Gd "r0.a") 1) (DLit 3))',
+             '(set (dtype (Gd "r0.a")) "float32")', '(peer (Gd "r0.a") (Gd "r1.a"))']
+    eng = E.Engine(LIB)
+    assert [c for c in defs + facts if E._form(c) is None and not E._LEAF_FACT.fullmatch(c)] == defs[-1:]
+    eng.add(*defs, *facts)
+    eng.flush()
+    for c in defs:
+        assert eng.holds(f"(= {c[len('(union '):c.index(') ') + 1]} {c[c.index(') ') + 2:-1]})"), c
+    assert eng.holds('(= (dim (Gd "r0.a") 1) (DLit 3))') and eng.holds('(= (ndim (Gd "r0.a")) 2)')
+    assert eng.holds('(= (dtype (Gd "r0.a")) "float32")') and eng.holds('(peer (Gd "r0.a") (Gd "r1.a"))')
+    assert eng.size() < 60      # the rows are not e-nodes
+    eng.reset()                  # a form declared after the reset's push is declared again
+    eng.add(defs[1])
+    eng.flush()
+    assert eng.holds('(= (Gd "r0.t") (transpose (Gd "r0.w") 0 1))')

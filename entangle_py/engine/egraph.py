@@ -88,6 +88,34 @@ _LEAF_FACT = re.compile("|".join((
     rf'\(peer \(Gd {_name("pa")}\) \(Gd {_name("pb")}\)\)(?P<bulk_peer>)',
     rf'\(certleaf \(Gd {_name("cn")}\)\)(?P<bulk_certleaf>)')))
 
+# A G_d definition ``(union (Gd "k") term)``: its term's leaves, strings and integers are a row's
+# columns, the rest is the form; a definition with anything else (a global, an escape) is a command
+_FORM_TOKEN = re.compile(r'\(Gd "([^"\\\t\n\r]*)"\)|"([^"\\\t\n\r]*)"|(?<=[ (])(-?\d{1,18})(?=[ )])|(["\\$])')
+_FORM_SLOT = re.compile(r"(<S>|<I>)")
+_DEFINED = re.compile(r'\(union \(Gd "([^"\\\t\n\r]*)"\) ')
+
+
+def _form(command: str) -> tuple[str, list[str]] | None:
+    """(form, [defined leaf, columns...]) of a G_d definition, or None."""
+    head = _DEFINED.match(command)
+    if head is None:
+        return None
+    term = command[head.end():-1]
+    if "<" in term:
+        return None
+    pieces, columns, at = [], [head.group(1)], 0
+    for m in _FORM_TOKEN.finditer(term):
+        leaf, text, num, bad = m.groups()
+        if bad is not None:
+            return None
+        pieces.append(term[at:m.start()])
+        pieces.append("(Gd <S>)" if leaf is not None else "<S>" if text is not None else "<I>")
+        columns.append(leaf if leaf is not None else text if text is not None else num)
+        at = m.end()
+    pieces.append(term[at:])
+    return "".join(pieces), columns
+
+
 CHUNK = 24   # commands per parse: parsing cost grows faster than linearly with program size
 
 
@@ -110,6 +138,8 @@ class Engine:
         self.eg = bindings.EGraph()
         self.pending: list[str] = []
         self._bulk_dir = None       # where _bulk_load writes its rows
+        self._forms: dict[str, str] = {}        # a definition's form -> its bulk relation
+        self._declared_forms: set[str] = set()  # ... declared in the current e-graph
         self.library = library
         # Z3 over the programs' symbolic sizes (their ranges and guards, given by the caller)
         self.dims = dims if dims is not None else DimSolver()
@@ -144,6 +174,7 @@ class Engine:
         self.pending = []
         self.run1("(pop)")
         self.run1("(push)")
+        self._declared_forms = set()       # declared after the push: gone with it
         self.dims = self.dims.fresh()
         self._dim_sizes = None
         self._asked_cmul, self._folded = None, set()
@@ -159,14 +190,22 @@ class Engine:
                 raise EngineError(f"egglog: {e.context if hasattr(e, 'context') else e}\nin:\n{chunk[:2000]}") from None
 
     def _bulk_load(self, commands: list[str]) -> list[str]:
-        """Load the facts about G_d leaves (sizes, dtype, peers, certificate leaves) -- most of
-        what the checker inserts, and 30-100 us each as egglog commands -- as rows of BULK
-        relations read from files (egglog's ``input``), which the ``load`` rules turn into the
-        same facts at once; returns the other commands.  A name with a quote, backslash, tab or
-        line break stays a command (a row is raw text)."""
+        """Load the facts about G_d leaves (sizes, dtype, peers, certificate leaves) and the
+        definitions of G_d tensors -- most of what the checker inserts, and 30-170 us each as
+        egglog commands -- as rows of relations read from files (egglog's ``input``), which the
+        ``load`` rules turn into the same facts at once; returns the other commands.  A
+        definition's relation is its term's form with the leaves' names, strings and integers
+        as columns (``_form``).  A name with a quote, backslash, tab or line break stays a
+        command (a row is raw text)."""
         rows: dict[str, list[str]] = {}
         rest = []
         for c in commands:
+            if c.startswith("(union (Gd "):
+                found = _form(c)
+                if found is not None:
+                    form, columns = found
+                    rows.setdefault(self._form_relation(form), []).append("\t".join(columns))
+                    continue
             m = _LEAF_FACT.fullmatch(c) if c.startswith(("(set (", "(peer ", "(certleaf ")) else None
             if m is None:
                 rest.append(c)
@@ -184,6 +223,25 @@ class Engine:
                 loads.append(f"(input {kind} {terms.str_lit(path)})")
             self.run1("\n".join(loads) + "\n(run-schedule (run load))")
         return rest
+
+    def _form_relation(self, form: str) -> str:
+        """The relation whose rows are definitions of this form, declared with its load rule the
+        first time the form is seen in the current e-graph (reset() forgets what it declared)."""
+        name = self._forms.setdefault(form, f"bulk_def{len(self._forms)}")
+        if name not in self._declared_forms:
+            self._declared_forms.add(name)
+            types, term, k = [], [], 0
+            for piece in _FORM_SLOT.split(form):
+                if piece in ("<S>", "<I>"):
+                    types.append("String" if piece == "<S>" else "i64")
+                    term.append(f"b{k}")
+                    k += 1
+                else:
+                    term.append(piece)
+            cols = " ".join(f"b{i}" for i in range(k))
+            self._run_commands([f"(relation {name} (String {' '.join(types)}))",
+                                f"(rule (({name} bk {cols})) ((union (Gd bk) {''.join(term)})) :ruleset load)"])
+        return name
 
     def add(self, *commands: str):
         self.pending.extend(commands)
@@ -265,7 +323,7 @@ class Engine:
         """Rows of every function and relation of the e-graph (not the rows loaded in bulk,
         which are in it as the facts they load)."""
         out = self.run1("(print-size)")[0]
-        return sum(n for name, n in out.sizes if name not in BULK)
+        return sum(n for name, n in out.sizes if not name.startswith("bulk_"))
 
     def sizes(self, names) -> tuple:
         out = dict(self.run1("(print-size)")[0].sizes)

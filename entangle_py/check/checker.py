@@ -233,6 +233,7 @@ class Checker:
         self._refuse_unsupported()   # before inserting anything: never guess an op's meaning
         dist = DistProgram(self.dist, self.dist_names, self.spec, self.sizes, self.same_rng).run()
         self.dvar, self.dfacts, self.collectives = dist.dvar, dist.dfacts, dist.collectives
+        self.engine.prepare(c for cmds in self.dfacts.defn.values() for c in cmds)
         self.no_semantics.update(dist.no_semantics)
         res.unknown_values = dict(dist.unknown)
         self.window = Window(self.dfacts, self.policy.window_depth)

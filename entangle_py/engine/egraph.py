@@ -140,6 +140,7 @@ class Engine:
         self._bulk_dir = None       # where _bulk_load writes its rows
         self._forms: dict[str, str] = {}        # a definition's form -> its bulk relation
         self._declared_forms: set[str] = set()  # ... declared in the current e-graph
+        self._base_forms: set[str] = set()      # ... declared under every reset (prepare)
         self.library = library
         # Z3 over the programs' symbolic sizes (their ranges and guards, given by the caller)
         self.dims = dims if dims is not None else DimSolver()
@@ -174,7 +175,7 @@ class Engine:
         self.pending = []
         self.run1("(pop)")
         self.run1("(push)")
-        self._declared_forms = set()       # declared after the push: gone with it
+        self._declared_forms = set(self._base_forms)     # those declared after the push are gone
         self.dims = self.dims.fresh()
         self._dim_sizes = None
         self._asked_cmul, self._folded = None, set()
@@ -223,6 +224,19 @@ class Engine:
                 loads.append(f"(input {kind} {terms.str_lit(path)})")
             self.run1("\n".join(loads) + "\n(run-schedule (run load))")
         return rest
+
+    def prepare(self, commands):
+        """Declare the bulk relations of the definitions in ``commands`` (every G_d tensor's) in
+        the e-graph every reset() comes back to, before any fact is inserted: declared once, not
+        again after each reset."""
+        assert not self.pending, "prepare() comes before any fact"
+        self.run1("(pop)")
+        for c in commands:
+            found = _form(c) if c.startswith("(union (Gd ") else None
+            if found is not None:
+                self._form_relation(found[0])
+        self._base_forms = set(self._declared_forms)
+        self.run1("(push)")
 
     def _form_relation(self, form: str) -> str:
         """The relation whose rows are definitions of this form, declared with its load rule the

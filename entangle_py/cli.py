@@ -56,13 +56,13 @@ def _add_check(sub):
     from entangle_py.config import MEMORY_FRACTION, Limits
     d = Limits()
     p.add_argument("--max-iterations", type=int, default=d.iterations,
-                   help=f"lemma iterations per operator before giving up (exit 3; default {d.iterations})")
+                   help=f"lemma iterations per attempt at an operator before giving up (exit 3; default {d.iterations})")
     p.add_argument("--max-enodes", type=int, default=d.nodes,
                    help=f"e-graph size before giving up (exit 3; default {d.nodes})")
     p.add_argument("--max-matches", type=int, default=d.matches,
-                   help=f"rule matches per operator before giving up (exit 3; default {d.matches})")
+                   help=f"rule matches per attempt at an operator before giving up (exit 3; default {d.matches})")
     p.add_argument("--max-seconds", type=float, default=d.seconds,
-                   help=f"wall seconds per operator before giving up, a last resort (exit 3; default {d.seconds:g})")
+                   help=f"wall seconds per attempt at an operator before giving up, a last resort (exit 3; default {d.seconds:g})")
     p.add_argument("--max-memory", type=_bytes, default=d.memory, metavar="BYTES",
                    help=f"resident memory of the check before giving up, e.g. 4G (exit 3; default "
                         f"{MEMORY_FRACTION:.0%} of the machine's)")

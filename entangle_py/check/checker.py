@@ -538,6 +538,8 @@ class Checker:
         is decided again with the dropped facts back (``_restore``)."""
         read = {p.node for p in self.checked_outputs}
         read.update(ref for n in remaining if n.name in needed and n.name not in self.svar for ref in n.refs())
+        # a nonzero whose row count sizes a remaining tensor: its relation is that size's (_same_count)
+        read.update(c for n in remaining if n.name in needed and n.name not in self.svar for c in self._counted_in(n))
         live = {v for k, v in self.svar.items() if k.split("#")[0] in read}
         # what the relations of the inputs used so far say between the ranks' tensors (r0.x =
         # r1.x for a replicated x) is kept: the ranks' copies of a value computed from x (a
@@ -785,7 +787,25 @@ class Checker:
         if None in at:
             return False
         vs = [self.svar.get(node) if graph == "seq" else self.dvar[int(graph)].get(node) for graph, node in at]
-        return None not in vs and self.engine.equal(*vs)
+        if None in vs:
+            return False
+        for v in vs:        # (in the e-graph: a retiring or a fresh e-graph may have left them out)
+            if SVAR.fullmatch(v):
+                self._bring(v)
+            else:
+                self.engine.add(*self.window.commands(leaves_in(v)))
+        return self.engine.equal(*vs)
+
+    def _counted_in(self, n: G.Node) -> set[str]:
+        """The sequential nonzeros whose row counts are in the shape of ``n``'s value."""
+        out = set()
+        for meta in n.val if isinstance(n.val, tuple) else (n.val,):
+            for d in getattr(meta, "shape", ()):
+                for sym in getattr(self.sizes.canonical(d, "seq"), "free_symbols", ()):
+                    found = L.rows_node(sym)
+                    if found is not None and found[0] == "seq":
+                        out.add(found[1])
+        return out
 
     def _prove_equal(self, a: str, b: str) -> bool:
         return self._saturate_equal(a, b) or (self._widen() and self._saturate_equal(a, b))

@@ -357,10 +357,12 @@ class Engine:
         return self._answer_dims() | self._fold_constants()
 
     def _answer_dims(self) -> bool:
-        sizes = self.sizes(("dterm", "ask_le"))
+        sizes = self.sizes(("dterm", "ask_le", "DSym"))
         if sizes == self._dim_sizes:        # nothing new asked or built: skip the table reads
             return False
         self._dim_sizes = sizes
+        if not sizes[2]:    # no symbolic size: egglog decides sizes that are literals itself
+            return False
         added = self.dims.answer(self.table("dterm"), self.table("ask_le"))
         self.add(*added)
         return bool(added)

@@ -214,8 +214,10 @@ class Engine:
             kind = next(k for k, v in m.groupdict().items() if v is not None and k in BULK)
             rows.setdefault(kind, []).append("\t".join(m.group(f) for f in BULK[kind][1]))
         if rows:
-            if self._bulk_dir is None:
-                self._bulk_dir = tempfile.TemporaryDirectory(prefix="entangle-egglog-")
+            if self._bulk_dir is None:     # in memory where the machine has it (a file system
+                shm = "/dev/shm"            # on disk spends a millisecond of wall time per file)
+                where = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+                self._bulk_dir = tempfile.TemporaryDirectory(prefix="entangle-egglog-", dir=where)
             loads = []
             for kind, lines in rows.items():
                 path = os.path.join(self._bulk_dir.name, f"{kind}.tsv")

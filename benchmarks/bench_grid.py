@@ -1,6 +1,7 @@
 """`entangle check` on the shared Megatron GPT grid (entangle-data/gpt): layers L in {1, 8} x tensor
 parallel degree P in {2, 4, 8}, each against the sequential model of the same depth, with the spec
-the data ships (specs/layer{L}_tp{P}.toml).
+the data ships (specs/layer{L}_tp{P}.toml) and `--assume same_rng` (FX dumps carry no evidence of
+the ranks' generators).
 
     python benchmarks/bench_grid.py [--layers 1 8] [--tp 2 4 8] [--repeat 3] [--json F] [-- ARGS...]
 
@@ -31,6 +32,9 @@ GPT = ROOT.parent / "shared" / "external" / "entangle-data" / "gpt"
 # Entangle's published whole-check times for these pairs (16-core EPYC 7302P, seconds)
 PUBLISHED = {(1, 2): 13.6, (1, 4): 18.9, (1, 8): 52.8, (8, 2): 68.7, (8, 4): 94.7, (8, 8): 174.4}
 PHASES = ("load", "insert", "infer", "numeric", "report")
+# the dumps are FX graphs: no evidence of the ranks' random generators, so their dropouts are
+# coupled only by assumption (the specs do not set it)
+ASSUME = ("--assume", "same_rng")
 
 
 def cell_paths(layers: int, tp: int) -> tuple[Path, Path, Path]:
@@ -44,7 +48,7 @@ def run_check(layers: int, tp: int, extra=(), timeout: float | None = None) -> d
     with tempfile.TemporaryDirectory() as d:
         rep = Path(d) / "report.json"
         rc, usage, wall, err = run_measured([sys.executable, "-m", "entangle_py", "check", str(seq), str(dist),
-                                             "--spec", str(spec), "--json", str(rep), *extra], Path(d), timeout)
+                                             "--spec", str(spec), "--json", str(rep), *ASSUME, *extra], Path(d), timeout)
         report = json.loads(rep.read_text()) if rep.exists() else {}
     return {"exit": rc, "status": report.get("status", f"exit {rc}"),
             "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss * 1024, "wall": wall,

@@ -3,9 +3,12 @@
 For every OpInfo in ``op_db`` whose traced ATen graph has a node the lowering accepts (does not
 refuse), trace its samples (float64, and int64 / bool where the OpInfo supports them), lower
 every node and compare the lowered term's meaning with the node's real value.  Prints a table
-(op, samples, agree, refused, opaque, disagree, error) and every disagreement.
+(op, samples, agree, refused, opaque, disagree, error) and every disagreement.  Each OpInfo with
+an in-place variant (``add_``) also has a row ``<op> (in place)``: the variant traced as it is and
+made functional by entangle's own pass (frontend/functionalize.py, the one imported graphs go
+through), its writes compared with the eager call's (``--no-inplace``: without these rows).
 
-    cd /work/wt-b && /work/venv/bin/python benchmarks/opinfo_conformance.py [--ops div,sub] [--max-samples 20]
+    python benchmarks/opinfo_conformance.py [--ops div,sub] [--max-samples 20] [--inplace-only]
 
 Exit status 1 when any sample disagrees.  See ``entangle_py/oracle/conformance.py`` for the verdicts.
 """
@@ -42,6 +45,8 @@ def main(argv=None) -> int:
     ap.add_argument("--show-errors", action="store_true", help="also print samples that failed to trace/run")
     ap.add_argument("--by-target", action="store_true", help="also print node verdicts per ATen target")
     ap.add_argument("--all", action="store_true", help="table rows also for ops the lowering refuses entirely")
+    ap.add_argument("--no-inplace", action="store_true", help="no rows for the in-place variants")
+    ap.add_argument("--inplace-only", action="store_true", help="only the rows of the in-place variants")
     a = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
     t0 = time.time()
@@ -50,11 +55,14 @@ def main(argv=None) -> int:
     dtypes = (torch.float64,) if a.float_only else (torch.float64,) + C.EXTRA_DTYPES
     cap = a.max_samples or None
     results, skipped = [], 0
-    for op in ops:
-        if not a.ops and not a.all and not C.accepts_any(op, PROBE):
+    variants = [(op, inplace) for op in ops for inplace in (False, True)
+                if (not inplace or (op.inplace_variant is not None and not a.no_inplace))
+                and (inplace or not a.inplace_only)]
+    for op, inplace in variants:
+        if not a.ops and not a.all and not C.accepts_any(op, PROBE, inplace=inplace):
             skipped += 1
             continue
-        r = C.run_opinfo(op, cap, dtypes)
+        r = C.run_opinfo(op, cap, dtypes, inplace=inplace)
         if r.accepts or a.all or a.ops:
             results.append(r)
         else:
@@ -71,7 +79,8 @@ def main(argv=None) -> int:
         flag = "  <-- DISAGREE" if row["disagree"] else ""
         print(f"{r.name:<{w}} " + " ".join(f"{row[c]:>8}" for c in cols) + flag)
     print(f"{'TOTAL':<{w}} " + " ".join(f"{tot[c]:>8}" for c in cols))
-    print(f"\n{len(results)} OpInfos with a node the lowering accepts; {skipped} refused entirely (not shown); "
+    print(f"\n{len(results)} OpInfos (or in-place variants) with a node the lowering accepts; {skipped} refused "
+          f"entirely (not shown); "
           f"{time.time() - t0:.0f} s")
 
     print("\nDisagreements (op | sample | node: what differed | lowered term):")

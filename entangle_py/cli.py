@@ -53,7 +53,10 @@ def _add_check(sub):
     p.add_argument("-v", "--verbose", action="store_true", help="phase timings and details")
     p.add_argument("--lemmas", action="append", default=[], metavar="FILE.py",
                    help="extra lemma file (custom ops); may repeat")
-    from entangle_py.config import MEMORY_FRACTION, Limits
+    from entangle_py.config import ASSUMPTIONS, MEMORY_FRACTION, Limits
+    p.add_argument("--assume", action="append", default=[], metavar="NAME",
+                   help="an assumption, as [assume] NAME = true in the spec would say (printed with the verdict, "
+                        f"never proven); may repeat: {', '.join(sorted(ASSUMPTIONS))}")
     d = Limits()
     p.add_argument("--max-iterations", type=int, default=d.iterations,
                    help=f"lemma iterations per attempt at an operator before giving up (exit 3; default {d.iterations})")

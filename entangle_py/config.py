@@ -47,10 +47,12 @@ class Policy:
     window_nodes: int = 4_000   # e-graph size above which proven tensors' facts are retired
 
 
-# Assumptions a lemma may rest on: facts about the programs' inputs that the checker cannot prove.
-# A lemma naming one is only active when the spec enables it (``[assume] name = true``), and the
-# report prints every assumption in force.  Such a lemma's ``rejects`` are counterexamples: inputs
-# violating the assumption on which its two sides differ (the assumption is really needed).
+# Assumptions a check may rest on: facts about the programs that the checker cannot prove.  None
+# is on unless the user writes it (``[assume] name = true`` in the spec, or ``--assume name``); the
+# report prints every one written, with where the check may have used it (check/assumed.py).  A
+# lemma naming one is only active when it is written; such a lemma's ``rejects`` are
+# counterexamples: inputs violating the assumption on which its two sides differ (the assumption
+# is really needed).  ``same_rng`` is read by check/random.py, not by a lemma.
 ASSUMPTIONS = {
     "valid_indices": "every id that indexes a table (embedding, W[ids], a loss's target class) lies in [0, rows of the table)",
     "no_ignored_targets": "no loss target the programs take as input equals its loss's negative ignore index (no "
@@ -58,8 +60,11 @@ ASSUMPTIONS = {
                           "divides by the number of targets and its gradient places a row for every one; targets "
                           "a program computes (labels it pads with -100 itself) are not covered; not implied by "
                           "valid_indices (a model with an embedding assumes that, while its labels may be padded)",
-    "same_rng": "the k-th random draw (dropout) of each rank is the part of the sequential program's "
-                "k-th draw that its input holds: both programs draw the same mask, moving with the data",
+    "same_rng": "for random draws whose bundle does not record where they come from (an imported graph): the "
+                "k-th random draw of every rank pairs with the sequential program's k-th draw; ranks that draw "
+                "its whole shape draw the same values, and ranks whose draws tile it along one dim draw from "
+                "independent streams, so that together they are one sequential draw (where capture recorded the "
+                "ranks' streams, the record decides and this is not used)",
     "nonzero_divisors": "no element of a tensor divisor (x / y, y a tensor: a token count) is zero, so a sum "
                         "divided by y is the sum of its parts divided by y (where y = 0, inf + nan is not inf)",
     "no_exp_overflow": "the logits of a loss are finite and their exponentials do not overflow (below about 88 in "
@@ -70,5 +75,3 @@ ASSUMPTIONS = {
                      "upstream gradient, e.g. layer norm's, applied per rank then summed; where y = inf, "
                      "inf * (1 - 0.5) is inf while inf * 1 - inf * 0.5 is nan)",
 }
-# In force unless the spec turns them off ([assume] same_rng = false); printed whenever used.
-DEFAULT_ASSUMPTIONS = ("same_rng",)

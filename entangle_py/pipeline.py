@@ -22,13 +22,15 @@ from entangle_py.report.text import print_result
 
 
 def check_files(seq_path, dist_path, spec_path=None, lemma_files=(), limits=None, progress=None,
-                policy=None, numeric=True, budget_bytes=DEFAULT_BUDGET) -> tuple[Result, "Checker"]:
+                policy=None, numeric=True, budget_bytes=DEFAULT_BUDGET, assume=()) -> tuple[Result, "Checker"]:
     """Check; with ``numeric`` the interpreter may refute an [expect] equality the lemmas did not
-    prove in the exploration window, which ends its search (recheck.refuter)."""
+    prove in the exploration window, which ends its search (recheck.refuter).  ``assume``:
+    assumptions given on the command line, as if the spec's [assume] said ``name = true``."""
     t0 = time.perf_counter()
+    spec = S.load_spec(spec_path) if spec_path else S.Spec()
+    spec.assume = S.with_assumptions(spec.assume, assume, "--assume")
     seq = _load_graphs(seq_path)
     dist = _load_graphs(dist_path)
-    spec = S.load_spec(spec_path) if spec_path else S.Spec()
     load_time = time.perf_counter() - t0
     checker = Checker(seq, dist, spec, limits=limits, lemma_files=lemma_files, progress=progress, policy=policy,
                       refute=refuter(budget_bytes=budget_bytes) if numeric else None)
@@ -64,8 +66,8 @@ def _write_reports(res: Result, args):
 
 def run_check_cli(args) -> int:
     # piped (CI logs, files): never wrap, so paths and terms stay whole on one line
-    console = Console(stderr=False, highlight=False, soft_wrap=not sys.stdout.isatty())
-    err = Console(stderr=True)
+    console = Console(stderr=False, highlight=False, emoji=False, soft_wrap=not sys.stdout.isatty())
+    err = Console(stderr=True, emoji=False)
     t0 = time.perf_counter()
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as prog:
@@ -78,7 +80,8 @@ def run_check_cli(args) -> int:
                                                  matches=args.max_matches, seconds=args.max_seconds,
                                                  memory=args.max_memory),
                                    progress=progress, numeric=not getattr(args, "no_numeric", False),
-                                   budget_bytes=getattr(args, "recheck_budget", DEFAULT_BUDGET))
+                                   budget_bytes=getattr(args, "recheck_budget", DEFAULT_BUDGET),
+                                   assume=getattr(args, "assume", ()))
     if not getattr(args, "no_numeric", False):      # the interpreter's second opinion (recheck.py)
         attach(res, checker, budget_bytes=getattr(args, "recheck_budget", 2 << 30))
     t_report = time.perf_counter()

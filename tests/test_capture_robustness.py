@@ -3,14 +3,12 @@ on CPU but not on ``meta`` (a dropped gradient is an error), torch's own words f
 program raises (a collective given a bad group), per-rank progress."""
 from __future__ import annotations
 
-import contextlib
 import re
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from entangle_py.frontend import capture as capture_mod
 from entangle_py import cli
 from entangle_py.frontend.capture import CaptureError, capture
 
@@ -64,28 +62,47 @@ def test_cross_entropy_joint_has_every_gradient():
                 assert g.output_node("grad:" + name).val.shape == g.input_node("param:" + name).val.shape
 
 
-def _trace_on_meta(monkeypatch):
-    """The old behaviour: trace on meta, where nll_loss loses its backward."""
-    monkeypatch.setattr(capture_mod, "_to_fake_cpu", lambda model, inputs: (contextlib.nullcontext(), inputs))
+# Each rank is captured in a process of its own: capture's internals are patched there, by the
+# script itself at import (the process is fresh, so the patch dies with it).
+TRACE_ON_META = """\
+import contextlib
+import entangle_py.frontend.capture as _capture
+_capture._to_fake_cpu = lambda model, inputs: (contextlib.nullcontext(), inputs)
+"""
+NO_KERNEL_WARNING = """\
+import re
+_capture._NO_AUTOGRAD_KERNEL = re.compile(r"(?!)")
+"""
 
 
-def test_missing_autograd_kernel_warning_is_an_error(monkeypatch, tmp_path, capsys):
-    _trace_on_meta(monkeypatch)
+def _patched(tmp_path, source: Path, *patches, name=None, replace=None) -> Path:
+    """``source`` with ``patches`` prepended: the old behaviour, tracing on meta (where nll_loss
+    loses its backward), optionally without the warning torch gives for it."""
+    text = source.read_text()
+    if replace:
+        assert replace[0] in text
+        text = text.replace(*replace)
+    script = tmp_path / (name or source.name)
+    script.write_text("".join(patches) + text)
+    return script
+
+
+def test_missing_autograd_kernel_warning_is_an_error(tmp_path, capsys):
+    script = _patched(tmp_path, CROSS_ENTROPY, TRACE_ON_META)
     with pytest.raises(CaptureError, match=r"rank 0: the backward of aten::nll_loss is missing"):
-        capture(CROSS_ENTROPY, 1, joint=True)
-    rc = cli.main(["capture", str(CROSS_ENTROPY), "--joint", "-o", str(tmp_path / "x.pt")])
+        capture(script, 1, joint=True)
+    rc = cli.main(["capture", str(script), "--joint", "-o", str(tmp_path / "x.pt")])
     err = capsys.readouterr().err
     assert rc == 2 and "aten::nll_loss" in err and "UserWarning" not in err
     assert not (tmp_path / "x.pt").exists()
-    capture(CROSS_ENTROPY, 1, joint=False)      # forward only: nothing is missing
+    capture(script, 1, joint=False)      # forward only: nothing is missing
 
 
-def test_dropped_gradient_is_an_error_even_without_a_warning(monkeypatch):
-    _trace_on_meta(monkeypatch)
-    monkeypatch.setattr(capture_mod, "_NO_AUTOGRAD_KERNEL", re.compile(r"(?!)"))
+def test_dropped_gradient_is_an_error_even_without_a_warning(tmp_path):
+    script = _patched(tmp_path, CROSS_ENTROPY, TRACE_ON_META, NO_KERNEL_WARNING)
     with pytest.warns(UserWarning):
         with pytest.raises(CaptureError) as e:
-            capture(CROSS_ENTROPY, 1, joint=True)
+            capture(script, 1, joint=True)
     msg = str(e.value)
     assert "fc2.weight feeds the output through" in msg and "nll_loss_forward" in msg
     assert "grad:fc2.weight is missing" in msg and "\n" not in msg
@@ -117,15 +134,12 @@ def test_parameters_used_without_gradient_are_not_reported(tmp_path):
     assert _outs(g) == ["grad:fc.bias", "grad:fc.weight", "out"]
 
 
-def test_a_shape_read_does_not_hide_a_dropped_gradient(monkeypatch, tmp_path):
+def test_a_shape_read_does_not_hide_a_dropped_gradient(tmp_path):
     """A parameter that also feeds the output through zeros_like (its shape only) but loses the
     gradient of its value path (nll_loss's backward, dropped on meta) is still reported."""
-    _trace_on_meta(monkeypatch)
-    monkeypatch.setattr(capture_mod, "_NO_AUTOGRAD_KERNEL", re.compile(r"(?!)"))
-    script = tmp_path / "shape_and_values.py"
-    src = CROSS_ENTROPY.read_text()
-    assert "return F.cross_entropy(" in src
-    script.write_text(src.replace("return F.cross_entropy(", "return torch.zeros_like(self.fc2.weight).sum() + F.cross_entropy("))
+    script = _patched(tmp_path, CROSS_ENTROPY, TRACE_ON_META, NO_KERNEL_WARNING, name="shape_and_values.py",
+                      replace=("return F.cross_entropy(",
+                               "return torch.zeros_like(self.fc2.weight).sum() + F.cross_entropy("))
     with pytest.warns(UserWarning):
         with pytest.raises(CaptureError) as e:
             capture(script, 1, joint=True)

@@ -307,7 +307,9 @@ def test_gpt_vocab_parallel_embedding_refines(gpt_graphs):
     res = _gpt_embedding(gpt_graphs)
     assert res.status == "refines", res.failure
     assert res.relations["out"] == "r0.out" and res.expectations[0][3]
-    assert [a for a, _ in res.assumptions] == ["valid_indices"]
+    # the spec writes both; the region has no random draw, and its lookup rests on valid_indices
+    assert [a for a, _ in res.assumptions] == ["same_rng", "valid_indices"]
+    assert res.assumption_uses["same_rng"] == [] and res.assumption_uses["valid_indices"]
 
 
 def test_gpt_embedding_needs_valid_indices(gpt_graphs):
@@ -433,3 +435,33 @@ def test_mesh_concats_of_one_tensor_have_equal_parts():
     assert list(terms.equal_parts(C("sum", (w[0], w[1])), C("sum", (w[2], w[3])))) == []
     assert list(terms.equal_parts(a, C("concat", (w[2], w[3]), (("dim", 1),)))) == []
     assert list(terms.equal_parts(a, C("concat", (w[2],), (("dim", 0),)))) == []
+
+
+def test_joint_check_of_the_output_alone_lists_the_gradients_it_leaves_unchecked(entangle, example, tmp_path):
+    """Issue 23: a verdict covers only what was checked, and says what it left out."""
+    seq, dist, spec = example("mlp_tp2_joint")
+    only_out = tmp_path / "spec.toml"
+    only_out.write_text(open(spec).read().split("[outputs]")[0] + '[outputs]\ncheck = ["out"]\n')
+    r = entangle("check", seq, dist, "--spec", only_out, "--no-numeric", "--json", tmp_path / "r.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "not checked: 5 gradients (grad:fc1.weight, grad:fc1.bias, grad:input:x, grad:fc2.weight, " \
+           "grad:fc2.bias); add them to [outputs] check" in r.stdout
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["unchecked_outputs"] == ["grad:fc1.weight", "grad:fc1.bias", "grad:input:x",
+                                           "grad:fc2.weight", "grad:fc2.bias"]
+    full = entangle("check", seq, dist, "--spec", spec, "--no-numeric")
+    assert full.returncode == 0 and "not checked" not in full.stdout
+
+
+def test_an_assumption_in_force_says_where_the_proof_may_rest_on_it(tmp_path):
+    """Every assumption written is printed with where a lemma resting on it applied (or that none
+    did): the vocab-parallel embedding needs valid_indices at its lookup; the MLP needs nothing."""
+    seq, dist, spec = shipped_example("vocab_embedding_tp2")
+    res, _ = check_files(seq, dist, spec)
+    assert res.status == "refines"
+    assert "valid_indices" in res.assumption_uses and res.assumption_uses["valid_indices"], res.assumption_uses
+    seq, dist, spec = shipped_example("mlp_tp2")
+    with_assume = tmp_path / "spec.toml"
+    with_assume.write_text(open(spec).read() + "\n[assume]\nvalid_indices = true\n")
+    res, _ = check_files(seq, dist, str(with_assume))
+    assert res.status == "refines" and res.assumption_uses == {"valid_indices": []}

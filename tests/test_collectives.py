@@ -19,7 +19,7 @@ def _lowered_terms(bundle):
     """For each rank: a term of its output 'w' over the ranks' inputs (Gd leaves of 'x' only)."""
     names = [Names(g) for g in bundle.ranks]
     sizes = Sizes(bundle.ranks[0], bundle, names[0], names, {})
-    dist = DistProgram(bundle, names, S.Spec(), sizes, same_rng=False).run()
+    dist = DistProgram(bundle, names, S.Spec(), sizes).run()
     assert not dist.no_semantics, dist.no_semantics
     engine = Engine(load_library(), dims=sizes.solver)
     engine.add(*Window(dist.dfacts, depth=1).everything())
@@ -109,7 +109,7 @@ def test_a_part_of_float_zeros_is_left_out_of_the_sum(kind, world, everywhere):
         assert all(w.abs().max() == 0 for w in want)
         names = [Names(g) for g in b.ranks]
         sizes = Sizes(b.ranks[0], b, names[0], names, {})
-        dist = DistProgram(b, names, S.Spec(), sizes, same_rng=False).run()
+        dist = DistProgram(b, names, S.Spec(), sizes).run()
         engine = Engine(load_library(), dims=sizes.solver)
         engine.add(*Window(dist.dfacts, depth=1).everything())
 

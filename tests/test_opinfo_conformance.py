@@ -56,6 +56,27 @@ def test_lowering_conforms_to_torch(name):
     assert not bad, f"{name}: {len(bad)} disagreement(s):\n  " + "\n  ".join(bad)
 
 
+@pytest.mark.parametrize("name", [n for n, o in OPS.items() if o.inplace_variant is not None])
+def test_in_place_variant_conforms_to_torch(name):
+    """The in-place variant (``add_``), made functional by entangle's own pass (the one imported
+    graphs go through): its writes are the eager call's, and its lowering agrees with torch."""
+    op = OPS[name]
+    if not C.accepts_any(op, inplace=True):
+        return
+    res = C.run_opinfo(op, CAP, inplace=True)
+    bad = _disagreements(res)
+    assert not bad, f"{name} (in place): {len(bad)} disagreement(s):\n  " + "\n  ".join(bad)
+    missed = [f"{desc} | {v.why}" for desc, v in res.samples if "does not return it" in v.why]
+    assert not missed, missed
+
+
+def test_in_place_variants_are_checked():
+    """Not vacuous: in-place variants of ops the lowering accepts are traced, functionalized and agree."""
+    for name in ("add", "mul", "index_add", "exp"):
+        res = C.run_opinfo(OPS[name], {torch.float64: 2}, (torch.float64,), inplace=True)
+        assert res.name == f"{name} (in place)" and res.count("agree") >= 1, res.samples
+
+
 # ----------------------------------------------------------------------------- self-tests:
 # a deliberately wrong lowering must be caught.
 

@@ -132,8 +132,35 @@ def test_gpt_tp2_loss_equals_on_every_rank(tmp_path):
     assert res.status == "refines", res.failure
     assert res.relations["div_2"] == "r0.div_2"
     assert [e[3] for e in res.expectations] == [True]
-    # dropout in training mode: related draw by draw under same_rng, which is printed
-    assert [name for name, _ in res.assumptions] == ["valid_indices", "same_rng"]
+    # dropout in training mode: the text dumps record no RNG evidence, so each draw is coupled
+    # under same_rng, which the spec writes and the report prints with the draws it coupled
+    assert [name for name, _ in res.assumptions] == ["same_rng", "valid_indices"]
+    assert [d["coupling"] for d in res.random_draws] == [
+        "concat(r0.native_dropout[1], r1.native_dropout[1], dim=0)",        # embeddings, sequence-sharded
+        "concat(r0.native_dropout_1[1], r1.native_dropout_1[1], dim=1)",    # attention probabilities, by head
+        "concat(r0.native_dropout_2[1], r1.native_dropout_2[1], dim=0)",
+        "concat(r0.native_dropout_3[1], r1.native_dropout_3[1], dim=0)"]
+    assert {d["basis"] for d in res.random_draws} == {"same_rng"}
+    assert len(res.assumption_uses["same_rng"]) == 4
+
+
+@pytest.mark.parametrize("assume", [(), ("same_rng",)])
+def test_gpt_tp2_dropout_needs_same_rng_written(tmp_path, assume):
+    """The shared spec (read-only) does not write same_rng: the dumps' dropout draws have no
+    counterpart, and the check fails at the first one, naming it; ``--assume same_rng`` (here
+    check_files' ``assume``) says it as [assume] would."""
+    seq = _bundle(tmp_path, "seq", [GPT / "paral1_layer1" / "fw.g0.r0.py"])
+    dist = _bundle(tmp_path, "dist", [GPT / "paral2_layer1" / f"fw.g0.r{r}.py" for r in (0, 1)])
+    res = check_files(seq, dist, str(GPT / "specs" / "layer1_tp2.toml"), assume=assume, numeric=False)[0]
+    if assume:
+        assert res.status == "refines", res.failure
+        assert [name for name, _ in res.assumptions] == ["same_rng", "valid_indices"]
+        return
+    assert res.status == "fails"
+    assert "self.embedding_dropout(embeddings)" in res.failure.source
+    assert [d["coupling"] for d in res.random_draws] == [None] * 4
+    assert "does not record where its ranks' draws come from" in res.random_draws[0]["why"]
+    assert [name for name, _ in res.assumptions] == ["valid_indices"]
 
 
 @pytest.mark.parametrize("edit", [None, "wrong offset"])

@@ -136,17 +136,25 @@ def test_no_numeric_and_the_budget(tmp_path, capsys):
     assert "re-check skipped: the programs' values would take about" in capsys.readouterr().out
 
 
-def test_dropout_draws_are_the_term_meaning_in_both_programs():
-    """A training-mode native_dropout runs as the same_rng meaning (the k-th draw), never real RNG."""
-    x = G.Node("x", "placeholder", (), {}, G.TensorMeta((4, 5), "float32"))
+def test_dropout_draws_come_from_their_stream_never_from_the_values():
+    """A training-mode native_dropout runs with the mask the draw model samples for its stream
+    position (oracle/draws.py), whatever x holds; its value is x * mask / (1 - p)."""
+    from entangle_py.oracle import draws as D
+    x = G.Node("x", "placeholder", (), {}, G.TensorMeta((40, 5), "float32"))
     d = G.Node("d", "aten.native_dropout.default", (G.Ref("x"), 0.5, True), {},
-               (G.TensorMeta((4, 5), "float32"), G.TensorMeta((4, 5), "bool")))
+               (G.TensorMeta((40, 5), "float32"), G.TensorMeta((40, 5), "bool")))
     g = G.RankGraph(0, [x, d], [G.Port("input:x", "x")], [G.Port("out", "d")])
-    xv = torch.randn(4, 5, dtype=torch.float64)
-    env = recheck.OverridingRunner(G.Bundle([g]), [{"input:x": xv}], [{}]).run()[0]
-    from entangle_py.semantics.terms import unary_fn
-    assert torch.equal(env["d"][0], unary_fn("dropout:0.5:0")(xv))
-    assert torch.equal(env["d"][1], unary_fn("dropmask:0.5:0")(xv))
+
+    def run(xv, key):
+        runner = recheck.OverridingRunner(G.Bundle([g]), [{"input:x": xv}], [{}],
+                                          lambda r, node, like: D.sample(node, like, key, 0))
+        return runner.run()[0]["d"]
+    xv = torch.randn(40, 5, dtype=torch.float64)
+    value, mask = run(xv, "stream A")
+    assert mask.dtype == torch.bool and 0 < int(mask.sum()) < mask.numel()
+    assert torch.equal(value, xv * mask * 2.0)
+    assert torch.equal(run(torch.randn(40, 5, dtype=torch.float64), "stream A")[1], mask)   # not from x's values
+    assert not torch.equal(run(xv, "stream B")[1], mask)       # another position: another mask
 
 
 def test_compare_reports_the_entries_that_differ():

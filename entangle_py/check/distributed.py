@@ -35,9 +35,11 @@ class DistProgram:
     collectives (members, kind, rank -> node) and ``no_semantics`` what could not be lowered
     (op -> [(rank, node)])."""
 
-    def __init__(self, dist: G.Bundle, dist_names: list[Names], spec: S.Spec, sizes: Sizes, same_rng: bool):
+    def __init__(self, dist: G.Bundle, dist_names: list[Names], spec: S.Spec, sizes: Sizes, replicas=()):
+        """``replicas``: (leaf, leaf) pairs of random draws the evidence shows identical
+        (check/random.py): the only facts relating two draws."""
         self.dist, self.dist_names, self.spec, self.sizes = dist, dist_names, spec, sizes
-        self.same_rng = same_rng
+        self.replicas = replicas
         self.dvar: list[dict[str, str]] = [dict() for _ in dist.ranks]
         self.dfacts = DistFacts()
         self.collectives: list = []
@@ -49,18 +51,22 @@ class DistProgram:
         pending_coll = []   # (rank, node, Collective)
         self._pending_p2p = []   # (rank, node, PointToPoint), in each rank's issue order
         for r, g in enumerate(self.dist.ranks):
-            low = L.Lowerer(g, constants=self.spec.constants, same_rng=self.same_rng,
-                            canon=lambda size, r=r: self.sizes.canonical(size, r))
+            low = L.Lowerer(g, constants=self.spec.constants, canon=lambda size, r=r: self.sizes.canonical(size, r))
             for n in g.nodes:
                 if n.is_placeholder:
                     if isinstance(n.val, G.TensorMeta):
                         self._dist_leaf(r, n.name, n.val, given=given_input(self.dist_names[r].display.get(n.name), n.val))
                     continue
+                res = low.lower(n)
+                if L.draws_in(res):   # a leaf of its own, which the node's other outputs may read
+                    self._dist_leaf(r, L.draw_key(n), L.draw_meta(n))
                 try:
-                    res = L.bind_result(low.lower(n), self.dvar[r].__getitem__)
+                    res = L.bind_result(res, self.dvar[r].__getitem__)
                 except KeyError:   # reads an output of an op without semantics (reported below)
                     continue
                 self._bind_dist(r, n, res, pending_coll)
+        for leaf, rep in self.replicas:
+            self._define(leaf, rep)
         self._lower_collectives(pending_coll)
         self._lower_p2p(self._pending_p2p)
         self._drop_moved_peers()
@@ -104,7 +110,7 @@ class DistProgram:
         return [f"(peer {gd_leaf(r - 1, name)} {v})"]
 
     def _bind_dist(self, r, n, res, pending_coll):
-        if isinstance(res, L.NotTensor):
+        if isinstance(res, L.NotTensor) or res is L.DRAW:
             return
         if isinstance(res, L.Free):      # a value nobody knows: a leaf of its own
             self._dist_leaf(r, n.name, n.val)
@@ -124,7 +130,9 @@ class DistProgram:
                 if not isinstance(n.val[i], G.TensorMeta):
                     continue
                 key = f"{n.name}#{i}"
-                if item is None:       # a value nobody knows (a random draw): a leaf of its own
+                if item is L.DRAW:     # its leaf is made before binding
+                    continue
+                if item is None:       # a value nobody knows: a leaf of its own
                     self._dist_leaf(r, key, n.val[i])
                     continue
                 if isinstance(item, L.Identity):

@@ -275,11 +275,7 @@ class Printer:
         if h == "lsum":
             return f"total size along dim {a[1]} of {s(a[0])}"
         if h == "unary":
-            op = str(a[0])
-            if op.startswith(("dropout:", "dropmask:")):
-                kind, p, k = op.split(":")
-                return f"{kind}({s(a[1])}, p={p}, draw {k})"
-            return f"{op}({s(a[1])})"
+            return f"{a[0]}({s(a[1])})"
         if h in ("scalar", "iscalar"):
             return f"{a[0]}({s(a[1])}, {a[2]})"
         if h == "binary":

@@ -41,7 +41,14 @@ class Result:
     timings: dict = field(default_factory=dict)
     ops_checked: int = 0
     collectives: list = field(default_factory=list)
-    assumptions: list = field(default_factory=list)   # (name, description) of assumptions in force
+    assumptions: list = field(default_factory=list)   # (name, description) of the assumptions the user wrote
+    assumption_uses: dict = field(default_factory=dict)  # written assumption -> where the check may rest on it
+    # each random draw of G_s: {draw, op, source, coupling (None: it has none), basis, why} (check/random.py)
+    random_draws: list = field(default_factory=list)
+    unchecked: list = field(default_factory=list)     # outputs of G_s the spec's [outputs] check leaves out
+    given: dict = field(default_factory=dict)         # inner tensors the spec gives ([cut]): not checked
+    constants: dict = field(default_factory=dict)     # values the spec declares ([constants]): not checked
+    user_lemmas: dict = field(default_factory=dict)   # --lemmas file -> its lemmas that applied
     capture_notes: list = field(default_factory=list)  # what capture modelled, where (ir.graph.capture_notes)
     unknown_values: dict = field(default_factory=dict)  # G_d tensor (r0.node) -> why the checker does not know it
     # s-expressions over G_d leaves (Gd "r<rank>.<node>"), for numeric re-checks: each checked

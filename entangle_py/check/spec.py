@@ -27,8 +27,8 @@ A spec is TOML::
     [constants]                             # values of tensor constants (import-fx ports const:*)
     "const:_tensor_constant0" = 0           # applies to every graph that has this port
 
-    [assume]                                # facts the checker cannot prove, enabled by name
-    valid_indices = true                    # (config.ASSUMPTIONS); the report prints them
+    [assume]                                # facts the checker cannot prove: none is on unless
+    valid_indices = true                    # written here (or --assume); the report prints them
 
 Names are the stable names of a bundle (input/output port names, or node names).  Placements are
 turned into clean terms over rank-qualified tensors (``relation_terms``); those are what the
@@ -36,13 +36,14 @@ checker starts from.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from entangle_py.config import ASSUMPTIONS, DEFAULT_ASSUMPTIONS
+from entangle_py.config import ASSUMPTIONS
 from entangle_py.errors import InputError
 
 
@@ -287,34 +288,38 @@ class Spec:
     mesh: Mesh = field(default_factory=Mesh)
     path: str | None = None
     constants: dict = field(default_factory=dict)   # const port name -> int | float | bool
-    assume: tuple = ("same_rng",)                   # enabled assumption names (sorted; see lemma.py)
+    assume: tuple = ()                              # assumption names the user wrote (sorted; config.ASSUMPTIONS)
 
     def to_toml(self) -> str:
         lines = []
         if self.mesh.shape:
             lines += ["[mesh]", f"shape = {list(self.mesh.shape)}",
-                      "names = [" + ", ".join(f'"{n}"' for n in self.mesh.names) + "]", ""]
+                      "names = [" + ", ".join(_toml_str(n) for n in self.mesh.names) + "]", ""]
         for section, table in (("inputs", self.inputs), ("cut", self.cut)):
             if table:
                 lines.append(f"[{section}]")
-                lines += [f'"{k}" = "{v}"' for k, v in table.items()]
+                lines += [f"{_toml_str(k)} = {_toml_str(str(v))}" for k, v in table.items()]
                 lines.append("")
         if self.check is not None:
-            lines += ["[outputs]", "check = [" + ", ".join(f'"{c}"' for c in self.check) + "]", ""]
+            lines += ["[outputs]", "check = [" + ", ".join(_toml_str(c) for c in self.check) + "]", ""]
         if self.expect:
             lines.append("[expect]")
-            lines += [f'"{k}" = "{v}"' for k, v in self.expect.items()]
+            lines += [f"{_toml_str(k)} = {_toml_str(str(v))}" for k, v in self.expect.items()]
             lines.append("")
         if self.constants:
             lines.append("[constants]")
-            lines += [f'"{k}" = {_toml_number(v)}' for k, v in self.constants.items()]
+            lines += [f"{_toml_str(k)} = {_toml_number(v)}" for k, v in self.constants.items()]
             lines.append("")
-        off = [a for a in DEFAULT_ASSUMPTIONS if a not in self.assume]
-        if self.assume or off:
+        if self.assume:
             lines.append("[assume]")
-            lines += [f"{a} = true" for a in self.assume] + [f"{a} = false" for a in off]
+            lines += [f"{a} = true" for a in self.assume]
             lines.append("")
         return "\n".join(lines)
+
+
+def _toml_str(text: str) -> str:
+    """A TOML basic string: a relation naming a quoted tensor (``r0."cut:logits"``) has quotes."""
+    return json.dumps(text)
 
 
 def _toml_number(v) -> str:
@@ -378,18 +383,24 @@ def _parse_constants(table, where) -> dict:
 
 
 def _parse_assume(table, where) -> tuple:
+    """The assumptions written true (``name = false`` is allowed and is what leaving it out means)."""
     if not isinstance(table, dict):
         raise SpecError(f"{where}: [assume] must be a table of name = true/false")
-    on = [a for a in DEFAULT_ASSUMPTIONS if table.get(a, True) is True]
     for name, v in table.items():
-        if name not in ASSUMPTIONS:
-            raise SpecError(f"{where}: [assume] {name!r} is not an assumption the checker knows "
-                            f"({', '.join(sorted(ASSUMPTIONS))})")
         if not isinstance(v, bool):
             raise SpecError(f"{where}: [assume] {name} must be true or false")
-        if v and name not in on:
-            on.append(name)
-    return tuple(sorted(on))
+    with_assumptions((), list(table), f"{where}: [assume]")     # every name known, true or false
+    return tuple(sorted(name for name, v in table.items() if v))
+
+
+def with_assumptions(assume: tuple, names, where: str) -> tuple:
+    """``assume`` and the assumptions ``names`` (sorted, each once); SpecError for a name the
+    checker does not know."""
+    for name in names:
+        if name not in ASSUMPTIONS:
+            raise SpecError(f"{where} {name!r} is not an assumption the checker knows "
+                            f"({', '.join(sorted(ASSUMPTIONS))})")
+    return tuple(sorted(set(assume) | set(names)))
 
 
 # ----------------------------------------------------------------------------- relation terms

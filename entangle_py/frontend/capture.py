@@ -12,10 +12,20 @@ and the user inputs of one forward call, by name: the model is called as ``model
 
 * ``world_size == 1`` is the sequential program (the specification): no process group exists and
   the model must not call collectives (Megatron's parallel layers at TP=1 behave like plain ones).
-* ``world_size > 1``: every rank is simulated in this process, one after the other, with torch's
-  fake process group (``dist.init_process_group("fake", ...)``): ``dist.get_rank()``,
-  ``dist.group.WORLD`` and collectives (``dist.*``, functional collectives, inside
-  ``torch.autograd.Function`` or not) all work and are recorded, nothing is communicated.
+* ``world_size > 1``: every rank is simulated with torch's fake process group
+  (``dist.init_process_group("fake", ...)``): ``dist.get_rank()``, ``dist.group.WORLD`` and
+  collectives (``dist.*``, functional collectives, inside ``torch.autograd.Function`` or not) all
+  work and are recorded, nothing is communicated.
+* Every rank (world size 1 too) is traced in a fresh process of its own (``rank_processes.py``:
+  forked from a server that has imported torch and traced nothing), in parallel where cores
+  allow: tracing leaves state in torch that ``torch._dynamo.reset()`` does not clear, and ranks
+  traced one after another in one process leaked it (rank 1 of a DTensor
+  ``ColwiseParallel(output_layouts=Replicate())`` layer took rank 0's half of the gradient).  The
+  rank's process imports the script from its path; a module given to ``capture()`` is re-imported
+  there (by name, or from its file), and a ``build`` no other process can import (a closure) is
+  captured in forks of the calling process.  The error of the first failing rank (in rank order)
+  is raised here as it was raised there; a rank's process that dies is reported
+  (``RankProcessDied``), its output and warnings are relayed to this process.
 * ``build`` runs under ``with torch.device("meta")``: modules and tensors it creates hold no memory.
   Anything it returns on another device is moved to ``meta``.  Sizes are all that matter.  For
   tracing, parameters, buffers, tensor attributes and inputs become *fake CPU* tensors (still no
@@ -82,11 +92,12 @@ from typing import Any
 
 from entangle_py.errors import InputError
 from entangle_py.frontend.capture_errors import (CaptureError, capture_error, collecting_notes, display_path, first_line,
-                                                 pick_frame, user_frame_suffix)
+                                                 merge_notes, pick_frame, user_frame_suffix)
 from entangle_py.ir import graph, ops
 from entangle_py.frontend.convert import (DynamoInfo, check_no_gradient_is_needed, convert, custom_op_schemas,
                                          source_name_of)
-from entangle_py.frontend import ddp
+from entangle_py.frontend import ddp, rank_processes, rng
+from entangle_py.frontend.functionalize import FunctionalizeError, functionalize, returns_a_view
 
 
 # ----------------------------------------------------------------------------- script loading
@@ -132,54 +143,72 @@ def _script_file(module: types.ModuleType) -> str | None:
 # ----------------------------------------------------------------------------- public API
 
 def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = False,
-            progress=None) -> graph.Bundle:
+            progress=None, fork_from_here: bool = False) -> graph.Bundle:
     """Capture ``script`` (path or module, see the module docstring) for every rank of ``world_size``.
 
-    ``progress(rank, world_size, seconds)`` is called after each rank is captured.
+    Every rank is traced in a fresh process of its own (``frontend/rank_processes.py``), in
+    parallel where cores allow; ``progress(rank, world_size, seconds)`` is called as each rank is
+    captured.  An error is the one the first failing rank (in rank order) raised.
+    ``fork_from_here``: the ranks' processes are forked from this one, not from the server (for a
+    caller that has traced nothing, like ``entangle capture``).
     """
-    if not isinstance(world_size, int) or world_size < 1:
+    if not isinstance(world_size, int) or isinstance(world_size, bool) or world_size < 1:
         raise CaptureError(f"world size must be a positive integer, got {world_size!r}")
-    module = load_script(script)
-    import torch
-    import torch.distributed as dist
-    if dist.is_available() and dist.is_initialized():
-        raise CaptureError("a default process group is already initialized in this process; "
-                           "capture simulates ranks with its own fake process group")
-    ranks, placements, styles, zero_grads = [], [], {}, []
-    with collecting_notes() as notes:
-        for r in range(world_size):
-            t0 = time.perf_counter()
-            placements.append({})
-            rank_styles = {}
-            g, zeros = _capture_rank(module, r, world_size, joint, dynamic, placements[-1], rank_styles)
-            ranks.append(g)
-            zero_grads.append(set(zeros))
-            for k, v in rank_styles.items():
-                styles.setdefault(k, v)
-            if progress is not None:
-                progress(r, world_size, time.perf_counter() - t0)
+    if _IN_RANK_PROCESS:
+        raise CaptureError("capture() was called while a rank's process was importing the script "
+                           "(a script that captures itself at import): put the call under "
+                           "`if __name__ == \"__main__\":`")
+    found, name, fork_here = _locate(script)
+    torch = sys.modules.get("torch")      # the caller's default dtype is build()'s (torch imported or not)
+    dtype = str(torch.get_default_dtype()).removeprefix("torch.") if torch is not None else "float32"
+    jobs = [(f"rank {r}", _RankJob(found, r, world_size, joint, dynamic, os.getcwd(), list(sys.path), dtype))
+            for r in range(world_size)]
+
+    finished, reported = {}, [0]
+
+    def done(out):       # reported in rank order (ranks run in parallel and may finish out of order)
+        if out.error is None:
+            finished[out.value.graph.rank] = out.seconds
+        while progress is not None and reported[0] in finished:
+            progress(reported[0], world_size, finished[reported[0]])
+            reported[0] += 1
+    outcomes = rank_processes.run(f"{__name__}:_rank_job", jobs, preload=_PRELOAD,
+                                  fork_here=fork_here or fork_from_here, on_done=done)
+    failed = next((o.error for o in outcomes if o.error is not None), None)
+    if failed is not None:
+        raise failed
+    captured = [o.value for o in outcomes]
     # Ranks may take different inputs and return different outputs (pipeline stages hold their
     # own parameters): every rank's graph has its own ports, and the spec's input relation names
     # the ranks that hold a tensor (``"param:fc2" = "r1.param:fc2"``; see check/spec.py).
-    ranks = [_repair_received_aliases(g) for g in ranks]
-    _drop_globally_unused(ranks, zero_grads)
-    script_file = _script_file(module)
+    ranks = [_repair_received_aliases(c.graph) for c in captured]
+    _drop_globally_unused(ranks, [set(c.zero_grads) for c in captured])
     meta = {
-        "torch": str(torch.__version__),
-        "script": Path(script_file).name if script_file else module.__name__,
+        "torch": captured[0].torch_version,
+        "script": name,
         "world_size": str(world_size),
         "joint": str(bool(joint)).lower(),
         "dynamic": str(bool(dynamic)).lower(),
         "captured_by": "entangle capture",
     }
-    dtensor = _merge_placements(placements)
+    dtensor = _merge_placements([c.placements for c in captured])
     if dtensor:
         meta[DTENSOR_PLACEMENTS] = json.dumps(dtensor, sort_keys=True)
+    styles = {}
+    for c in captured:
+        for k, v in c.styles.items():
+            styles.setdefault(k, v)
     if styles:
         meta[PARALLEL_STYLES] = json.dumps(styles, sort_keys=True)
+    notes = merge_notes(c.notes for c in captured)
     if notes:
         meta[graph.CAPTURE_NOTES] = json.dumps(notes, sort_keys=True)
-    schemas = custom_op_schemas(ranks)
+    rng_streams = rng.merge([c.rng_stream for c in captured])
+    if rng_streams:
+        meta[graph.RNG_STREAMS] = rng_streams
+    schemas = {}
+    for c in captured:
+        schemas.update(c.custom_op_schemas)
     if schemas:
         meta[graph.CUSTOM_OP_SCHEMAS] = json.dumps(schemas, sort_keys=True)
     return graph.Bundle(ranks=ranks, kind="joint" if joint else "forward", meta=meta)
@@ -191,10 +220,13 @@ def _print_progress(rank, world_size, seconds):
 
 def cli_capture(args) -> int:
     t0 = time.perf_counter()
+    # this process has traced nothing: the ranks' processes are forked from it (no server to start,
+    # torch imported once, here, where the bundle is written too)
+    rank_processes.preload_here(_PRELOAD)
     verbose = getattr(args, "verbose", False) or sys.stderr.isatty()
     progress = _print_progress if verbose else None
     bundle = capture(args.script, world_size=args.world_size, joint=args.joint, dynamic=args.dynamic,
-                     progress=progress)
+                     progress=progress, fork_from_here=True)
     graph.save(bundle, args.output)
     g0 = bundle.rank(0)
     n_ops = sum(1 for n in g0.nodes if not n.is_placeholder)
@@ -205,31 +237,164 @@ def cli_capture(args) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- a process per rank
+
+# Imported once by the server that forks each rank's process (rank_processes.py), so that a rank
+# starts with them: without them the first trace in a process spends a second or more importing.
+# An optimisation only (a name torch no longer has is skipped); nothing is traced there.
+_PRELOAD = (
+    "torch", "torch._dynamo", "torch.distributed", "functorch.compile", "torch._dynamo.backends.common",
+    "torch.testing._internal.distributed.fake_pg", "torch.distributed.tensor", "torch.distributed.tensor.parallel",
+    "torch.distributed.fsdp", "torch._functorch._aot_autograd.descriptors", "torch._dynamo.backends.inductor",
+    "torch._dynamo.backends.distributed", "torch._dynamo.testing", "torch._dynamo.repro.after_aot",
+    "torch._dynamo.repro.after_dynamo", "torch.export._trace", "torch.distributed.tensor.experimental",
+    "torch._inductor.scheduler", "torch._inductor.debug", "torch.fx.experimental.validator",
+    "torch._subclasses.schema_check_mode", "torch.nn.attention.flex_attention",
+    "torch._functorch._aot_autograd.subclass_codegen", "torch._higher_order_ops.passes.inline_invoke_subgraph",
+    "sympy.combinatorics", "sympy.tensor.tensor", "entangle_py.frontend.capture",
+)
+
+_IN_RANK_PROCESS = False     # set in a rank's process: capture() there is a script capturing itself
+
+
+@dataclasses.dataclass(frozen=True)
+class _ByName:
+    """A build function a rank's process imports by module name and attribute path (a module
+    object given to capture(): the build of entangle_py.testing.assert_refines, an imported module)."""
+    module: str
+    attr: str
+    file: str | None          # the module's file, for source locations
+
+    def load(self) -> types.ModuleType:
+        import importlib
+        try:
+            obj = importlib.import_module(self.module)
+            for part in self.attr.split("."):
+                obj = getattr(obj, part)
+        except InputError:
+            raise
+        except Exception as e:
+            raise CaptureError(f"importing {self.module}.{self.attr} in the rank's process failed: "
+                               f"{type(e).__name__}: {first_line(e)}{user_frame_suffix(e, self.file)}") from e
+        module = types.ModuleType(f"_entangle_build_{self.module}")
+        module.build = obj
+        if self.file:
+            module.__file__ = self.file
+        return module
+
+
+@dataclasses.dataclass(frozen=True)
+class _RankJob:
+    script: Any          # a script's path, a _ByName, or (forked from the caller) the module itself
+    rank: int
+    world_size: int
+    joint: bool
+    dynamic: bool
+    cwd: str             # source paths are shown relative to the caller's working directory
+    sys_path: list
+    default_dtype: str   # the caller's torch.get_default_dtype()
+
+
+def _locate(script) -> tuple[Any, str, bool]:
+    """How a rank's process gets the program: (what _RankJob.script holds, the name the bundle
+    records, whether the process must be forked from this one)."""
+    if not isinstance(script, types.ModuleType):
+        path = Path(script)
+        if not path.is_file():
+            raise CaptureError(f"{script}: no such script")
+        return str(path.resolve()), path.name, False
+    build = getattr(script, "build", None)
+    if not callable(build):
+        raise CaptureError(f"module {script.__name__} has no build(rank, world_size) function")
+    file = _script_file(script)
+    name = Path(file).name if file else script.__name__
+    spec = getattr(script, "__spec__", None)
+    if spec is not None and sys.modules.get(script.__name__) is script and script.__name__ != "__main__":
+        if spec.origin and Path(spec.origin).is_file() and spec.name == script.__name__ \
+                and not script.__name__.startswith("_entangle_script_"):
+            return _ByName(script.__name__, "build", file), name, False
+        if file and script.__name__.startswith("_entangle_script_"):     # load_script's import of a file
+            return file, name, False
+    owner, qualname = getattr(build, "__module__", None), getattr(build, "__qualname__", "")
+    if owner and owner != "__main__" and "<" not in qualname and _resolves(owner, qualname, build):
+        return _ByName(owner, qualname, file), name, False
+    return script, name, True      # a closure, a lambda, __main__'s: only this process has it
+
+
+def _resolves(module: str, qualname: str, obj) -> bool:
+    found = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return found is obj
+
+
+def _rank_job(job: _RankJob) -> "RankCapture":
+    """In a rank's own process: import the program, capture the rank."""
+    global _IN_RANK_PROCESS
+    _IN_RANK_PROCESS = True
+    os.chdir(job.cwd)
+    sys.path[:] = job.sys_path
+    import torch
+    torch.set_default_dtype(getattr(torch, job.default_dtype))
+    streams = rng.Recorder()          # before the import: a script may seed its generator there
+    if isinstance(job.script, _ByName):
+        module = job.script.load()
+    else:
+        module = load_script(job.script)
+    streams.imported()
+    return _capture_rank(module, job.rank, job.world_size, job.joint, job.dynamic, streams)
+
+
 # ----------------------------------------------------------------------------- one rank
 
+@dataclasses.dataclass
+class RankCapture:
+    """What one rank's capture gives the cross-rank steps of capture()."""
+    graph: graph.RankGraph
+    placements: dict              # {port: relation text} of its DTensor inputs
+    styles: dict                  # {module path: ParallelStyle entry}
+    zero_grads: list              # (grad port, DDP group members): DDP reductions of zeros
+    notes: list                   # its capture notes (capture_errors.capture_note)
+    custom_op_schemas: dict       # {target: schema} as its process registered them
+    torch_version: str
+    rng_stream: dict | None       # where its random draws come from (frontend/rng.py)
+
+
 def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool,
-                  placements: dict | None = None, styles: dict | None = None) -> tuple[graph.RankGraph, list]:
+                  streams: rng.Recorder) -> RankCapture:
     import torch
     import torch.distributed as dist
 
     script_file = _script_file(module)
+    if dist.is_available() and dist.is_initialized():
+        raise CaptureError("a default process group is already initialized in this process; "
+                           "capture simulates ranks with its own fake process group")
     torch._dynamo.reset()
     pg = False
     try:
-        if world_size > 1:
-            from torch.testing._internal.distributed.fake_pg import FakeStore
-            dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=world_size)
-            pg = True
-        found = {}
-        with _recording_parallel_styles(found), ddp.capturing_ddp(rank, world_size, script_file):
-            model, inputs = _build(module, rank, world_size, script_file)
-        ddp.check_model(model, rank)
-        if placements is not None:
-            placements.update(_dtensor_placements(model, inputs, world_size))
-        if styles is not None:
-            styles.update(_parallel_styles(model, found))
-        gm, info = _trace(model, inputs, module, joint, dynamic, script_file, rank)
-        return convert(gm, info, model, inputs, rank, script_file, joint, world_size), info.ddp_zero_grads
+        with collecting_notes() as notes:
+            if world_size > 1:
+                from torch.testing._internal.distributed.fake_pg import FakeStore
+                dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=world_size)
+                pg = True
+            found = {}
+            with _recording_parallel_styles(found), ddp.capturing_ddp(rank, world_size, script_file), \
+                    streams.building(rank):
+                model, inputs = _build(module, rank, world_size, script_file)
+            ddp.check_model(model, rank)
+            placements = _dtensor_placements(model, inputs, world_size)
+            styles = _parallel_styles(model, found)
+            gm, info = _trace(model, inputs, module, joint, dynamic, script_file, rank)
+            streams.forward(rank, info.eager_draws)
+            g = convert(gm, info, model, inputs, rank, script_file, joint, world_size)
+            # AOTAutograd's graphs are functional already (an input written to is a mutated:
+            # output); an op writing in place that slipped through is made functional too
+            try:
+                g = functionalize(g)
+            except FunctionalizeError as e:
+                raise CaptureError(f"rank {rank}: {e}") from None
+        return RankCapture(g, placements, styles, list(info.ddp_zero_grads), list(notes),
+                           custom_op_schemas([g]), str(torch.__version__), streams.entry(rank))
     finally:
         torch._dynamo.reset()
         if pg:
@@ -376,6 +541,7 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
                                "so there is no backward graph")
         raise CaptureError("the program produced no graph (does forward compute anything?)")
     info.result_structure = _output_names(result, info.num_outputs)
+    info.eager_draws = rng.eager_draws(model, inputs, fake_mode, captured[key])   # a trace may drop a draw
     ddp.check_graph(captured[key], info.port_names, model, rank, joint)
     if joint:
         gm = captured[key]
@@ -455,8 +621,8 @@ def _is_view(g: graph.RankGraph, m: graph.Node) -> bool:
     """Whether m's value aliases its first tensor argument."""
     if m.target == ops.GETITEM:
         src = m.args[0] if m.args else None
-        return isinstance(src, graph.Ref) and _returns_a_view(g.node(src.name).target)
-    return _returns_a_view(m.target)
+        return isinstance(src, graph.Ref) and returns_a_view(g.node(src.name).target)
+    return returns_a_view(m.target)
 
 
 def _view_base(m: graph.Node):
@@ -584,20 +750,6 @@ def _write_back(g: graph.RankGraph, n: graph.Node, j: int) -> graph.RankGraph:
     moved_names = {k: v.name for k, v in moved.items()}
     outputs = [graph.Port(p.name, moved_names.get(p.node, p.node)) if p.node in stale else p for p in g.outputs]
     return dataclasses.replace(g, nodes=nodes, outputs=outputs)
-
-
-def _returns_a_view(target) -> bool:
-    """Whether the op's result aliases an input (its schema says ``Tensor(a)``); unknown ops do
-    (a receive's buffer read through them is refused rather than missed)."""
-    if not isinstance(target, str) or target.count(".") != 2:
-        return target == ops.GETITEM
-    import torch
-    ns, name, overload = target.split(".")
-    try:
-        schema = getattr(getattr(getattr(torch.ops, ns), name), overload)._schema
-    except (AttributeError, RuntimeError):
-        return True
-    return any(r.alias_info is not None for r in schema.returns)
 
 
 _NO_AUTOGRAD_KERNEL = re.compile(r"(\S+): an autograd kernel was not registered")

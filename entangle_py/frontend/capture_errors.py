@@ -35,12 +35,26 @@ def capture_note(rank: int, text: str, frame) -> None:
     warnings.warn(f"rank {rank}{at}: {text}", stacklevel=3)
     if _NOTES is not None:
         file, line, code = (display_path(frame[0]), frame[1], frame[3]) if frame else (None, None, None)
-        for n in _NOTES:
-            if (n["text"], n["file"], n["line"]) == (text, file, line):
-                if rank not in n["ranks"]:
-                    n["ranks"].append(rank)
-                return
-        _NOTES.append({"ranks": [rank], "text": text, "file": file, "line": line, "code": code})
+        _add_note(_NOTES, {"ranks": [rank], "text": text, "file": file, "line": line, "code": code})
+
+
+def _add_note(notes: list, note: dict) -> None:
+    """One note per (text, file, line): the ranks that made it, in the order they did."""
+    for n in notes:
+        if (n["text"], n["file"], n["line"]) == (note["text"], note["file"], note["line"]):
+            n["ranks"] += [r for r in note["ranks"] if r not in n["ranks"]]
+            return
+    notes.append(dict(note, ranks=list(note["ranks"])))
+
+
+def merge_notes(per_rank) -> list:
+    """The notes of every rank's capture (each collected in the rank's own process), merged as
+    one process collecting them rank after rank would have."""
+    out: list = []
+    for notes in per_rank:
+        for note in notes:
+            _add_note(out, note)
+    return out
 
 
 def display_path(p) -> str:

@@ -25,6 +25,7 @@ class DynamoInfo:
     no_grad_nodes: set = dataclasses.field(default_factory=set)       # Dynamo nodes run under no_grad
     # (grad port, DDP group members) of gradients the capture wrote as DDP's reduction of zeros
     ddp_zero_grads: list = dataclasses.field(default_factory=list)
+    eager_draws: list | None = None      # shapes of the draws the forward makes run eagerly (frontend/rng.py)
 
 
 def is_opaque_object(v) -> bool:

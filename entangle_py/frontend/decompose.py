@@ -10,7 +10,8 @@ its buffer (``auto_functionalized_v2``'s ``_<arg>_slice_*``) is given to the ref
 slice, and the buffer's new value is the buffer with the slice replaced (``slice_scatter``).
 Anything else about the call -- another kind of view (``as_strided``), two written arguments in
 one buffer, symbolic sizes, a traced shape or dtype that differs from the recorded one -- is
-refused (exit 2), never guessed.
+refused (exit 2), never guessed.  The reference is traced functionalized (it may compute in
+place); a reference that writes one of its arguments is refused too.
 """
 from __future__ import annotations
 
@@ -186,10 +187,20 @@ def _trace(g, n, op, functionalized):
 
     fakes = [torch.empty(metas[k].shape, dtype=getattr(torch, metas[k].dtype)) for k in tensor_args]
     try:
-        gm = make_fx(call, tracing_mode="fake")(*fakes)
+        # functionalized: a reference may compute in place (``out = x.clone(); out.mul_(w)``), and the
+        # spliced nodes must read what it wrote (a write to one of its arguments is refused below)
+        gm = make_fx(torch.func.functionalize(call), tracing_mode="fake")(*fakes)
     except Exception as e:  # noqa: BLE001 - any torch error while tracing the reference
         raise PluginError(f"rank {g.rank} node {n.name}: tracing the {op.target} plugin failed: "
                           f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}") from None
+    params = dict(zip((x.name for x in gm.graph.nodes if x.op == "placeholder"), tensor_args))
+    for fx in gm.graph.nodes:
+        if fx.op == "call_function" and isinstance(fx.target, torch._ops.OpOverload) and fx.target._schema.is_mutable:
+            arg = fx.args[0] if fx.args else None
+            what = f"its argument {params[arg.name]}" if getattr(arg, "name", None) in params else "a tensor"
+            raise PluginError(f"rank {g.rank} node {n.name}: the {op.target} plugin's reference writes {what} in "
+                              f"place ({target_name(fx)}): a reference returns the new values of what the op "
+                              f"writes, and leaves its arguments as they are")
 
     conv = Converter(DynamoInfo(), None, g.rank)
     rename = {}

@@ -24,6 +24,12 @@ Mapping to the IR (see README "Importing FX text dumps"):
   ``args[0]``, keyword arguments kept;
 * outputs: each name in the ``return`` is an output port named after its node (``None`` entries and
   repeated names are skipped);
+* in-place ops (``copy_``, ``add_``, ``index_put_``, ... -- any op whose schema marks an argument
+  ``Tensor(a!)``) are made functional (``frontend/functionalize.py``): a later read of the written
+  tensor, or of any view of its storage, reads the new value, and an input written to gets an
+  output ``mutated:<input port>`` with its value at the end; a write that cannot be said so (an
+  in-place view, a write through ``expand``, an op writing two arguments) is an ``InputError``
+  naming the file and line;
 * process groups: every group name passed to a ``_c10d_functional`` op maps to all ranks of the
   import (the text does not say more).
 """
@@ -40,6 +46,7 @@ from pathlib import Path
 from entangle_py.ir import graph, ops
 from entangle_py.errors import InputError
 from entangle_py.lazy import LazyModule, sympy
+from entangle_py.frontend.functionalize import FunctionalizeError, functionalize
 from entangle_py.ir.graph import Bundle, Node, Port, Ref, RankGraph, ScalarMeta, Source, SymIntMeta, TensorMeta, TorchConst
 
 symbolic = LazyModule("entangle_py.ir.symbolic")     # sympy, for symbolic sizes only
@@ -93,6 +100,7 @@ class _Parsed:
     outputs: list = field(default_factory=list)
     symbols: dict = field(default_factory=dict)
     group_names: list = field(default_factory=list)
+    lines: dict = field(default_factory=dict)       # node name -> its line in the file
 
 
 class _FxParser:
@@ -108,6 +116,7 @@ class _FxParser:
         self.subgraphs: set[str] = set()
         self.outputs: list[Port] = []
         self.group_names: list[str] = []
+        self.node_lines: dict[str, int] = {}
         self.kind = "forward"
 
     # ------------------------------------------------------------------ errors
@@ -143,7 +152,7 @@ class _FxParser:
         inputs = [Port(n, n) for n in self.placeholders] + self.const_ports
         return _Parsed(kind=self.kind, nodes=nodes, inputs=inputs, outputs=self.outputs,
                        symbols={name: (1, None) for name in self.symbols},
-                       group_names=self.group_names)
+                       group_names=self.group_names, lines=self.node_lines)
 
     def _signature(self, start: int, indent: int) -> int:
         """Parse ``def forward(self, ...):`` (possibly over several lines); return the next line index."""
@@ -302,6 +311,7 @@ class _FxParser:
         node = self._rhs(name, value, val)
         node.source = self.source
         self.nodes[name] = node
+        self.node_lines[name] = self.lineno
 
     def _rhs(self, name: str, value, val) -> Node:
         # x[0]: projection of a multi-output op
@@ -716,9 +726,14 @@ def import_fx(paths: list[str], kind: str | None = None) -> Bundle:
                              "graphs; pass --kind to override")
         kind = kinds.pop()
     groups = infer_groups([x.group_names for x in parsed])
-    ranks = [RankGraph(rank=r, nodes=x.nodes, inputs=x.inputs, outputs=x.outputs,
-                       groups={k: list(v) for k, v in groups.items()}, symbols=dict(x.symbols))
-             for r, x in enumerate(parsed)]
+    ranks = []
+    for r, (p, x) in enumerate(zip(paths, parsed)):
+        g = RankGraph(rank=r, nodes=x.nodes, inputs=x.inputs, outputs=x.outputs,
+                      groups={k: list(v) for k, v in groups.items()}, symbols=dict(x.symbols))
+        try:   # in-place ops (copy_, add_, ...): a read after a write sees the write
+            ranks.append(functionalize(g))
+        except FunctionalizeError as e:
+            raise InputError(f"{p}:{x.lines.get(e.node, '?')}: {e.why}") from None
     meta = {"imported_from": "fx-text",
             "files": "\n".join(Path(p).name for p in paths)}
     bundle = Bundle(ranks=ranks, kind=kind, meta=meta)

@@ -77,6 +77,67 @@ def capture_notes(bundle) -> list[dict]:
     return out
 
 
+# Bundle meta key: where each rank's random draws come from (JSON, written by frontend/rng.py):
+# {"<rank>": {"seeded": bool, "seed": int (when seeded), "state": digest of the default generator's
+# state when the forward starts, "build": [[op, shape, dtype, params], ...], "forward": [shape, ...]
+# or null}} -- ``seeded`` false when the program never seeds the generator (its seed is then the
+# process's own); ``build`` the draws build() made on meta tensors (parameter init), which a real
+# run makes before the forward; ``forward`` the shapes of the draws the forward makes run eagerly.
+RNG_STREAMS = "rng_streams"
+
+
+@dataclass(frozen=True)
+class RngStream:
+    """One rank's default generator as its forward starts (``rng_streams``)."""
+    seeded: bool
+    seed: int | None
+    state: str
+    build: tuple        # ((op, shape, dtype, params), ...) in the order build() drew them
+    forward: tuple | None = None    # shapes of the forward's draws run eagerly; None: not known
+
+
+def rng_streams(bundle) -> dict | None:
+    """{rank: RngStream} of a bundle that records them for every rank, None for one that records
+    none (an imported graph, an older capture); GraphFormatError when the record is malformed (a
+    graph file is untrusted, and evidence is never half-read)."""
+    text = bundle.meta.get(RNG_STREAMS)
+    if text is None:
+        return None
+    def bad(why):
+        return GraphFormatError(f"bundle meta {RNG_STREAMS!r}: {why}")
+    try:
+        found = json.loads(text)
+    except ValueError:
+        raise bad("not JSON") from None
+    if not isinstance(found, dict) or set(found) != {str(r) for r in range(len(bundle.ranks))}:
+        raise bad(f"expected one entry per rank 0..{len(bundle.ranks) - 1}")
+    out = {}
+    for r in range(len(bundle.ranks)):
+        e = found[str(r)]
+        if not (isinstance(e, dict) and set(e) <= {"seeded", "seed", "state", "build", "forward"}
+                and isinstance(e.get("seeded"), bool) and isinstance(e.get("state"), str)
+                and isinstance(e.get("build"), list)):
+            raise bad(f"rank {r}: expected {{seeded, seed, state, build, forward}}")
+        seed = e.get("seed")
+        if e["seeded"] != (isinstance(seed, int) and not isinstance(seed, bool)):
+            raise bad(f"rank {r}: a seed is given exactly when seeded")
+        build = []
+        for d in e["build"]:
+            if not (isinstance(d, list) and len(d) == 4 and isinstance(d[0], str) and isinstance(d[1], list)
+                    and all(isinstance(x, (int, str)) and not isinstance(x, bool) for x in d[1])
+                    and isinstance(d[2], str) and isinstance(d[3], str)):
+                raise bad(f"rank {r}: a build draw is [op, shape, dtype, params]")
+            build.append((d[0], tuple(d[1]), d[2], d[3]))
+        forward = e.get("forward")
+        if forward is not None and not (isinstance(forward, list) and all(
+                isinstance(sh, list) and all(isinstance(x, (int, str)) and not isinstance(x, bool) for x in sh)
+                for sh in forward)):
+            raise bad(f"rank {r}: forward is a list of shapes or null")
+        out[r] = RngStream(e["seeded"], seed if e["seeded"] else None, e["state"], tuple(build),
+                           None if forward is None else tuple(tuple(sh) for sh in forward))
+    return out
+
+
 class GraphFormatError(InputError):
     """A graph file that is malformed, unsafe, or of an unsupported version."""
 

@@ -67,8 +67,24 @@ BATCH_P2P = "_c10d_functional.batch_p2p_ops.default"
 VIEW_SCATTER = {
     "aten.slice.Tensor": "aten.slice_scatter.default",
     "aten.select.int": "aten.select_scatter.default",
+    "aten.diagonal.default": "aten.diagonal_scatter.default",
     "aten.alias.default": None,
+    "aten.detach.default": None,
 }
+# More views a write reaches its base through (frontend/functionalize.py): views that lay the base's
+# elements out in another shape, in order (written back with ``view`` to the base's shape) ...
+RESHAPING_VIEWS = frozenset({
+    "aten.view.default", "aten._unsafe_view.default", "aten.unsqueeze.default", "aten.squeeze.default",
+    "aten.squeeze.dim", "aten.squeeze.dims", "aten.flatten.using_ints", "aten.unflatten.int",
+})
+VIEW = "aten.view.default"
+# ... views that permute its dims (written back with the inverse permutation) ...
+SELF_INVERSE_VIEWS = frozenset({"aten.t.default", "aten.transpose.int"})
+PERMUTE = "aten.permute.default"
+# ... and parts of a split (a part, taken with getitem, written back into its slice or index).
+SPLITS = frozenset({"aten.split.Tensor", "aten.split_with_sizes.default"})
+UNBIND = "aten.unbind.int"
+SELECT_SCATTER = "aten.select_scatter.default"
 
 # Position of the group argument of every collective op the numeric oracle runs, by op name
 # (any collective namespace; ``_coalesced`` variants take the same position).
@@ -128,6 +144,10 @@ COPY_OPS = frozenset({"aten.copy.default", "aten.copy_.default"})
 # functionalization writes an input's new value with copy_ into the placeholder
 COPY_INTO = "aten.copy_.default"
 TO_COPY = "aten._to_copy.default"
+# the one ATen op the checker lowers that writes an argument (its schema's ``(a!)``); no other
+# lowered ATen op writes (tests/test_fx_import.py compares with torch's registry), so functionalizing
+# a dump of lowered ops reads no schema and imports no torch
+LOWERED_WRITES = frozenset({COPY_INTO})
 # the indices of a tensor's nonzero elements, [count, ndim]: its row count is known only from the
 # values (an unbacked size), which the checker relates across programs as a size of the term
 NONZERO = "aten.nonzero.default"
@@ -142,6 +162,10 @@ AUTO_FUNCTIONALIZED_OPS = frozenset(t.split(".", 1)[1] for t in AUTO_FUNCTIONALI
 # cudnn / miopen kernels) update running_mean / running_var in place in training mode.
 MUTATES_UNANNOTATED = frozenset({"aten.native_batch_norm.default", "aten.cudnn_batch_norm.default",
                                  "aten.miopen_batch_norm.default"})
+# the first of them and its functional form (frontend/functionalize.py), which also returns the new
+# running statistics
+BATCH_NORM = "aten.native_batch_norm.default"
+BATCH_NORM_FUNCTIONAL = "aten._native_batch_norm_legit_functional.default"
 
 RESHAPES = frozenset({"aten.view.default", "aten.reshape.default", "aten._unsafe_view.default"})
 # Ops through which an integer tensor's values reach their user unchanged (to follow token ids
@@ -185,10 +209,37 @@ DISTINCT_INDICES = {"aten.topk.default": (1, 2, -1)}
 # Ops whose (int64, integer-bounded) output holds positions all different: start + i * step.
 ARANGES = frozenset({"aten.arange.default", "aten.arange.start", "aten.arange.start_step"})
 
-# Ops that draw random numbers: the k-th draw of a program is numbered k.
-RANDOM_OPS = frozenset({
-    "aten.native_dropout.default", "aten.bernoulli.default", "aten.bernoulli.p", "aten.rand.default",
-    "aten.randn.default", "aten.rand_like.default", "aten.randn_like.default", "aten.randint.default",
-    "aten.randint.low", "aten.randperm.default", "aten.normal.Tensor_float", "aten.uniform.default",
-})
+# ----------------------------------------------------------------------------- random draws
+
+@dataclass(frozen=True)
+class RandomDraw:
+    """What a random op draws from the rank's default generator (check/random.py couples draws,
+    oracle/recheck.py samples them).  ``output``: the index of the drawn tensor among the op's
+    outputs (None: its only output); ``params``: (name, position, default) of the arguments that
+    choose the distribution (two draws pair only with equal params); ``elementwise``: every
+    element an independent sample of one distribution, so draws from independent streams that
+    tile a shape are one draw of it (a permutation is one whole draw); ``kind``: how the oracle
+    samples it (``keep`` a keep-mask, ``uniform`` in [from, to), ``normal``, ``integers`` in
+    [low, high), ``permutation`` of n)."""
+    output: int | None
+    params: tuple
+    kind: str
+    elementwise: bool = True
+
+
+RANDOM_DRAWS = {
+    "aten.native_dropout.default": RandomDraw(1, (("p", 1, None), ("train", 2, None)), "keep"),
+    "aten.bernoulli.p": RandomDraw(None, (("p", 1, 0.5),), "bernoulli"),
+    "aten.rand.default": RandomDraw(None, (), "uniform"),
+    "aten.rand_like.default": RandomDraw(None, (), "uniform"),
+    "aten.uniform.default": RandomDraw(None, (("from", 1, 0.0), ("to", 2, 1.0)), "uniform"),
+    "aten.randn.default": RandomDraw(None, (), "normal"),
+    "aten.randn_like.default": RandomDraw(None, (), "normal"),
+    "aten.randint.default": RandomDraw(None, (("high", 0, None),), "integers"),
+    "aten.randint.low": RandomDraw(None, (("low", 0, None), ("high", 1, None)), "integers"),
+    "aten.randperm.default": RandomDraw(None, (("n", 0, None),), "permutation", elementwise=False),
+}
+# Ops that consume the default generator: every draw above, and draws whose samples depend on a
+# tensor argument's values (no draw model: not lowered).  The k-th of them in a graph is its k-th draw.
+RANDOM_OPS = frozenset(RANDOM_DRAWS) | frozenset({"aten.bernoulli.default", "aten.normal.Tensor_float"})
 DROPOUT = "aten.native_dropout.default"

@@ -33,6 +33,7 @@ from entangle_py.ir import graph as G
 from entangle_py.ir import ops
 from entangle_py.frontend.capture_errors import CaptureError
 from entangle_py.frontend.convert import Converter, DynamoInfo, target_name
+from entangle_py.frontend.functionalize import FunctionalizeError, functionalize
 from entangle_py.oracle import interp
 from entangle_py.semantics import lower as L
 from entangle_py.semantics import terms
@@ -101,19 +102,30 @@ def _callable(op) -> Callable:
     raise TypeError(f"not an op: {op!r}")
 
 
-def trace_sample(op, sample) -> tuple[G.RankGraph, dict[str, torch.Tensor], dict[str, Any]]:
+def trace_sample(op, sample, inplace: bool = False,
+                 functionalize=functionalize) -> tuple[G.RankGraph, dict[str, torch.Tensor], dict[str, Any]]:
     """Trace ``op(sample.input, *sample.args, **sample.kwargs)`` to an ATen graph in our IR.
 
     ``op`` is an OpInfo, an OpOverload or any callable; ``sample`` a ``SampleInput`` (or anything
     with ``input``, ``args``, ``kwargs``).  Every tensor of the sample (also inside lists and
     kwargs) is a graph input (ports ``in0``, ``in1``, ...); other values are constants of the
     graph.  Returns ``(graph, inputs, outputs)``: inputs and outputs map port names to values
-    (outputs ``out0``, ... are the real results of the eager call)."""
+    (outputs ``out0``, ... are the real results of the eager call).
+
+    ``inplace``: the OpInfo's in-place variant (``add_``) is traced as it is, its in-place ATen ops
+    made functional by ``functionalize`` (entangle's own: ``frontend/functionalize.py``, the pass
+    imported graphs go through), and the eager call's writes are outputs too: ``mutated:in<i>``,
+    the i-th input's value after the call, for every input it changed (a write the functional
+    graph does not return is an ``error``).  Without ``inplace`` torch functionalizes."""
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.utils import _pytree as pytree
 
-
-    fn = _callable(op)
+    if inplace:
+        fn = getattr(op, "inplace_variant", None)
+        if fn is None:
+            raise TraceError("the op has no in-place variant")
+    else:
+        fn = _callable(op)
     leaves, spec = pytree.tree_flatten((sample.input, tuple(sample.args), dict(sample.kwargs)))
     idx = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor)]
     tensors = [leaves[i].detach().clone() for i in idx]
@@ -131,10 +143,11 @@ def trace_sample(op, sample) -> tuple[G.RankGraph, dict[str, torch.Tensor], dict
             # functionalization around it: trace, then functionalize the ATen graph and trace again,
             # so that the graph is functional like a captured one
             gm = make_fx(call, tracing_mode="real")(*[t.clone() for t in tensors])
-            if any(isinstance(n.target, torch._ops.OpOverload) and n.target._schema.is_mutable
-                   for n in gm.graph.nodes):
+            if not inplace and any(isinstance(n.target, torch._ops.OpOverload) and n.target._schema.is_mutable
+                                   for n in gm.graph.nodes):
                 gm = make_fx(torch.func.functionalize(gm), tracing_mode="real")(*[t.clone() for t in tensors])
-            eager = call(*[t.clone() for t in tensors])
+            after = [t.clone() for t in tensors]
+            eager = call(*after)
     except Exception as e:      # noqa: BLE001 - any torch error is a trace failure
         raise TraceError(f"trace failed: {type(e).__name__}: {first_line(e)}") from None
 
@@ -160,7 +173,7 @@ def trace_sample(op, sample) -> tuple[G.RankGraph, dict[str, torch.Tensor], dict
                 inputs[port] = t.detach().clone()
             elif n.op == "call_function":
                 target = G.check_target(target_name(n))
-                if (target == ops.COPY_INTO and n.args[0].op == "placeholder" and not n.users
+                if (not inplace and target == ops.COPY_INTO and n.args[0].op == "placeholder" and not n.users
                         and isinstance(n.args[1], torch.fx.Node)):
                     # functionalization's epilogue for an input the op mutates (embedding with
                     # max_norm): like a captured graph, the new value is an output, not a mutation
@@ -181,7 +194,21 @@ def trace_sample(op, sample) -> tuple[G.RankGraph, dict[str, torch.Tensor], dict
     eager_flat = [x for x in pytree.tree_leaves(eager) if isinstance(x, torch.Tensor)]
     plain = [p for p in outs if p.name.startswith("out")]
     outputs = {p.name: v for p, v in zip(plain, eager_flat)} if len(eager_flat) == len(plain) else {}
+    if inplace:
+        g = functionalize(g)
+        for i, (before, now) in enumerate(zip(tensors, after)):
+            if not _same_value(before, now):
+                outputs[f"mutated:in{i}"] = now
+        missed = sorted(set(k for k in outputs if k.startswith("mutated:")) - {p.name for p in g.outputs})
+        if missed:
+            raise TraceError(f"the eager call writes {', '.join(m[len('mutated:'):] for m in missed)}; "
+                             f"the functional graph does not return it")
     return g, inputs, outputs
+
+
+def _same_value(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b) or (
+        a.is_floating_point() and torch.allclose(a, b, rtol=0, atol=0, equal_nan=True)))
 
 
 def first_line(e: BaseException) -> str:
@@ -307,7 +334,7 @@ def check_node(lowerer, node: G.Node, values: dict, tenv: dict) -> NodeVerdict:
         return v
     if isinstance(r, (L.NotTensor, L.Collective)):
         return v
-    if isinstance(r, L.Free):
+    if isinstance(r, L.Free) or r is L.DRAW:     # a value of its own (a random draw's, compared with nothing)
         v.kind = "free"
         return v
     real = values[node.name]
@@ -315,7 +342,9 @@ def check_node(lowerer, node: G.Node, values: dict, tenv: dict) -> NodeVerdict:
         if not isinstance(real, (tuple, list)) or len(real) != len(r.items):
             v.kind, v.why = "disagree", f"{len(r.items)} lowered outputs for a value of {_describe(real)}"
             return v
-        parts = [(f"#{i}", item, real[i]) for i, item in enumerate(r.items) if item is not None]
+        if L.DRAW in r.items:       # the other outputs read the draw: dropout's value is x * mask * scale
+            tenv = {**tenv, _var(L.draw_key(node)): real[r.items.index(L.DRAW)]}
+        parts = [(f"#{i}", item, real[i]) for i, item in enumerate(r.items) if item is not None and item is not L.DRAW]
     else:
         parts = [("", r, real)]
     kinds, whys, texts = set(), [], []
@@ -432,11 +461,13 @@ def check_graph(graph: G.RankGraph, inputs: dict, outputs: dict | None = None,
     return summarize(nodes)
 
 
-def check_sample(op, sample, lowerer_cls=None) -> SampleVerdict:
+def check_sample(op, sample, lowerer_cls=None, inplace: bool = False) -> SampleVerdict:
     try:
-        g, inputs, outputs = trace_sample(op, sample)
+        g, inputs, outputs = trace_sample(op, sample, inplace)
     except TraceError as e:
         return SampleVerdict("error", why=str(e))
+    except FunctionalizeError as e:        # a write the functional form cannot say: exit 2, sound
+        return SampleVerdict("refused", why=str(e))
     return check_graph(g, inputs, outputs, lowerer_cls)
 
 
@@ -455,8 +486,9 @@ def describe_sample(sample) -> str:
     return ", ".join(parts)
 
 
-def opinfo_name(op) -> str:
-    return op.name + (f".{op.variant_test_name}" if getattr(op, "variant_test_name", "") else "")
+def opinfo_name(op, inplace: bool = False) -> str:
+    return op.name + (f".{op.variant_test_name}" if getattr(op, "variant_test_name", "") else "") + \
+        (" (in place)" if inplace else "")
 
 
 @dataclass
@@ -521,14 +553,14 @@ def pick_samples(samples, n: int, scan: int = 16) -> list:
     return out
 
 
-def accepts_any(op, probe: int = 1, lowerer_cls=None) -> bool:
+def accepts_any(op, probe: int = 1, lowerer_cls=None, inplace: bool = False) -> bool:
     """The lowering gives a meaning to a node of one of the first ``probe`` float64 samples'
     graphs (a quick filter: ops it refuses entirely are not worth their samples)."""
     try:
         for i, s in enumerate(op.sample_inputs("cpu", torch.float64)):
             if i >= probe:
                 break
-            if check_sample(op, s, lowerer_cls).accepted:
+            if check_sample(op, s, lowerer_cls, inplace).accepted:
                 return True
     except Exception:   # noqa: BLE001 - a sample generator that fails on this torch
         pass
@@ -539,10 +571,11 @@ EXTRA_DTYPES = (torch.int64, torch.bool)
 
 
 def run_opinfo(op, max_samples: int | dict | None = None, dtypes=(torch.float64,) + EXTRA_DTYPES,
-               lowerer_cls=None) -> OpResult:
+               lowerer_cls=None, inplace: bool = False) -> OpResult:
     """Check the samples of one OpInfo in each supported dtype of ``dtypes``: at most
-    ``max_samples`` per dtype (an int, or a dict dtype -> int), picked by ``pick_samples``."""
-    res = OpResult(opinfo_name(op))
+    ``max_samples`` per dtype (an int, or a dict dtype -> int), picked by ``pick_samples``.
+    ``inplace``: its in-place variant (see ``trace_sample``)."""
+    res = OpResult(opinfo_name(op, inplace))
     try:
         supported = op.supported_dtypes("cpu")
     except Exception:   # noqa: BLE001
@@ -556,7 +589,7 @@ def run_opinfo(op, max_samples: int | dict | None = None, dtypes=(torch.float64,
             if cap is not None:
                 samples = pick_samples(samples, cap)
             for s in samples:
-                res.samples.append((describe_sample(s), check_sample(op, s, lowerer_cls)))
+                res.samples.append((describe_sample(s), check_sample(op, s, lowerer_cls, inplace)))
         except Exception as e:  # noqa: BLE001 - a sample generator that fails on this torch
             res.samples.append((f"<{dt}>", SampleVerdict("error", why=f"sample_inputs: {first_line(e)}")))
     return res

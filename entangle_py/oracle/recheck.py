@@ -20,9 +20,11 @@
   tensor if there is one); otherwise *confirmed*, located at the failing operator (its rank-0
   tensor of the same name) when no rank holds its value, else at the first differing output.
 
-Random ops never use real RNG: ``native_dropout`` in training mode is the term language's meaning
-of the k-th draw (``unary "dropout:p:k"``, a deterministic function of the value, k = the draw's
-index in the program), in both programs; other random ops run under a fixed torch seed.
+Random draws are sampled as oracle/draws.py says: a rank's draw from a PRNG keyed by its
+position in its rank's stream (identical positions, identical samples), a sequential draw as its
+coupling's term over the ranks' samples -- or, with none, from a PRNG of its own, in which case a
+failure computed from it is not decided numerically (independent draws differ whether or not the
+program is right).
 """
 from __future__ import annotations
 
@@ -34,12 +36,13 @@ from entangle_py.lazy import is_sympy, sympy, torch
 from entangle_py.check.culprit import Provenance
 from entangle_py.ir import graph as G
 from entangle_py.ir import ops
+from entangle_py.oracle import draws as D
 from entangle_py.oracle import interp
 from entangle_py.oracle import placement
 from entangle_py.semantics import lower as L
 from entangle_py.check import spec as S
 from entangle_py.check.checker import OpFailure, gd_leaf
-from entangle_py.semantics.terms import DROPMASK, DROPOUT, EvalError, Var, evaluate, parse_sexpr, unary_fn
+from entangle_py.semantics.terms import EvalError, Var, evaluate, parse_sexpr
 
 DEFAULT_BUDGET = 2 << 30
 DEFAULT_DRAWS = 2
@@ -79,6 +82,8 @@ def refuter(draws: int = DEFAULT_DRAWS, budget_bytes: int = DEFAULT_BUDGET, seed
 
     def refute(checker, node: str, text: str) -> str | None:
         nonlocal runs
+        if uncoupled_draws(checker, [node]):     # its values differ from any rank's by chance
+            return None
         if runs is None:
             try:
                 sizes, _ = _prepare(checker, budget_bytes)
@@ -115,12 +120,12 @@ def _finite(t: torch.Tensor) -> bool:
 
 class OverridingRunner(interp.Runner):
     """The interpreter with given values for some inner nodes ([cut] tensors) and random draws
-    given the term language's meaning."""
+    given by ``draws(rank, node, like)`` (the drawn tensor, shaped like ``like``: oracle/draws.py)."""
 
-    def __init__(self, bundle, inputs, overrides, **kw):
+    def __init__(self, bundle, inputs, overrides, draws, **kw):
         self.overrides = overrides
-        self.draw_index = [{n.name: k for k, n in enumerate(x for x in g.nodes if x.target in ops.RANDOM_OPS)}
-                           for g in bundle.ranks]
+        self.draws = draws
+        self.lowerers = [L.Lowerer(g) for g in bundle.ranks]
         super().__init__(bundle, inputs, None, torch.float64, True)
 
     def _arg(self, r, v, node):
@@ -129,13 +134,10 @@ class OverridingRunner(interp.Runner):
         return super()._arg(r, v, node)
 
     def _call(self, r, node, fn, args, kwargs):
-        if node.target == ops.DROPOUT:
-            x, p = args[0], float(args[1])
-            train = args[2] if len(args) > 2 else kwargs.get("train")
-            if not train or p == 0:
-                return x.clone(), torch.ones_like(x, dtype=torch.bool)
-            k = self.draw_index[r][node.name]
-            return (unary_fn(f"{DROPOUT}{p!r}:{k}")(x).to(x.dtype), unary_fn(f"{DROPMASK}{p!r}:{k}")(x))
+        if node.target in ops.RANDOM_DRAWS and L.draws_in(self.lowerers[r].lower(node)):
+            out = fn(*args, **kwargs)       # shaped and typed as the op draws; its values are replaced
+            i = ops.RANDOM_DRAWS[node.target].output
+            return D.with_draw(node, out, self.draws(r, node, out if i is None else out[i]), args)
         if node.target in ops.ALLOCATIONS:       # uninitialised memory: random, so that reading it shows
             v = fn(*args, **kwargs)
             return placement.random_tensor(v.shape, v.dtype, None, (-3, 4)) if isinstance(v, torch.Tensor) else v
@@ -178,18 +180,32 @@ class Draw:
             dist_in = placement.distribute_inputs({k: v for k, v in seq_in.items()}, spec, dist, gen, float_dtype=torch.float64)
             for r in range(W):
                 _set_constants(dist.ranks[r], dist_in[r], checker.spec.constants)
+            self.seed = seed
+            self.seq_binding = dict(sizes)
+            self._named = None
+            self._sum_cache = {}
+            keys = D.rank_keys(checker)     # the ranks first: a coupled sequential draw is computed from theirs
             torch.manual_seed(seed)
-            self.seq_env = OverridingRunner(seq_bundle, [seq_in], [seq_ov]).run()[0]
-            torch.manual_seed(seed)
-            runner = OverridingRunner(dist, dist_in, dist_ov)
+            runner = OverridingRunner(dist, dist_in, dist_ov, lambda r, node, like: D.sample(node, like, keys[(r, node.name)], seed))
             self.envs = runner.run()
+            self.bindings = runner.bindings
+            torch.manual_seed(seed)
+            self.seq_env = OverridingRunner(seq_bundle, [seq_in], [seq_ov], self._seq_draw).run()[0]
         except interp.InterpError as e:
             raise Skip(f"the interpreter cannot run the programs: {e}") from None
-        self.seq_binding = {}
-        self.bindings = runner.bindings
-        self.seq_binding = dict(sizes)
-        self._named = None
-        self._sum_cache = {}
+
+    def _seq_draw(self, r, node, like):
+        """A sequential draw: its coupling's term over the ranks' samples, else a sample of its own."""
+        c = self.ck.coupled.get(L.draw_key(node))
+        if c is None:
+            return D.sample(node, like, ("seq", node.name), self.seed)
+        try:
+            v = self.eval(c.term)
+        except EvalError as e:
+            raise Skip(f"cannot evaluate the coupling of random draw {c.seq.key}: {e}") from None
+        if tuple(v.shape) != tuple(like.shape):
+            raise Skip(f"the coupling of random draw {c.seq.key} has shape {list(v.shape)}, the draw {list(like.shape)}")
+        return v.to(like.dtype)
 
     # -- values of leaves
     def seq_value(self, key: str):
@@ -208,7 +224,7 @@ class Draw:
             return v[int(idx)] if idx else v
         head, _, part = base.partition(":")      # a middle value the lowering introduced
         if g.has(head) and key not in self._sum_cache:
-            low = L.Lowerer(g, constants=self.ck.spec.constants, same_rng=self.ck.same_rng)
+            low = L.Lowerer(g, constants=self.ck.spec.constants)
             res = L.bind_result(low.lower(g.node(head)), lambda name: gd_leaf(r, name))
             if not (isinstance(res, L.Decomposed) and res.name == part):
                 raise EvalError(f"no value for G_d tensor {key}")
@@ -516,13 +532,14 @@ def _recheck_draw(checker, result, run: Draw) -> dict | None:
         if not c["equal"]:
             return {"output": port, "relation": result.relations.get(port, cert), "diff": c}
     W = checker.dist.world_size
-    for name, req, found, ok in result.expectations:
-        if not ok or name not in checker.spec.expect:
+    for name, rel in checker.expectations:
+        if not any(ok and n == name and req == str(rel) for n, req, found, ok in result.expectations):
             continue
+        req = str(rel)
         pname, node = checker._expect_target(name)
         expected = run.seq_env[node]
         ndim = expected.dim() if isinstance(expected, torch.Tensor) else None
-        for t in S.relation_terms(checker.spec.expect[name], pname, W, checker.spec.mesh, ndim=ndim):
+        for t in S.relation_terms(rel, pname, W, checker.spec.mesh, ndim=ndim):
             try:
                 got = placement.eval_term(t, run.named())
             except interp.InterpError as e:
@@ -641,6 +658,12 @@ def witness(checker, result, draws: int = DEFAULT_DRAWS, budget_bytes: int = DEF
                 # program computes the output, so name where it does
                 out["output_sources"] = output_sources(checker, where[len("at output "):])
         out["candidates"] = len(local)
+        free = uncoupled_draws(checker, [f.node] if f else [p.node for p in checker.checked_outputs])
+        if out["status"] == "confirmed" and free:
+            out.update(status="undecided",
+                       verdict=f"not decided: what fails is computed from the random draw{'s' if len(free) > 1 else ''} "
+                               f"{', '.join(free)}, which the distributed program has no counterpart for; values "
+                               f"drawn independently differ whether or not the program is right")
         if unsound is not None:
             bad, culprit = unsound
             out["unsound"] = {"operator": culprit, **(bad or {})}
@@ -649,6 +672,12 @@ def witness(checker, result, draws: int = DEFAULT_DRAWS, budget_bytes: int = DEF
         out["reason"] = str(e)
     out["seconds"] = round(time.perf_counter() - t0, 3)
     return out
+
+
+def uncoupled_draws(checker, nodes) -> list[str]:
+    """The sequential random draws without a coupling that ``nodes`` are computed from."""
+    free = {u.seq.node: u.seq.key for u in checker.draws.uncoupled}
+    return sorted(free[n] for n in checker._ancestors(nodes) if n in free) if free else []
 
 
 def output_sources(checker, port: str, depth: int = 2) -> list[dict]:
@@ -766,7 +795,7 @@ def _output_candidates(checker, run: Draw) -> dict:
         expected = run.seq_env.get(p.node)
         if not isinstance(expected, torch.Tensor):
             continue
-        rel = checker.spec.expect.get(p.name) or checker.spec.expect.get(p.node)
+        rel = next(iter(checker.expected(p.name)), None)
         cands = []
         if rel is not None:
             for t in S.relation_terms(rel, p.name, W, checker.spec.mesh, ndim=expected.dim()):

@@ -85,13 +85,30 @@ def culprit_lines(detail: dict) -> list[str]:
     return out
 
 
+def coverage_line(res) -> str | None:
+    """What the spec's [outputs] check leaves unchecked, said with the verdict (a "refines" covers
+    only what was checked), or None when every output is."""
+    if not res.unchecked:
+        return None
+    grads = [o for o in res.unchecked if o.startswith("grad:")]
+    rest = [o for o in res.unchecked if not o.startswith("grad:")]
+    parts = ([f"{len(grads)} gradient{'s' * (len(grads) != 1)}"] if grads else []) + \
+            ([f"{len(rest)} output{'s' * (len(rest) != 1)}"] if rest else [])
+    names = ", ".join(res.unchecked[:MAX_LISTED]) + (" ..." if len(res.unchecked) > MAX_LISTED else "")
+    return f"not checked: {' and '.join(parts)} ({names}); add them to [outputs] check"
+
+
 def hints(res) -> list[str]:
     """What the user can do about a failure that a known assumption discharges."""
     f = res.failure
     out = []
     assumed = {a for a, _ in res.assumptions}
+    used_lemmas = [f for f, names in res.user_lemmas.items() if names]
+    if res.status == "internal-error" and used_lemmas:
+        out.append(f"the proof applied lemmas of your own (--lemmas {', '.join(used_lemmas)}), which entangle-py does "
+                   f"not check: look at them first")
     if f is not None and (f.target in ops.INDEXING or f.target == ops.INDEX_TENSOR) and "valid_indices" not in assumed:
         out.append("a table lookup: if the distributed program masks or offsets ids (a vocab-parallel "
                    "embedding), it equals the sequential lookup only for ids inside the table; when every "
-                   "id is, add `[assume] valid_indices = true` to the spec (printed with the verdict, not proven)")
+                   "id is, add `[assume] valid_indices = true` to the spec, or --assume valid_indices (printed with the verdict, not proven)")
     return out

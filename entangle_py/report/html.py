@@ -130,7 +130,13 @@ def to_html(data: dict) -> str:
          + (f" · world size {data['world_size']}" if data.get("world_size") else "")
          + (" · joint (forward + backward)" if data.get("joint") else "") + "</p>"]
     for a in data.get("assumptions", []):
-        h.append(f"<p><b>assuming</b> {escape(a['name'])}: {escape(a['meaning'])} (not proven)</p>")
+        used = a.get("used") or []
+        h.append(f"<p><b>assuming</b> {escape(a['name'])}: {escape(a['meaning'])} (written by the user; not proven)"
+                 f"<br><span class='muted'>{escape('used ' + '; '.join(used) if used else 'not used by this check')}"
+                 "</span></p>")
+    for d in data.get("random_draws", []):
+        coupled = f" = {d['coupling']}" if d["coupling"] else ": no counterpart in the distributed program"
+        h.append(f"<p><b>random draw</b> <span class='mono'>{escape(d['draw'] + coupled)}</span>: {escape(d['why'])}</p>")
     # outputs
     h.append("<h2>Outputs</h2><table id='outputs'><tr><th>output</th><th>verdict</th><th>certificate / where it stopped</th>"
              "<th>expectation</th></tr>")

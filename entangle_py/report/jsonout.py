@@ -41,7 +41,12 @@ def to_json(res, seq: str, dist: str, spec: str | None = None) -> dict:
         "collectives": [{"group": g, "kind": k, "nodes": {str(r): n for r, n in nodes.items()}}
                         for g, k, nodes in res.collectives],
         "ops_checked": res.ops_checked,
-        "assumptions": [{"name": a, "meaning": d} for a, d in res.assumptions],
+        "assumptions": [{"name": a, "meaning": d, "used": res.assumption_uses.get(a, [])} for a, d in res.assumptions],
+        "random_draws": res.random_draws,
+        "unchecked_outputs": list(res.unchecked),
+        "given": dict(res.given),
+        "constants": dict(res.constants),
+        "user_lemmas": dict(res.user_lemmas),
         "capture_notes": res.capture_notes,
         "unknown_values": res.unknown_values,
         "timings_s": {k: round(v, 4) for k, v in res.timings.items()},

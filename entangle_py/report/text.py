@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from entangle_py.check.checker import Result
 from entangle_py.oracle.recheck import plain, print_numeric
-from entangle_py.report.common import MAX_LISTED, culprit_lines, hints, paren_phase
+from entangle_py.report.common import MAX_LISTED, coverage_line, culprit_lines, hints, paren_phase
 
 
 def print_result(res: Result, console: Console, verbose: bool = False):
@@ -23,8 +23,22 @@ def print_result(res: Result, console: Console, verbose: bool = False):
         for name, rel in res.inferred_inputs.items():
             plain(console, f"  {name} = {rel}")
     for name, meaning in res.assumptions:
-        console.print(f"[bold]assuming[/] {name}: {escape(meaning)} (spec {escape('[assume]')}; not proven)",
+        console.print(f"[bold]assuming[/] {name}: {escape(meaning)} (written by the user; not proven)",
                       highlight=False)
+        where = res.assumption_uses.get(name, [])
+        plain(console, "  used " + "; ".join(where[:MAX_LISTED]) + (" ..." if len(where) > MAX_LISTED else "")
+              if where else "  not used by this check")
+    for d in res.random_draws:
+        if d["coupling"] is not None:
+            plain(console, f"random draw {d['draw']}{_at(d)} = {d['coupling']}: {d['why']}"
+                           + (" (evidence from capture)" if d["basis"] == "evidence" else ""))
+    for name, rel in res.given.items():
+        plain(console, f"given (spec, not checked: what computes it is not verified): {name} = {rel}")
+    for name, value in res.constants.items():
+        plain(console, f"declared (spec [constants], not checked: the graphs do not carry it): {name} = {value}")
+    for path, used in res.user_lemmas.items():
+        plain(console, f"user lemmas (--lemmas {path}, not checked by entangle-py): "
+                       + (f"applied: {', '.join(used)}" if used else "none applied"))
     for n in res.capture_notes:
         at = f" at {n['file']}:{n['line']}" if n.get("file") else ""
         plain(console, f"capture note (rank {', '.join(map(str, n['ranks']))}){at}: {n['text']}")
@@ -41,6 +55,8 @@ def print_result(res: Result, console: Console, verbose: bool = False):
         console.print("[bold yellow]unknown[/]: a limit was hit")
     for name, term in res.relations.items():
         plain(console, f"  {name} = {term}")
+    if coverage_line(res):
+        plain(console, f"  {coverage_line(res)}")
     for out, req, found, ok in res.expectations:
         mark = "[green]holds[/]" if ok else "[yellow]unknown[/]" if ok is None else "[red]violated[/]"
         detail = found if found.startswith(("no clean term", "unknown")) else f"found {out} = {found}"
@@ -54,6 +70,7 @@ def print_result(res: Result, console: Console, verbose: bool = False):
     if f:
         head = ("first operator without a clean mapping" if f.reason == "no clean term"
                 else "output not returned by the distributed program" if f.reason.startswith("output ")
+                else "state written by one program only" if f.reason.startswith("state ")
                 else "stopped at")
         detail = f.detail or {}
         console.print(f"[bold]{head}[/]: {f.node} = {f.target}{paren_phase(detail.get('location'))}",
@@ -74,6 +91,12 @@ def print_result(res: Result, console: Console, verbose: bool = False):
                            + (" ..." if len(f.later) > 12 else ""))
         for h in hints(res):
             console.print(f"  [bold]hint[/]: {escape(h)}", highlight=False)
+    uncoupled = [d for d in res.random_draws if d["coupling"] is None]
+    if res.status != "refines" and uncoupled:
+        plain(console, "  random draws of the sequential program with no counterpart in the distributed one "
+                       "(nothing computed from them is proven):")
+        for d in uncoupled[:MAX_LISTED]:
+            plain(console, f"    {d['draw']}{_at(d)}: {d['why']}")
     if res.status != "refines" and res.unknown_values:
         plain(console, "  values of the distributed program the checker does not know (nothing is proven from them):")
         for key, why in list(res.unknown_values.items())[:MAX_LISTED]:
@@ -85,3 +108,7 @@ def print_result(res: Result, console: Console, verbose: bool = False):
         if res.retired:
             plain(console, f"e-graph restarted {res.retired} times keeping only live facts"
                            + ("; the failure was decided again keeping every fact" if res.rechecked else ""))
+
+
+def _at(draw: dict) -> str:
+    return f" at {draw['source'].split(' in ', 1)[0]}" if draw.get("source") else ""

@@ -12,6 +12,7 @@ thing become the same term (congruence).  An op either
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass
 
 from entangle_py import plugins
@@ -19,7 +20,7 @@ from entangle_py.ir import ops
 from entangle_py.ir.graph import Node, Ref, TensorMeta, TorchConst
 from entangle_py.lazy import LazyModule, is_sympy, sympy
 from entangle_py.semantics.sexpr import Var, parse_sexpr, to_sexpr
-from entangle_py.semantics.terms import CASTS, DROPMASK, DROPOUT, INT_SCALAR_OPS, MASKED_FILL, THRESHOLD_BACKWARD, str_lit
+from entangle_py.semantics.terms import CASTS, INT_SCALAR_OPS, MASKED_FILL, THRESHOLD_BACKWARD, str_lit
 from entangle_py.semantics.terms import const_positive
 
 symbolic = LazyModule("entangle_py.ir.symbolic")     # sympy, for symbolic sizes only
@@ -198,6 +199,34 @@ class Free:
     label: str
 
 
+@dataclass(frozen=True)
+class Draw:
+    """A random draw (``ops.RANDOM_DRAWS``): a tensor of its own, a leaf -- never a function of the
+    values it is applied to.  Equal to nothing but what check/random.py couples it with.  The
+    caller names the leaf ``draw_key(node)`` before binding the node's other outputs, which may
+    read it (dropout's value is x * mask * scale)."""
+
+
+DRAW = Draw()
+
+
+def draw_key(n: Node) -> str:
+    """The name of the tensor a random op draws: ``<node>#<i>`` for one output of several."""
+    i = ops.RANDOM_DRAWS[n.target].output
+    return n.name if i is None else f"{n.name}#{i}"
+
+
+def draw_meta(n: Node):
+    """The shape and dtype of the tensor a random op draws."""
+    i = ops.RANDOM_DRAWS[n.target].output
+    return n.val if i is None else n.val[i]
+
+
+def draws_in(res) -> bool:
+    """Whether a lowering result holds a random draw."""
+    return res is DRAW or (isinstance(res, TupleTerms) and DRAW in res.items)
+
+
 INT_DTYPES = {"int64", "int32", "int16", "int8", "uint8"}
 FLOAT_DTYPES = {"float64", "float32", "float16", "bfloat16"}
 CONST_PORT_PREFIX = "const:"
@@ -206,15 +235,12 @@ CONST_PORT_PREFIX = "const:"
 class Lowerer:
     """Lower the nodes of one rank graph to values: terms over ``(ref "<node>")`` leaves."""
 
-    def __init__(self, graph, constants=None, same_rng=True, canon=None):
+    def __init__(self, graph, constants=None, canon=None):
         self.g = graph
         # symbolic sizes in terms under the checker's names (a rank's x_size0 is not the
         # sequential program's x_size0 unless the checker identified them)
         self.canon = canon or (lambda size: size)
         self.constants = constants or {}     # const port name -> declared value (spec [constants])
-        self.same_rng = same_rng             # the same_rng assumption is in force
-        # random draws in program order: the k-th draw of one program meets the k-th of another
-        self.draws = {m.name: k for k, m in enumerate(x for x in graph.nodes if x.target in ops.RANDOM_OPS)}
 
     def shape(self, name: str) -> tuple:
         v = self.g.node(name).val
@@ -745,10 +771,8 @@ class Lowerer:
     @lowers("aten.native_dropout.default")
     def _h_native_dropout_default(self, n):
         """Evaluation mode (train False, or p = 0): the value is the input, the mask all true.
-        Training mode draws a mask: under the ``same_rng`` assumption the k-th draw of each
-        program is the same elementwise function of position (``unary "dropout:p:k"``, mask
-        ``unary "dropmask:p:k"``), so it relates only to the same draw with the same p on related
-        inputs; without it both outputs are free tensors, equal to nothing."""
+        Training mode draws the keep-mask (output 1, a ``Draw``: a tensor of its own, never a
+        function of x's values) and the value is x * mask * (1 / (1 - p)), as torch computes it."""
         x = n.args[0]
         p = self._arg(n, 1, "p")
         train = self._arg(n, 2, "train")
@@ -756,12 +780,23 @@ class Lowerer:
             return Refused(n.target, "p", f"p={p!r}, train={train!r}")
         if not train or p == 0:
             return TupleTerms((Identity(x.name), self._opaque(n).items[1]))
-        if not self.same_rng:
-            return TupleTerms((None, None))
-        k = self.draws[n.name]
-        text = _scalar_text(float(p))
-        return TupleTerms((Term(f"(unary {str_lit(f'{DROPOUT}{text}:{k}')} {self.t(x)})"),
-                           Term(f"(unary {str_lit(f'{DROPMASK}{text}:{k}')} {self.t(x)})")))
+        if not 0 < p < 1:
+            return Refused(n.target, "p", f"p={p!r} (a mask that drops everything, or no probability)")
+        mask = ref(draw_key(n))
+        scale = _in_dtype(1 / (1 - p), self._dtype(x.name))    # torch's kernel rounds it to x's dtype
+        return TupleTerms((Term(f"(scalar \"mul\" (binary \"mul\" {self.t(x)} {mask}) {scalar_lit(scale)})"),
+                           DRAW))
+
+    @lowers(*sorted(t for t in ops.RANDOM_DRAWS if t != ops.DROPOUT))
+    def _draw(self, n):
+        """A random tensor (rand, randn, randint, randperm, bernoulli(x, p), uniform): a ``Draw``,
+        whatever tensor its shape comes from.  A generator argument is refused: the draw would not
+        come from the rank's default stream, the only one capture records."""
+        if n.kwargs.get("generator") is not None:
+            return Refused(n.target, "generator", "a draw from a generator of its own")
+        if not isinstance(n.val, TensorMeta):
+            return None
+        return DRAW
 
     @lowers("aten.native_dropout_backward.default")
     def _h_native_dropout_backward_default(self, n):
@@ -1925,6 +1960,19 @@ FLIP_MAX = 64
 _ARANGE_EXACT = {"int32": 2**31 - 1, "float64": 2**53, "float32": 2**24, "bfloat16": 2**8, "float16": 2**11}
 
 _COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
+
+def _in_dtype(v: float, dtype: str) -> float:
+    """``v`` rounded to a float dtype (to nearest, ties to even), as a kernel that multiplies by a
+    scalar of the tensor's dtype rounds it; float64 and other dtypes keep it."""
+    if dtype in ("float32", "float16"):
+        code = "f" if dtype == "float32" else "e"
+        return struct.unpack(code, struct.pack(code, v))[0]
+    if dtype == "bfloat16":
+        bits = struct.unpack("<I", struct.pack("<f", v))[0]
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+        return struct.unpack("<f", struct.pack("<I", bits))[0]
+    return v
+
 
 def _rounded(op: str, n: Node) -> str:
     """div with rounding_mode 'floor' / 'trunc' is another op (div_floor / div_trunc)."""

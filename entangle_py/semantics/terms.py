@@ -54,25 +54,8 @@ def _unary(op: str, x):
 
 
 def unary_fn(op: str) -> Callable:
-    """The torch meaning of a unary op name.  A random draw under the same_rng assumption is the
-    unary op ``dropout:<p>:<k>`` (mask ``dropmask:<p>:<k>``): the k-th draw of a program, the
-    same elementwise function in both programs (so its mask moves with the data).  Its meaning
-    here is one such function: a pseudo-random hash of the value and k."""
-    for prefix in (DROPOUT, DROPMASK):
-        if op.startswith(prefix):
-            p, k = op[len(prefix):].rsplit(":", 1)
-            return lambda x, p=float(p), k=int(k), mask=prefix == DROPMASK: _dropout(x, p, k, mask)
+    """The torch meaning of a unary op name."""
     return UNARY_OPS[op]
-
-
-DROPOUT, DROPMASK = "dropout:", "dropmask:"
-
-
-def _dropout(x, p: float, k: int, mask: bool):
-    keep = torch.frac(torch.sin(x.double() * 12.9898 + k * 78.233).abs() * 43758.5453) >= p
-    if mask:
-        return keep
-    return x * keep / (1 - p) if p < 1 else torch.zeros_like(x)
 
 
 def _scalar(op: str, x, c: str):

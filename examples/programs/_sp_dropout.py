@@ -1,7 +1,7 @@
 """Sequence-parallel dropout: x [S, B, H] sharded along the sequence, dropout (training) then a
-replicated elementwise scale.  Under ``same_rng`` each rank's mask is its rows of the sequential
-mask.  Bug ``wrong_p``: the distributed program passes the attention-dropout rate where the hidden
-dropout rate is configured (a config mix-up; e.g. Megatron ``hidden_dropout`` vs
+replicated elementwise scale.  Each rank seeds its own stream (build): independent masks, together
+one sequential mask.  Bug ``wrong_p``: the distributed program passes the attention-dropout rate
+where the hidden dropout rate is configured (a config mix-up; e.g. Megatron ``hidden_dropout`` vs
 ``attention_dropout``).  Bug ``scale_grad_not_reduced`` (joint): the replicated scale is used
 without ``copy_to``, so its gradient is a sum over the rank's rows of the sequence only (the classic
 sequence-parallel missing gradient all-reduce of a replicated parameter).
@@ -36,5 +36,6 @@ class SPDropout(nn.Module):
 
 def make_build(bug=None):
     def build(rank, world_size):
+        torch.manual_seed(1000 + rank)      # each sequence shard draws its own mask
         return SPDropout(world_size, 7, bug), {"x": torch.randn(6 // world_size, 5, 7, requires_grad=True)}
     return build

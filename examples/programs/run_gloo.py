@@ -234,18 +234,9 @@ def _run_rank(entry, rank, given, grad_inputs):
 def _worker(rank, ws, port, out_dir, payload):
     _patch()
     gloo_ranks.init(rank, ws, port, timeout_s=60)
-    import torch.distributed as dist
     entries, inputs = torch.load(payload, weights_only=False)
-    results = {}
-    try:
-        for e in entries:
-            try:
-                results[e.id] = _run_rank(e, rank, inputs[e.id][0][rank], inputs[e.id][1])
-            except Exception as ex:  # noqa: BLE001 - a program that fails on gloo is buggy
-                results[e.id] = {"error": f"{type(ex).__name__}: {str(ex).splitlines()[0][:200]}"}
-            dist.barrier()
-    finally:
-        gloo_ranks.finish(out_dir, rank, results)
+    gloo_ranks.run_each(out_dir, rank, entries, lambda e: e.id,
+                        lambda e: _run_rank(e, rank, inputs[e.id][0][rank], inputs[e.id][1]))
 
 
 def _compare(seq, outs, rel, mesh, ws, name=None, tol=None):

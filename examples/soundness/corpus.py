@@ -13,6 +13,8 @@ Classes:
   3 lowering drops arguments (rounding_mode, dropout's training, alpha, gelu's approximate)
   4 lemmas wrong on broadcasting shapes
   5 collectives paired by member set, not communicator (and broadcast's src)
+  6 spec entries and state: a [cut] tensor, an inner [outputs] check entry, a write to the state
+    only one program makes (a spec entry adds facts, never removes an obligation)
 """
 from __future__ import annotations
 
@@ -107,6 +109,14 @@ CORPUS = [
     _noexpect("c5_bcast_src", "correct", 5),
     _e("c5_bcast_reordered_group_wrong", 5),
     _e("c5_bcast_reordered_group_correct", 5),
+    # 6. spec entries add facts, never remove an obligation; every write is accounted for
+    _e("c6_cut_scaled_wrong", 6),
+    _e("c6_cut_scaled_correct", 6),
+    _e("c6_check_inner_wrong", 6),
+    _e("c6_check_inner_correct", 6),
+    _e("c6_state_write_wrong", 6),
+    _e("c6_state_seq_only_wrong", 6),
+    _e("c6_state_write_correct", 6),
 ]
 
 BY_NAME = {e.name: e for e in CORPUS}

@@ -48,6 +48,23 @@ def finish(out_dir: str, rank: int, results) -> None:
         os._exit(0)
 
 
+def run_each(out_dir: str, rank: int, entries, key, run_one) -> None:
+    """``run_one(entry)`` for every entry, in order, a barrier after each (the ranks stay in step);
+    an exception is the entry's ``{"error": ...}`` (a program that fails on gloo is wrong).  Then
+    ``finish``: the results by ``key(entry)``."""
+    import torch.distributed as dist
+    results = {}
+    try:
+        for e in entries:
+            try:
+                results[key(e)] = run_one(e)
+            except Exception as ex:  # noqa: BLE001 - a program that fails on gloo is wrong
+                results[key(e)] = {"error": f"{type(ex).__name__}: {str(ex).splitlines()[0][:200]}"}
+            dist.barrier()
+    finally:
+        finish(out_dir, rank, results)
+
+
 def spawn(worker, world: int, args: tuple = (), setup=None) -> list:
     """``worker(rank, world, port, out_dir, *args)`` on ``world`` gloo ranks; it must end with
     ``finish``.  ``setup(out_dir)`` writes the payload first.  Returns each rank's results."""

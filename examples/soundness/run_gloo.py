@@ -8,7 +8,9 @@ the same tensor, ``partial``: a random split whose rank-order sum is the tensor)
 compared with seq's through its ``[expect]`` relation: replicate -> every rank's equals seq's,
 shard(d) -> their concat along d does, partial -> their sum does (float64, rtol = atol = 1e-9).
 An output without ``[expect]`` matches if ANY of these relations holds (replicate, shard(d) for
-every d, partial): the checker may then certify whichever relation it finds.  Verdict: "correct" iff every checked output matches; an exception is "wrong".
+every d, partial): the checker may then certify whichever relation it finds.  The parameters and
+buffers after the call must keep their input relation (a write only one program makes, or makes
+differently, changes what the next call computes); an inner tensor a spec checks is not observed.  Verdict: "correct" iff every checked output matches; an exception is "wrong".
 
 Uninitialised memory is deterministic here: ``torch.use_deterministic_algorithms`` makes
 ``empty``/``empty_like`` fill floats with NaN, so a returned uninitialised buffer never matches by
@@ -68,6 +70,9 @@ def read_spec(path):
     inputs = {k: parse_relation(v) for k, v in data.get("inputs", {}).items()}
     expect = {k: parse_relation(v) for k, v in data.get("expect", {}).items()}
     check = list(data.get("outputs", {}).get("check", [])) or list(expect) or ["out"]
+    # an inner tensor a spec checks as well (the end of a region) is not observable here: the
+    # program's label is about what it returns and the state it leaves
+    check = [k for k in check if k == "out" or k.startswith("out:")] or ["out"]
     return inputs, check, {k: expect.get(k, ANY) for k in check}
 
 
@@ -127,7 +132,14 @@ def seq_case(entry, seed=0):
         for n, b in model.named_buffers():
             b.copy_(values[f"buffer:{n}"])
         out = named_outputs(model(**{k: values[f"input:{k}"] for k in inputs}))
+        out.update(_state_after(model))
     return {k: _materialise(v) for k, v in out.items()}, per_rank, check, expect
+
+
+def _state_after(model) -> dict:
+    """The parameters and buffers after the call, as ``state:<port>`` (a write the program makes
+    to its state is part of what it computes: the next call reads it)."""
+    return {f"state:{p}": t for p, t in _ports(model, {}).items()}
 
 
 # ----------------------------------------------------------------------------- the gloo side
@@ -146,6 +158,7 @@ def _run_rank(entry, rank, given):
             if port.startswith(("param:", "buffer:")):
                 t.copy_(v)
         out = named_outputs(model(**{k: given[f"input:{k}"].clone() for k in inputs}))
+        out.update(_state_after(model))
         return {k: _materialise(v) for k, v in out.items()}
 
 
@@ -153,18 +166,8 @@ def _worker(rank, world, port, out_dir, payload):
     torch.manual_seed(1234 + rank)
     _deterministic()
     gloo_ranks.init(rank, world, port, timeout_s=30)
-    import torch.distributed as dist
     entries, inputs = torch.load(payload, weights_only=False)
-    results = {}
-    try:
-        for e in entries:
-            try:
-                results[e.name] = _run_rank(e, rank, inputs[e.name][rank])
-            except Exception as ex:  # noqa: BLE001 - a program that fails on gloo is wrong
-                results[e.name] = {"error": f"{type(ex).__name__}: {str(ex).splitlines()[0][:200]}"}
-            dist.barrier()
-    finally:
-        gloo_ranks.finish(out_dir, rank, results)
+    gloo_ranks.run_each(out_dir, rank, entries, lambda e: e.name, lambda e: _run_rank(e, rank, inputs[e.name][rank]))
 
 
 def _match_any(seq, outs):
@@ -208,18 +211,16 @@ def run(entries=None, seed=0, verbose=True) -> dict:
     for e in entries:
         if e.mode != "forward":
             raise NotImplementedError(f"{e.name}: run_gloo only runs forward programs")
-    seq, inputs, checks = {}, {}, {}
+    seq, inputs, checks, inputs_rel = {}, {}, {}, {}
     prev = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
     try:
         for e in entries:
             out, per_rank, check, expect = seq_case(e, seed)
             seq[e.name], inputs[e.name], checks[e.name] = out, per_rank, (check, expect)
+            inputs_rel[e.name] = read_spec(e.spec)[0]
     finally:   # the caller's process (pytest) keeps its own setting
         torch.use_deterministic_algorithms(prev[0], warn_only=prev[1])
-    with tempfile.TemporaryDirectory() as tmp:
-        payload = os.path.join(tmp, "payload.pt")
-        torch.save((entries, inputs), payload)
-        ranks = gloo_ranks.spawn(_worker, WORLD, (payload,))
+    ranks = spawn_with_payload(_worker, (entries, inputs))
     report = {}
     for e in entries:
         res = [ranks[r].get(e.name, {"error": "not run"}) for r in range(WORLD)]
@@ -238,15 +239,35 @@ def run(entries=None, seed=0, verbose=True) -> dict:
                 notes.append(f"{o}: {why}")
                 if not ok:
                     verdict = "wrong"
+            # the state after the call keeps the relation it had before (the input relation)
+            for o in sorted(k for k in seq[e.name] if k.startswith("state:")):
+                port = o[len("state:"):]
+                ok, why = _match(seq[e.name][o], [x[o] for x in res], *inputs_rel[e.name][port])
+                if not ok:
+                    verdict = "wrong"
+                    notes.append(f"{o}: {why}")
             detail = "; ".join(notes)
         report[e.name] = {"label": e.label, "gloo": verdict, "detail": detail}
     if verbose:
-        w = max(len(n) for n in report)
-        print(f"{'program':<{w}}  claimed  gloo     detail")
-        for n, r in report.items():
-            flag = "" if r["label"] == r["gloo"] else "  <-- MISLABELLED"
-            print(f"{n:<{w}}  {r['label']:<7}  {r['gloo']:<7}  {r['detail']}{flag}")
+        print_labels(report)
     return report
+
+
+def spawn_with_payload(worker, payload) -> list:
+    """``worker(rank, world, port, out_dir, path)`` on WORLD gloo ranks, ``payload`` saved at ``path``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "payload.pt")
+        torch.save(payload, path)
+        return gloo_ranks.spawn(worker, WORLD, (path,))
+
+
+def print_labels(report: dict):
+    """The table: each program's claimed label, gloo's, and why."""
+    w = max(len(n) for n in report)
+    print(f"{'program':<{w}}  claimed  gloo     detail")
+    for n, r in report.items():
+        flag = "" if r["label"] == r["gloo"] else "  <-- MISLABELLED"
+        print(f"{n:<{w}}  {r['label']:<7}  {r['gloo']:<7}  {r['detail']}{flag}")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ def gloo_report():
     return report
 
 
+@pytest.mark.corpus   # every label re-run on gloo: the corpus tier
 def test_labels_confirmed_on_gloo(gloo_report):
     assert set(gloo_report) == {a.name for a in ATTEMPTS}
     wrong = {n: r for n, r in gloo_report.items() if r["gloo"] != r["label"]}

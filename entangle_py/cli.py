@@ -53,17 +53,22 @@ def _add_check(sub):
     p.add_argument("-v", "--verbose", action="store_true", help="phase timings and details")
     p.add_argument("--lemmas", action="append", default=[], metavar="FILE.py",
                    help="extra lemma file (custom ops); may repeat")
-    from entangle_py.config import ASSUMPTIONS, Limits
+    from entangle_py.config import ASSUMPTIONS, MEMORY_FRACTION, Limits
     p.add_argument("--assume", action="append", default=[], metavar="NAME",
                    help="an assumption, as [assume] NAME = true in the spec would say (printed with the verdict, "
                         f"never proven); may repeat: {', '.join(sorted(ASSUMPTIONS))}")
     d = Limits()
     p.add_argument("--max-iterations", type=int, default=d.iterations,
-                   help=f"lemma iterations per operator before giving up (exit 3; default {d.iterations})")
+                   help=f"lemma iterations per attempt at an operator before giving up (exit 3; default {d.iterations})")
     p.add_argument("--max-enodes", type=int, default=d.nodes,
                    help=f"e-graph size before giving up (exit 3; default {d.nodes})")
+    p.add_argument("--max-matches", type=int, default=d.matches,
+                   help=f"rule matches per attempt at an operator before giving up (exit 3; default {d.matches})")
     p.add_argument("--max-seconds", type=float, default=d.seconds,
-                   help=f"seconds per operator before giving up (exit 3; default {d.seconds:g})")
+                   help=f"wall seconds per attempt at an operator before giving up, a last resort (exit 3; default {d.seconds:g})")
+    p.add_argument("--max-memory", type=_bytes, default=d.memory, metavar="BYTES",
+                   help=f"resident memory of the check before giving up, e.g. 4G (exit 3; default "
+                        f"{MEMORY_FRACTION * 100:.0f}%% of the machine's)")
 
     p.add_argument("--no-numeric", action="store_true",
                    help="skip the interpreter's re-check of a proof and the witness of a failure")
@@ -74,6 +79,19 @@ def _add_check(sub):
         from entangle_py.pipeline import run_check_cli
         return run_check_cli(args)
     p.set_defaults(run=run)
+
+
+def _bytes(text: str) -> int:
+    """A byte count: digits with an optional K, M or G (powers of 1024)."""
+    t = text.strip().upper().removesuffix("B")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
+    try:
+        n = float(t[:-1] if scale > 1 else t) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a byte count: {text!r} (e.g. 4G, 512M)") from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"not a positive byte count: {text!r}")
+    return int(n)
 
 
 def _add_explain(sub):

@@ -89,7 +89,9 @@ def run_check_cli(args) -> int:
         def progress(i, total, name):
             prog.update(task, total=total, completed=i, description=f"relating {name}")
         res, checker = check_files(args.seq, args.dist, args.spec, lemma_files=args.lemmas,
-                                   limits=Limits(args.max_iterations, args.max_enodes, args.max_seconds),
+                                   limits=Limits(iterations=args.max_iterations, nodes=args.max_enodes,
+                                                 matches=args.max_matches, seconds=args.max_seconds,
+                                                 memory=args.max_memory),
                                    progress=progress, numeric=not getattr(args, "no_numeric", False),
                                    budget_bytes=getattr(args, "recheck_budget", DEFAULT_BUDGET),
                                    assume=getattr(args, "assume", ()))

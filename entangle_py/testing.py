@@ -24,7 +24,8 @@ def assert_refines(build=None, world_size: int = 2, spec=None, joint: bool = Fal
                    limits=None, *, seq_build=None, dist_build=None, numeric: bool = True, assume=()):
     """Capture sequentially and on ``world_size`` ranks, check, and return the result.
 
-    ``build`` builds both programs (called with world size 1 and ``world_size``); or give
+    ``build`` builds both programs (called with world size 1 and ``world_size``; a function, or
+    a module or script path defining ``build``); or give
     ``seq_build`` and ``dist_build`` for a sequential program written apart from the distributed
     one.  ``spec`` is a path to a spec TOML, its text, a dict (parsed TOML) or None (inputs
     inferred).  The check is ``entangle check``'s own (``pipeline.check_graphs``: plugin ops
@@ -48,7 +49,12 @@ def assert_refines(build=None, world_size: int = 2, spec=None, joint: bool = Fal
 
 
 def _as_module(build):
-    """The capture contract's module: ``build(rank, world_size) -> (model, inputs)``."""
+    """The capture contract's module: ``build(rank, world_size) -> (model, inputs)``.  A module, a
+    script path or a module-level function is imported by name in the ranks' processes; a closure
+    only this process has is forked from it (after this process has run torch or a check, a fork
+    may hang on a lock a thread held: prefer a module-level build)."""
+    if isinstance(build, (types.ModuleType, str, Path)):
+        return build
     module = types.ModuleType(f"entangle_build_{getattr(build, '__name__', 'build')}")
     module.build = build
     try:

@@ -4,7 +4,7 @@ interpreter, check it, and keep score (issue 12, item 3).
     python benchmarks/mutation_harness.py [--only NAME ...] [--per-kind 2] [--no-joint] [--json OUT]
 
 For every correct shipped example (graphs/*, the missing-all-reduce twins excluded) and every
-correct program of the soundness corpus (examples/soundness, captured forward and, where it has
+correct program of the soundness corpus (tests/corpus/soundness, captured forward and, where it has
 parameters, joint): check the original, generate mutants (``entangle_py.oracle.mutate``), label each on 2
 float64 draws (equivalent iff the original's certificates and [expect] relations still hold),
 and check each in a forked child with its address space capped (``--mem-budget``, default 3 GB
@@ -27,7 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "tests" / "corpus"))
 
 import torch  # noqa: E402
 

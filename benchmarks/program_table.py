@@ -1,4 +1,4 @@
-"""Capture and check every program of examples/programs/ and print a markdown table: program,
+"""Capture and check every program of tests/corpus/programs/ and print a markdown table: program,
 label, mode, verdict / exit code, failing operator and source line, seconds.
 
     python benchmarks/program_table.py [ID...]     # print the rows
@@ -16,7 +16,7 @@ from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "examples" / "programs"))
+sys.path.insert(0, str(ROOT / "tests" / "corpus" / "programs"))
 
 from corpus import BY_ID, CORPUS, bug_line  # noqa: E402
 
@@ -53,7 +53,7 @@ def check_entry(entry, tmp):
         data = json.loads(rep.read_text())
         f = data.get("failure") or {}
         if f:
-            src = (f.get("source") or "").replace("examples/programs/", "")
+            src = (f.get("source") or "").replace("tests/corpus/programs/", "")
             where = f"`{f.get('node')}` ({f.get('target')}) at {src}"
         lines = _failure_lines(f, data.get("numeric") or {}, data.get("capture_notes") or [])
     if rc != 0 and not where:

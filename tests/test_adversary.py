@@ -1,4 +1,4 @@
-"""The adversary on the checker's own spec features, assumptions and flags (examples/soundness/
+"""The adversary on the checker's own spec features, assumptions and flags (tests/corpus/soundness/
 adversary.py, docs/adversary.md): every label confirmed on real gloo ranks, and `entangle check`
 must give each attempt its right verdict -- a wrong program exit 1 (or 2 where the table allows a
 refusal), a correct one exit 0; a wrong program that refines only on a false fact the user wrote
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-if str(EXAMPLES) not in sys.path:
-    sys.path.insert(0, str(EXAMPLES))
+CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
+if str(CORPUS_DIR) not in sys.path:
+    sys.path.insert(0, str(CORPUS_DIR))
 
 from soundness.adversary import ATTEMPTS, DIR, plain, random_draws  # noqa: E402
 

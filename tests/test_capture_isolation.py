@@ -10,8 +10,8 @@ parameter's local part cut by its placement, as parallelize_module lays it out),
 ``build`` made them on that gloo rank.
 
 The programs: the DTensor colwise-to-replicate layer whose rank 1 once took rank 0's half of
-the gradient (examples/capture/dtensor_colwise_replicate.py) at 2 and 4 ranks, and a subset of
-the corpus's rank-dependent programs (examples/programs: DTensor, vocab-parallel, context
+the gradient (tests/corpus/capture/dtensor_colwise_replicate.py) at 2 and 4 ranks, and a subset of
+the corpus's rank-dependent programs (tests/corpus/programs: DTensor, vocab-parallel, context
 parallel, 2-D mesh, pipeline, expert parallel), joint where the corpus has a joint entry.
 Also: the machinery itself (errors, crashes, output and warnings of a rank's process).
 """
@@ -31,9 +31,9 @@ from entangle_py.frontend.capture import CaptureError, capture, load_script
 from entangle_py.oracle import interp
 
 ROOT = Path(__file__).resolve().parents[1]
-PROGRAMS = ROOT / "examples" / "programs"
-COLREP = ROOT / "examples" / "capture" / "dtensor_colwise_replicate.py"
-sys.path.insert(0, str(ROOT / "examples"))
+PROGRAMS = ROOT / "tests" / "corpus" / "programs"
+COLREP = ROOT / "tests" / "corpus" / "capture" / "dtensor_colwise_replicate.py"
+sys.path.insert(0, str(ROOT / "tests" / "corpus"))
 from soundness import gloo_ranks  # noqa: E402
 
 TOL = 1e-9

@@ -13,8 +13,8 @@ from entangle_py import cli
 from entangle_py.frontend.capture import CaptureError, capture
 
 ROOT = Path(__file__).resolve().parent.parent
-CAUSAL = ROOT / "examples" / "capture" / "causal_attention.py"
-CROSS_ENTROPY = ROOT / "examples" / "capture" / "cross_entropy.py"
+CAUSAL = ROOT / "tests" / "corpus" / "capture" / "causal_attention.py"
+CROSS_ENTROPY = ROOT / "tests" / "corpus" / "capture" / "cross_entropy.py"
 
 
 @pytest.fixture(autouse=True)
@@ -221,7 +221,7 @@ def test_fsdp2_is_refused_by_name(tmp_path):
 
 # ----------------------------------------------------------------------------- data-dependent sizes
 
-PROGRAMS = ROOT / "examples" / "programs"
+PROGRAMS = ROOT / "tests" / "corpus" / "programs"
 MOE_NONZERO = PROGRAMS / "moe_sinkhorn_nonzero_correct.py"     # Megatron's SwitchMLP dispatch, (max_ind == e).nonzero()
 
 

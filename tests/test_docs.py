@@ -150,7 +150,7 @@ def _run_document(path: Path, scratch: Path) -> list[tuple[Command, int, str]]:
     if not cmds:
         return []
     scratch.mkdir(parents=True)
-    for d in ("examples", "graphs"):
+    for d in ("examples", "graphs", "tests/corpus/programs"):     # the docs also run corpus programs
         shutil.copytree(ROOT / d, scratch / d, ignore=shutil.ignore_patterns("__pycache__"))
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", COLUMNS="100")
     results = []

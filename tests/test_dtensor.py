@@ -15,7 +15,7 @@ from entangle_py.frontend.capture import DTENSOR_PLACEMENTS, PARALLEL_STYLES, ca
 from entangle_py.ir import graph as G
 
 ROOT = Path(__file__).resolve().parents[1]
-PROGRAMS = ROOT / "examples" / "programs"
+PROGRAMS = ROOT / "tests" / "corpus" / "programs"
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The shared gloo harness (examples/soundness/gloo_ranks.py): results come back per rank, a rank killed by
+"""The shared gloo harness (tests/corpus/soundness/gloo_ranks.py): results come back per rank, a rank killed by
 a signal is run again once, and a second crash is raised rather than read as a result."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "corpus"))
 from soundness import gloo_ranks  # noqa: E402
 
 

@@ -542,7 +542,7 @@ def test_kwargs_and_legacy_collectives():
 def test_collectives_pair_per_communicator_not_per_member_set():
     """Two groups with the same members are two communicators: rank 1 issuing its collectives in
     the other order still pairs x with x and y with y (as c10d does; on gloo in
-    examples/soundness/c5_same_members_issue_order_correct.py)."""
+    tests/corpus/soundness/c5_same_members_issue_order_correct.py)."""
     groups = {"g1": [0, 1], "g2": [0, 1]}
     ranks = []
     for r, order in ((0, ("x", "g1", "y", "g2")), (1, ("y", "g2", "x", "g1"))):

@@ -22,7 +22,7 @@ import torch
 from entangle_py.ir import graph as G
 from entangle_py.oracle import interp
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "corpus"))
 from soundness import gloo_ranks  # noqa: E402
 
 NS = "_c10d_functional"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT / "examples") not in sys.path:
-    sys.path.insert(0, str(ROOT / "examples"))
+if str(ROOT / "tests" / "corpus") not in sys.path:
+    sys.path.insert(0, str(ROOT / "tests" / "corpus"))
 
 from entangle_py.ir import graph as G  # noqa: E402
 from entangle_py.oracle import interp  # noqa: E402

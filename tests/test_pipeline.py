@@ -15,7 +15,7 @@ from entangle_py.frontend.capture import CaptureError, capture
 from entangle_py.ir import graph as G
 
 ROOT = Path(__file__).resolve().parents[1]
-PROGRAMS = ROOT / "examples" / "programs"
+PROGRAMS = ROOT / "tests" / "corpus" / "programs"
 R = G.Ref
 F32 = "float32"
 

@@ -20,7 +20,7 @@ from entangle_py.plugins import PURE, REGISTRY
 from entangle_py.semantics import lower
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "examples" / "programs"))
+sys.path.insert(0, str(ROOT / "tests" / "corpus" / "programs"))
 
 SHAPES = [(1, 4), (3, 8), (2, 5, 6), (0, 4)]
 DTYPES = [torch.float64, torch.float32, torch.bfloat16]

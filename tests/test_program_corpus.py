@@ -1,4 +1,4 @@
-"""The program corpus (examples/programs): small distributed programs users write, correct/buggy
+"""The program corpus (tests/corpus/programs): small distributed programs users write, correct/buggy
 twins over every parallelism, labels confirmed on real gloo (one spawn per world size: 2 and 4).
 
 `entangle check` SHOULD say: correct -> exit 0, buggy -> exit 1.  Correct programs the checker
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-for p in (ROOT / "examples" / "programs", ROOT / "benchmarks"):
+for p in (ROOT / "tests" / "corpus" / "programs", ROOT / "benchmarks"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 

@@ -1,8 +1,8 @@
 """Random draws (issue 23): a draw is a tensor of its own, coupled with the ranks' draws from where
 capture records they come from (check/random.py), never a function of the values it is applied to.
 
-The corpus (examples/soundness/random_corpus.py): wrong programs and their correct twins, labels
-confirmed on 2 gloo processes by examples/soundness/run_gloo_random.py (equal in distribution,
+The corpus (tests/corpus/soundness/random_corpus.py): wrong programs and their correct twins, labels
+confirmed on 2 gloo processes by tests/corpus/soundness/run_gloo_random.py (equal in distribution,
 by a coupling of what the ranks really draw); ``entangle check`` must reject every wrong one,
 naming the draw or the line that misuses it, and refine every correct one from evidence.
 """
@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import torch
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-if str(EXAMPLES) not in sys.path:
-    sys.path.insert(0, str(EXAMPLES))
+CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
+if str(CORPUS_DIR) not in sys.path:
+    sys.path.insert(0, str(CORPUS_DIR))
 
 from soundness.random_corpus import CORPUS, HERE  # noqa: E402
 

@@ -83,7 +83,7 @@ def test_a_wrong_output_names_where_the_program_computes_it(tmp_path, capsys):
     what differs, so the witness names where each rank computes it -- the slice, with its code
     printed as it is (``grad[a:b]`` is not rich markup)."""
     from entangle_py.frontend.capture import capture
-    programs = ROOT / "examples" / "programs"
+    programs = ROOT / "tests" / "corpus" / "programs"
     script = str(programs / "fsdp_no_reduce_scatter.py")
     seq, dist, out = tmp_path / "s.pt", tmp_path / "d.pt", tmp_path / "r.json"
     G.save(capture(script, 1, joint=True), seq)
@@ -185,7 +185,7 @@ def test_loss_targets_are_drawn_with_padding_unless_assumed_absent(tmp_path):
     from entangle_py.frontend.capture import capture
     from entangle_py.oracle.recheck import _ignore_some
     import torch
-    programs = ROOT / "examples" / "programs"
+    programs = ROOT / "tests" / "corpus" / "programs"
     seq, dist, out = tmp_path / "s.pt", tmp_path / "d.pt", tmp_path / "r.json"
     G.save(capture(str(programs / "adv4_xpad_batch.py"), 1), seq)
     G.save(capture(str(programs / "adv4_xpad_batch.py"), 2), dist)

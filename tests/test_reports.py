@@ -2,7 +2,7 @@
 failure, terms in the user's vocabulary, the versioned JSON report, `entangle explain`, `--html`
 (opened in headless Chromium) and `--sarif`.
 
-The motivating case is examples/programs/tp_mlp2d_funcol_all_reduce (joint): the row-parallel
+The motivating case is tests/corpus/programs/tp_mlp2d_funcol_all_reduce (joint): the row-parallel
 all-reduce written as a bare funcol.all_reduce, whose backward all-reduces the gradient again.  The
 check fails at an `mm` of the *sequential* backward; the report must also name the backward
 all-reduce's line in the distributed program.
@@ -22,7 +22,7 @@ from entangle_py.config import Limits
 from entangle_py.ir import graph as G
 
 ROOT = Path(__file__).resolve().parents[1]
-PROGRAMS = ROOT / "examples" / "programs"
+PROGRAMS = ROOT / "tests" / "corpus" / "programs"
 GRAPHS = ROOT / "graphs"
 if str(PROGRAMS) not in sys.path:
     sys.path.insert(0, str(PROGRAMS))
@@ -74,9 +74,9 @@ def test_joint_failure_names_the_backward_all_reduce_line(funcol):
     assert re.search(r"first operator without a clean mapping: mm\S* = aten\.mm\.default \(backward\)", out), out
     # ... and the distributed program's backward all-reduce, with its line, on both ranks
     assert "in the distributed program (ranks 0, 1, backward):" in out, out
-    assert f"all_reduce_1 = _c10d_functional.all_reduce.default at examples/programs/{bug_file}:{bug_no}" in out, out
+    assert f"all_reduce_1 = _c10d_functional.all_reduce.default at tests/corpus/programs/{bug_file}:{bug_no}" in out, out
     assert "computes sum over ranks of tangent:out" in out
-    assert re.search(r"read by mm_\d+ = aten\.mm\.default \(backward\) at examples/programs/_tp_mlp\.py:\d+", out)
+    assert re.search(r"read by mm_\d+ = aten\.mm\.default \(backward\) at tests/corpus/programs/_tp_mlp\.py:\d+", out)
     assert "where the sequential mm needs r0.tangent:out" in out
     # terms in the user's vocabulary, never helper constructors
     assert "best term found: concat(mm(r0.tangent:out, param:fc2.weight) over ranks, dim=1)" in out
@@ -186,10 +186,10 @@ def test_explain_prints_what_decides_bug_or_missing_lemma(funcol):
     out = r.stdout
     f = funcol["json"]["failure"]
     assert out.startswith(f"operator {f['node']} = aten.mm.default (backward): failed (no clean term)")
-    assert "  at examples/programs/_tp_mlp.py:" in out and "definition: " in out
+    assert "  at tests/corpus/programs/_tp_mlp.py:" in out and "definition: " in out
     assert "    tangent:out = r0.tangent:out" in out                  # an input's relation
     assert re.search(r"G_d neighbourhood considered \(rank [01]; \d+ operators\)", out)
-    assert f"[culprit] (backward) at examples/programs/{bug_file}:{bug_no}" in out
+    assert f"[culprit] (backward) at tests/corpus/programs/{bug_file}:{bug_no}" in out
     assert re.search(r"best \d candidate terms", out) and re.search(r"1\.\s+1000\d\d  concat\(mm\(", out)
     assert re.search(r"lemma matches while relating it \(\d+ lemma steps", out)
     top = max(f["lemmas"].items(), key=lambda kv: kv[1])
@@ -248,8 +248,8 @@ def test_sarif_points_at_the_failing_lines_of_both_programs(funcol, missing_allr
     lines = [(x["physicalLocation"]["artifactLocation"]["uri"], x["physicalLocation"]["region"]["startLine"])
              for x in first["locations"]]
     seq = funcol["json"]["failure"]["location"]
-    assert lines[0] == ("examples/programs/_tp_mlp.py", seq["line"])           # the sequential operator
-    assert (f"examples/programs/{bug_file}", bug_no) in lines                  # the backward all-reduce
+    assert lines[0] == ("tests/corpus/programs/_tp_mlp.py", seq["line"])           # the sequential operator
+    assert (f"tests/corpus/programs/{bug_file}", bug_no) in lines                  # the backward all-reduce
     assert run["originalUriBaseIds"]["SRCROOT"]["uri"] == ROOT.resolve().as_uri() + "/"
     assert run["invocations"][0]["exitCode"] == 1
     # the README's example: the sequential add and the distributed add reading fc2's partial sum

@@ -1,4 +1,4 @@
-"""The adversarial soundness corpus (examples/soundness): every label confirmed on real gloo, and
+"""The adversarial soundness corpus (tests/corpus/soundness): every label confirmed on real gloo, and
 `entangle check` must give each program its verdict (correct -> exit 0, wrong -> exit 1, or 2 where
 the corpus entry says refusing is acceptable).
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-if str(EXAMPLES) not in sys.path:
-    sys.path.insert(0, str(EXAMPLES))
+CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
+if str(CORPUS_DIR) not in sys.path:
+    sys.path.insert(0, str(CORPUS_DIR))
 
 from soundness.corpus import CORPUS  # noqa: E402
 

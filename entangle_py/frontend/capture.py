@@ -452,7 +452,7 @@ def _refuse_hooked_sharding(model):
             raise CaptureError(f"{'module ' + repr(name) if name else 'the model'} is sharded with FSDP2 (fully_shard), "
                                "whose all-gathers and reduce-scatters run in hooks outside the traced graph: not "
                                "supported; write ZeRO-3 explicitly (all-gather the weights in forward, reduce-scatter "
-                               "their gradients in backward), as examples/programs/_fsdp.py does")
+                               "their gradients in backward), as tests/corpus/programs/_fsdp.py does")
 
 
 def _trace(model, inputs, module, joint, dynamic, script_file, rank):

@@ -859,9 +859,10 @@ def start_check(seq, dist, spec, limits=None, mem_budget: int = 3 << 30):
 
     limits = limits or Limits(seconds=20, nodes=200_000)
     # forkserver, not fork: a fork of a process whose egglog / torch threads hold a lock can hang
-    # (seen when the test suite had run checks before); the server preloads this module once
+    # (seen when the test suite had run checks before).  The server preloads nothing: a child
+    # forked from a process that has loaded egglog's core hangs in its first (pop) (egglog 13.2)
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["entangle_py.oracle.mutate"])
+    ctx.set_forkserver_preload([])
     parent, child = ctx.Pipe(duplex=False)
     p = ctx.Process(target=_check_child, args=(child, seq, dist, spec, limits,
                                                _vm_size() + mem_budget if mem_budget else 0), daemon=True)

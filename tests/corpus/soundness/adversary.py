@@ -26,7 +26,7 @@ class Attempt:
     name: str             # unique; also the id of its gloo label
     feature: str          # the spec feature, assumption or flag attacked
     tries: str            # what the attempt tries, one line
-    script: str           # adversary/<script>.py (or a path relative to examples/soundness)
+    script: str           # adversary/<script>.py (or a path relative to tests/corpus/soundness)
     spec: str             # adversary/<spec>.toml: the spec checked
     truth: str = ""       # adversary/<truth>.toml: the relation the gloo label uses (default: spec)
     world_size: int = 2

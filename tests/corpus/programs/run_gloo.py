@@ -1,5 +1,5 @@
 """Confirm every corpus label on real gloo ranks (forward AND joint), extending
-examples/soundness/run_gloo.py (imported for its helpers, not edited):
+tests/corpus/soundness/run_gloo.py (imported for its helpers, not edited):
 
 * any world size (one spawn per world size: 2 and 4) and N-D meshes (``shard(d)@tp`` placements,
   read with entangle's own spec parser);
@@ -15,7 +15,7 @@ examples/soundness/run_gloo.py (imported for its helpers, not edited):
 
 Each checked output: every rank's tensor must equal the seq output as derived through the expected
 relation for that rank (replicate: all of it, shard(d)[@g]: its chunk); partial: the ranks' sum
-must (float64, rtol = atol = 1e-9, or the script's ``GLOO_TOL``).  ``python examples/programs/run_gloo.py [ID...]``.
+must (float64, rtol = atol = 1e-9, or the script's ``GLOO_TOL``).  ``python tests/corpus/programs/run_gloo.py [ID...]``.
 """
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ Float inputs and parameters are random float64; integer ones keep the values ``b
 (token ids).  A script may set ``GLOO_CONSTANTS = {name: value}`` (module constants changed before
 every build: a size the capture leaves symbolic) and ``GLOO_RANK_CONSTANTS = {rank: {name: value}}``
 (one rank's own), and ``GLOO_ALONE = True`` to run in a spawn of its own (a collective whose sizes
-differ across ranks aborts the gloo process: its label is then *wrong*).  ``python examples/soundness/run_gloo_adv.py [NAME...]``.
+differ across ranks aborts the gloo process: its label is then *wrong*).  ``python tests/corpus/soundness/run_gloo_adv.py [NAME...]``.
 """
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ Uninitialised memory is deterministic here: ``torch.use_deterministic_algorithms
 ``empty``/``empty_like`` fill floats with NaN, so a returned uninitialised buffer never matches by
 accident (e.g. by reusing a freed block that held the right values).
 
-All programs run inside ONE spawn of 2 processes.  ``python examples/soundness/run_gloo.py [NAME...]``
+All programs run inside ONE spawn of 2 processes.  ``python tests/corpus/soundness/run_gloo.py [NAME...]``
 prints the table; ``run(entries)`` returns ``{name: {"label", "gloo", "detail"}}``.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # examples/: not soundness/, whose corpus.py
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tests/corpus/: not soundness/, whose corpus.py
 from soundness import gloo_ranks  # noqa: E402                  # would shadow other corpora
 
 WORLD = 2
@@ -206,7 +206,7 @@ def _match(seq, outs, kind, d):
 def run(entries=None, seed=0, verbose=True) -> dict:
     """Run ``entries`` (default: the whole corpus); return {name: {label, gloo, detail}}."""
     if entries is None:
-        from corpus import CORPUS as entries   # noqa: N811 (examples/soundness on sys.path)
+        from corpus import CORPUS as entries   # noqa: N811 (tests/corpus/soundness on sys.path)
     entries = list(entries)
     for e in entries:
         if e.mode != "forward":

@@ -26,7 +26,7 @@ draw (forward, and joint: forward then backward):
    a number of times other than the sequential program's are not decided here (draws pair by
    order).
 
-``python examples/soundness/run_gloo_random.py [ID...]`` prints the table; ``run(entries)`` returns
+``python tests/corpus/soundness/run_gloo_random.py [ID...]`` prints the table; ``run(entries)`` returns
 ``{id: {"label", "gloo", "detail"}}``.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Run a worker on real gloo ranks (CPU processes) and collect what each rank saved.
 
-One copy of the spawn/collect protocol the ground-truth harnesses share (examples/soundness,
-examples/programs, tests/test_interp_gloo).  Why not a bare ``mp.spawn``: gloo can abort a rank
+One copy of the spawn/collect protocol the ground-truth harnesses share (tests/corpus/soundness,
+tests/corpus/programs, tests/test_interp_gloo).  Why not a bare ``mp.spawn``: gloo can abort a rank
 in C++ teardown after its work is done ("terminate called without an active exception", seen
 once in CI), which ``mp.spawn`` reports as a failed run.  So a rank saves its results atomically
 and leaves with ``os._exit`` (no interpreter teardown), and a run in which a rank died by a

@@ -2,31 +2,26 @@
 tensor parallel over ``parallel_state.initialize_model_parallel(W)``'s group, as Megatron's own
 unit tests build it (``use_cpu_initialization=True``: the weights are made on the CPU, here on
 ``meta``).  The sequential program is the same block at world size 1 (no process group: the
-parallel layers are plain linears).  Megatron returns ``(output, bias)``; fc2's bias is added
+parallel layers are plain linears).  ``megatron_mlp_sp.py``: the same block with Megatron's
+sequence parallelism (``config.sequence_parallel``).  Megatron returns ``(output, bias)``; fc2's bias is added
 inside (``add_bias_linear=True``, no bias fusion).
 
     entangle capture examples/frameworks/megatron_mlp.py -o seq.pt
     entangle capture examples/frameworks/megatron_mlp.py --world-size 2 -o dist.pt
     entangle check seq.pt dist.pt --spec examples/frameworks/megatron_mlp.toml
 """
-import os
+import torch
+from megatron.core.tensor_parallel import ColumnParallelLinear, RowParallelLinear
+from megatron.core.transformer.mlp import MLP, MLPSubmodules
+from megatron.core.transformer.transformer_config import TransformerConfig
 
-# as Megatron's launch scripts set it for tensor parallelism (its linear layers otherwise warn once,
-# marking a function attribute, which TorchDynamo does not trace)
-os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "1")
-
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-from megatron.core import parallel_state  # noqa: E402
-from megatron.core.tensor_parallel import ColumnParallelLinear, RowParallelLinear  # noqa: E402
-from megatron.core.transformer.mlp import MLP, MLPSubmodules  # noqa: E402
-from megatron.core.transformer.transformer_config import TransformerConfig  # noqa: E402
+from _megatron import model_parallel
 
 HIDDEN, FFN, SEQ, BATCH = 16, 32, 4, 2
 
 
-def config(**kw):
-    return TransformerConfig(num_layers=1, hidden_size=HIDDEN, ffn_hidden_size=FFN, num_attention_heads=4,
+def config(world_size, **kw):
+    return TransformerConfig(num_layers=1, tensor_model_parallel_size=world_size, hidden_size=HIDDEN, ffn_hidden_size=FFN, num_attention_heads=4,
                              use_cpu_initialization=True, bias_activation_fusion=False,
                              add_bias_linear=True, **kw)
 
@@ -43,18 +38,17 @@ class Block(torch.nn.Module):
         return out if bias is None else out + bias
 
 
-def model_parallel(world_size):
-    """Megatron's groups for tensor parallelism of ``world_size``.  Its parallel layers need a
-    process group even at TP 1: the sequential program (world size 1, where capture starts none)
-    gets a one-rank gloo group of its own, which communicates nothing."""
-    if world_size == 1 and not dist.is_initialized():
-        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    parallel_state.destroy_model_parallel()
-    parallel_state.initialize_model_parallel(tensor_model_parallel_size=world_size)
+def make_build(sequence_parallel=False):
+    def build(rank, world_size):
+        model_parallel(world_size)
+        sp = sequence_parallel and world_size > 1
+        mlp = MLP(config(world_size, sequence_parallel=sp),
+                  MLPSubmodules(linear_fc1=ColumnParallelLinear, linear_fc2=RowParallelLinear))
+        # Megatron's layout: [sequence, batch, hidden]; under sequence parallelism a rank holds its
+        # rows of the sequence (fc1 all-gathers them, fc2 reduce-scatters its partial sums)
+        rows = SEQ // world_size if sp else SEQ
+        return Block(mlp), {"x": torch.randn(rows, BATCH, HIDDEN, requires_grad=True)}
+    return build
 
 
-def build(rank, world_size):
-    model_parallel(world_size)
-    mlp = MLP(config(), MLPSubmodules(linear_fc1=ColumnParallelLinear, linear_fc2=RowParallelLinear))
-    # Megatron's layout: [sequence, batch, hidden]
-    return Block(mlp), {"x": torch.randn(SEQ, BATCH, HIDDEN, requires_grad=True)}
+build = make_build()

@@ -386,6 +386,9 @@ def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool
             styles = _parallel_styles(model, found)
             with _groups_on_the_fake_backend(pg):
                 gm, info = _trace(model, inputs, module, joint, dynamic, script_file, rank)
+            if joint:     # a DTensor output's tangent is laid out as the output: its placement
+                placements.update({f"tangent:{port}": _placement_text(t, world_size)
+                                   for port, t in info.results if _is_dtensor(t)})
             streams.forward(rank, info.eager_draws)
             g = convert(gm, info, model, inputs, rank, script_file, joint, world_size)
             # AOTAutograd's graphs are functional already (an input written to is a mutated:
@@ -571,6 +574,7 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
                                "so there is no backward graph")
         raise CaptureError("the program produced no graph (does forward compute anything?)")
     info.result_structure = _output_names(result, info.num_outputs)
+    info.results = list(zip(info.result_structure, _flat_results(result)))
     info.eager_draws = rng.eager_draws(model, inputs, fake_mode, captured[key])   # a trace may drop a draw
     ddp.check_graph(captured[key], info.port_names, model, rank, joint)
     if joint:
@@ -1011,6 +1015,11 @@ def _source_name(ga) -> str:
 
 def _sanitize(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.:\[\]]+", "_", s).strip("_") or "anon"
+
+
+def _flat_results(result) -> list:
+    return [result] if not isinstance(result, (tuple, list, dict)) else \
+        list(result.values() if isinstance(result, dict) else result)
 
 
 def _output_names(result, num_graph_outputs: int) -> list[str]:

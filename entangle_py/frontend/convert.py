@@ -26,6 +26,7 @@ class DynamoInfo:
     # (grad port, DDP group members) of gradients the capture wrote as DDP's reduction of zeros
     ddp_zero_grads: list = dataclasses.field(default_factory=list)
     eager_draws: list | None = None      # shapes of the draws the forward makes run eagerly (frontend/rng.py)
+    results: list = dataclasses.field(default_factory=list)          # (output port, the tensor forward returned)
 
 
 def is_opaque_object(v) -> bool:
@@ -228,6 +229,8 @@ def convert(gm, info: DynamoInfo, model, inputs, rank, script_file, joint, world
             return f"buffer:{desc.target}"
         if isinstance(desc, D.SubclassGetAttrAOTInput) and desc.attr == "_local_tensor":
             return plain_in_name(desc.base)     # a DTensor's local tensor: the rank's part of it
+        if isinstance(desc, D.TangentAOTInput):   # (a DTensor output's tangent: its local tensor)
+            return "tangent:" + out_name(desc.output)
         raise CaptureError(f"rank {rank}: unsupported graph input kind {type(desc).__name__} ({desc})")
 
     def out_name(desc) -> str:
@@ -259,9 +262,7 @@ def convert(gm, info: DynamoInfo, model, inputs, rank, script_file, joint, world
                     raise CaptureError(f"rank {rank}: the graph reads {desc.expr()} of a tensor subclass "
                                        f"({type(n.meta.get('val')).__name__}); only its local tensor is supported")
                 continue
-            if isinstance(desc, D.TangentAOTInput):
-                port = "tangent:" + out_name(desc.output)
-            elif desc is not None:
+            if desc is not None:
                 port = plain_in_name(desc)
             else:
                 raise CaptureError(f"rank {rank}: graph input {n.name} has no descriptor")

@@ -473,15 +473,20 @@ def _build(module, rank, world_size, script_file):
 
 
 def _refuse_hooked_sharding(model):
-    """FSDP2 (``fully_shard``) gathers and scatters in module hooks Dynamo does not trace: the
-    graph would miss them, so the program is refused here, by name, not at a graph break."""
+    """FSDP2 (``fully_shard``) gathers and scatters in module hooks that torch 2.13 runs under
+    ``torch._dynamo.disable`` (``_fsdp_common._dynamo_disable``, "skipping FSDP hooks": the
+    unshard's all-gather before forward and backward, the reduce-scatter after backward); the
+    switch earlier releases had to trace them (``torch._dynamo.config.skip_fsdp_hooks = False``)
+    is gone, and compiled autograd would still not see the forward's all-gathers.  No graph holds
+    them, so the program is refused here, by name, not at a graph break."""
     from torch.distributed.fsdp import FSDPModule
     for name, m in model.named_modules():
         if isinstance(m, FSDPModule):
             raise CaptureError(f"{'module ' + repr(name) if name else 'the model'} is sharded with FSDP2 (fully_shard), "
-                               "whose all-gathers and reduce-scatters run in hooks outside the traced graph: not "
-                               "supported; write ZeRO-3 explicitly (all-gather the weights in forward, reduce-scatter "
-                               "their gradients in backward), as examples/programs/_fsdp.py does")
+                               "whose all-gathers and reduce-scatters run in module hooks torch 2.13 keeps out of "
+                               "every traced graph (torch._dynamo.disable: \"skipping FSDP hooks\"): not supported; "
+                               "check the model's other parallelism without fully_shard, or write ZeRO-3 explicitly (all-gather the weights in "
+                               "forward, reduce-scatter their gradients in backward), as examples/programs/_fsdp.py does")
 
 
 def _trace(model, inputs, module, joint, dynamic, script_file, rank):

@@ -38,12 +38,11 @@ class Block(torch.nn.Module):
         return out if bias is None else out + bias
 
 
-def make_build(sequence_parallel=False):
+def make_build(sequence_parallel=False, fc1=ColumnParallelLinear, fc2=RowParallelLinear):
     def build(rank, world_size):
         model_parallel(world_size)
         sp = sequence_parallel and world_size > 1
-        mlp = MLP(config(world_size, sequence_parallel=sp),
-                  MLPSubmodules(linear_fc1=ColumnParallelLinear, linear_fc2=RowParallelLinear))
+        mlp = MLP(config(world_size, sequence_parallel=sp), MLPSubmodules(linear_fc1=fc1, linear_fc2=fc2))
         # Megatron's layout: [sequence, batch, hidden]; under sequence parallelism a rank holds its
         # rows of the sequence (fc1 all-gathers them, fc2 reduce-scatters its partial sums)
         rows = SEQ // world_size if sp else SEQ

@@ -27,7 +27,7 @@ DIM, HEADS, LAYERS, VOCAB = 32, 4, 2, 64
 BATCH, SEQ = 2, 8
 
 
-def config(enable_sp=False):
+def config(enable_sp=False, plan=None):
     init = {"weight": torch.nn.init.ones_}
     cfg = Llama3Model.Config(
         dim=DIM, vocab_size=VOCAB,
@@ -42,7 +42,13 @@ def config(enable_sp=False):
     for layer in cfg.layers:
         layer.attention.inner_attention = ScaledDotProductAttention.Config()
     set_llama3_sharding_config(cfg, enable_sp=enable_sp)
+    if plan is not None:        # a change to the sharding entries (the bugs' scripts)
+        plan(cfg)
     return cfg
+
+
+def _spmd_context(dims):
+    return get_spmd_context(parallel_dims=dims)
 
 
 class Step(torch.nn.Module):
@@ -59,9 +65,9 @@ class Step(torch.nn.Module):
             return self.model(tokens)
 
 
-def make_build(enable_sp=False):
+def make_build(enable_sp=False, plan=None, context=None):
     def build(rank, world_size):
-        model = config(enable_sp and world_size > 1).build()
+        model = config(enable_sp and world_size > 1, plan).build()
         dims = None
         if world_size > 1:
             dims = ParallelDims(dp_replicate=1, dp_shard=1, cp=1, tp=world_size, pp=1, ep=1,
@@ -69,7 +75,7 @@ def make_build(enable_sp=False):
             dims.build_mesh()
             model.parallelize(dims)
         tokens = torch.arange(BATCH * SEQ).reshape(BATCH, SEQ) % VOCAB
-        return Step(model, get_spmd_context(parallel_dims=dims)), {"tokens": tokens}
+        return Step(model, (context or _spmd_context)(dims)), {"tokens": tokens}
     return build
 
 

@@ -24,7 +24,7 @@ class Block(torch.nn.Module):
         if parallel_state.get_tensor_model_parallel_world_size() == 1:
             return y
         if self.region == "copy":
-            return copy_to_tensor_model_parallel_region(y)
+            return copy_to_tensor_model_parallel_region(y)  # BUG (region_copy): the forward's all-reduce is missing
         return reduce_from_tensor_model_parallel_region(y)
 
 

@@ -1,6 +1,6 @@
 """The framework recipes and their injected misconfigurations, as ``Entry``s of the program
 corpus (examples/programs/corpus.py): the label of each is confirmed on real gloo ranks by
-``run_gloo.py`` here, and ``tests/test_frameworks.py`` captures and checks them.
+``confirm_gloo.py``, and ``tests/test_frameworks.py`` captures and checks them.
 
 ``FRAMEWORK`` of an entry: the Python package it needs (an entry whose package is not installed
 is skipped by the tests)."""
@@ -45,11 +45,11 @@ CORPUS = [
     _e("megatron_layer", "megatron_layer_joint.toml", "joint"),
     _e("megatron_layer", "megatron_layer.toml", ws=4),
     _e("megatron_region_correct", "megatron_region.toml"),
-    _e("megatron_region_correct", "megatron_region.toml", "joint"),
+    _e("megatron_region_correct", "megatron_region_joint.toml", "joint"),
     _e("megatron_mlp_no_grad_reduce", "megatron_mlp_joint.toml", "joint",
        bug=("megatron_mlp_no_grad_reduce.py", "input gradient not all-reduced")),
     _e("megatron_mlp_sp_fc2_only", "megatron_mlp.toml", bug=("megatron_mlp_sp_fc2_only.py", "sequence-parallel flag")),
-    _e("megatron_region_copy", "megatron_region.toml", bug=("megatron_region_copy.py", "all-reduce is missing")),
+    _e("megatron_region_copy", "megatron_region.toml", bug=("_megatron_region.py", "all-reduce is missing")),
     # torchtitan: its sharding entries, run in its SPMD context
     _e("torchtitan_llama3", "torchtitan_llama3.toml"),
     _e("torchtitan_llama3", "torchtitan_llama3_joint.toml", "joint"),

@@ -2,7 +2,7 @@
 sequential program on the CPU in float64, every rank on a gloo process with its parameters
 derived from the sequential ones through the spec (or a DTensor's own placements), outputs (and
 gradients, joint) compared through the spec's [expect] (examples/programs/run_gloo.py does the
-work).  ``python examples/frameworks/run_gloo.py [ID...]``; exit 1 on a label gloo contradicts."""
+work).  ``python examples/frameworks/confirm_gloo.py [ID...]``; exit 1 on a label gloo contradicts."""
 from __future__ import annotations
 
 import os

@@ -31,7 +31,7 @@ for p in (FRAMEWORKS, ROOT / "examples" / "programs", ROOT / "examples"):
         sys.path.insert(0, str(p))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from framework_corpus import BY_ID, CORPUS, framework  # noqa: E402
+from framework_corpus import BY_ID, CORPUS, bug_line, framework  # noqa: E402
 
 pytestmark = pytest.mark.frameworks
 
@@ -51,7 +51,7 @@ XFAIL = {
 LOCATED_IN = {
     "hf_llama_down_unreduced[forward]": "transformers/",
     "hf_llama_head_colwise[forward]": "transformers/",
-    "hf_llama_embedding_unreduced[forward]": "transformers/",
+    "hf_llama_attention_unreduced[forward]": "transformers/",
     "megatron_mlp_no_grad_reduce[joint]": "megatron/core/tensor_parallel/layers.py",
     "megatron_mlp_sp_fc2_only[forward]": "megatron/core/tensor_parallel/mappings.py",
     # the user's own block misusing Megatron's mapping function: no operator runs on the bug's line
@@ -166,7 +166,6 @@ def test_framework_misconfiguration_fails_in_framework_code(entry, bundles):
 def test_framework_corpus_shape():
     """Every framework has its correct recipes forward and joint and at least three
     misconfigurations, each with its location and a # BUG line."""
-    from corpus import bug_line
     for fw in ("hf", "megatron", "torchtitan"):
         mine = [e for e in CORPUS if e.name.startswith(fw + "_")]
         assert {e.mode for e in mine if e.label == "correct"} == {"forward", "joint"}, fw

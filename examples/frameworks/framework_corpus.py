@@ -33,7 +33,8 @@ CORPUS = [
     _e("hf_qwen2", "hf_llama_joint.toml", "joint"),
     _e("hf_llama_down_unreduced", "hf_llama.toml", bug=("hf_llama_down_unreduced.py", "left unreduced")),
     _e("hf_llama_head_colwise", "hf_llama.toml", bug=("hf_llama_head_colwise.py", "logits left sharded")),
-    _e("hf_llama_embedding_unreduced", "hf_llama.toml", bug=("hf_llama_embedding_unreduced.py", "never all-reduced")),
+    _e("hf_llama_attention_unreduced", "hf_llama.toml",
+       bug=("hf_llama_attention_unreduced.py", "the attention's partial sums")),
     # Megatron-core: ColumnParallelLinear / RowParallelLinear, TransformerLayer, sequence parallel
     _e("megatron_mlp", "megatron_mlp.toml"),
     _e("megatron_mlp", "megatron_mlp_joint.toml", "joint"),
@@ -60,3 +61,14 @@ CORPUS = [
        bug=("torchtitan_llama3_embedding_unreduced.py", "never all-reduced")),
 ]
 BY_ID = {e.id: e for e in CORPUS}
+
+
+def bug_line(entry) -> str | None:
+    """``examples/frameworks/<file>:<line>`` of the entry's ``# BUG`` line."""
+    if entry.bug is None:
+        return None
+    module, text = entry.bug
+    for i, line in enumerate((HERE / module).read_text().splitlines(), 1):
+        if "# BUG" in line and text in line:
+            return f"examples/frameworks/{module}:{i}"
+    raise LookupError(f"{entry.name}: no '# BUG' line containing {text!r} in {module}")

@@ -17,6 +17,9 @@ from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 from transformers.distributed import DistributedConfig  # noqa: E402
 
 MODEL = LlamaForCausalLM
+# examples/frameworks/confirm_gloo.py: the rotary table's copy HF keeps for dynamic scaling is a
+# buffer the forward never reads (so no graph, nor the spec, names it): every rank holds the same
+GLOO_DERIVE = {"buffer:model.rotary_emb.original_inv_freq": lambda seq, rank, world_size: seq}
 BATCH, SEQ = 2, 8
 
 

@@ -5,6 +5,7 @@ from torch.distributed.tensor import Partial
 from transformers.distributed.tensor_parallel import ALL_PARALLEL_STYLES, RowwiseParallel
 
 import hf_llama
+from hf_llama import GLOO_DERIVE  # noqa: F401  (confirm_gloo.py)
 
 ALL_PARALLEL_STYLES.register("rowwise_partial", RowwiseParallel(output_layouts=Partial()))  # BUG (down_unreduced): partial sums left unreduced
 

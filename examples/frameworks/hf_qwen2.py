@@ -17,3 +17,4 @@ def config():
 
 hf_llama.config = config
 build = hf_llama.build
+GLOO_DERIVE = hf_llama.GLOO_DERIVE

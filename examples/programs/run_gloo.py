@@ -8,8 +8,9 @@ examples/soundness/run_gloo.py (imported for its helpers, not edited):
   their ``[expect]`` relations like ``out``;
 * integer / bool inputs and buffers keep the values ``build(0, 1)`` gives (token ids, masks, RoPE
   tables) and are split through the relations like everything else; float ones are random float64;
-* an input whose relation is an explicit term (interleaved fused weights) is derived by the
-  script's ``GLOO_DERIVE = {port: fn(seq_tensor, rank, world_size)}``;
+* an input whose relation is an explicit term (interleaved fused weights), or a buffer no graph
+  reads (so no spec can name it), is derived by the script's ``GLOO_DERIVE = {port: fn(seq_tensor,
+  rank, world_size)}``;
 * ``F.dropout`` is replaced (in seq and on every rank) by its deterministic part, x / (1 - p)
   in training, so that a program with the wrong ``p`` is told apart.
 
@@ -122,6 +123,9 @@ def _case(entry, seed):
     for r in range(ws):
         given = {}
         for port, v in list(values.items()) + [(f"tangent:{o}", t) for o, t in (tangents or {}).items()]:
+            if port not in spec.inputs and port in fns:   # a tensor no graph reads (so no spec names it)
+                given[port] = fns[port](v, r, ws).clone()
+                continue
             if port not in spec.inputs:     # a DTensor's part comes from its placements (_run_rank)
                 given[port] = _FromPlacements(v)
                 continue

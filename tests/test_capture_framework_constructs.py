@@ -39,6 +39,7 @@ def gloo_report():
     return run_gloo.run(CORPUS, verbose=False)
 
 
+@pytest.mark.corpus   # every label re-run on gloo: the corpus tier (about 35 s wall)
 def test_labels_confirmed_on_gloo(gloo_report):
     assert set(gloo_report) == {e.id for e in CORPUS}
     wrong = {n: r for n, r in gloo_report.items() if r["gloo"] != r["label"]}
@@ -157,3 +158,7 @@ def test_installed_package_sources_shown_relative_to_the_package(tmp_path):
               (str(Path(__import__("torch").__file__).parent / "nn" / "functional.py"), 1, "linear", "")]
     assert capture_errors.pick_frame(frames, script)[1] == 512
     assert capture_errors.pick_frame(frames, script, prefer_script=True)[1] == 10
+    # ... but a helper of the program's own beside it (not installed) is shown at the script's call
+    helper = [frames[0], (str(tmp_path / "helpers.py"), 52, "forward", "return all_reduce(x)"), frames[2]]
+    assert capture_errors.pick_frame(helper, script)[1] == 10
+    assert capture_errors.pick_frame(helper[1:], script)[1] == 52     # no script frame: the helper's

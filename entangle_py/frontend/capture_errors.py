@@ -243,21 +243,28 @@ def _is_library(path: str) -> bool:
 
 
 def pick_frame(frames, script_file: str | None, prefer_script: bool = False):
-    """The innermost frame that is the script's or outside torch and the standard library: where
-    the program called into torch (a framework's line when the script calls a framework's module).
-    ``prefer_script``: the innermost frame in the script first, if any (a failure in build is
-    shown at the script's line that led to it)."""
+    """The innermost frame that is the script's or an installed package's outside torch (a
+    framework's line when the script calls a framework's module; the script's line when it calls
+    a helper of its own beside it); else the innermost frame outside torch and the standard
+    library.  ``prefer_script``: the innermost frame in the script first, if any (a failure in
+    build is shown at the script's line that led to it)."""
     def same(f):
         try:
             return script_file is not None and str(Path(f).resolve()) == script_file
         except OSError:
             return False
+
+    def installed(f):
+        return any(part in _INSTALLED for part in Path(f).parts) and not _is_library(f)
     if prefer_script:
         for f in reversed(frames):
             if same(f[0]):
                 return f
     for f in reversed(frames):
-        if same(f[0]) or not _is_library(f[0]):
+        if same(f[0]) or installed(f[0]):
+            return f
+    for f in reversed(frames):
+        if not _is_library(f[0]):
             return f
     return None
 

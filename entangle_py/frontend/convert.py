@@ -372,14 +372,14 @@ def constant_literal(name: str, v, source, module) -> list[graph.Node] | None:
     meta = graph.TensorMeta(shape, _dtype_name(v.dtype))
     if len(set(map(repr, flat))) <= 1:     # one value (repr: -0.0 and nan are values of their own)
         value = flat[0] if flat else 0
-        return [graph.Node(name, "aten.full.default", (list(shape), value), dict(kwargs), meta, source, module)]
+        return [graph.Node(name, ops.FULL, (list(shape), value), dict(kwargs), meta, source, module)]
     if len(flat) > MAX_LITERAL_ELEMENTS:
         return None
-    parts = [graph.Node(f"{name}_element{i}", "aten.full.default", ([1], x), dict(kwargs),
+    parts = [graph.Node(f"{name}_element{i}", ops.FULL, ([1], x), dict(kwargs),
                         graph.TensorMeta((1,), meta.dtype), source, module) for i, x in enumerate(flat)]
-    cat = graph.Node(f"{name}_elements", "aten.cat.default", ([graph.Ref(p.name) for p in parts], 0), {},
+    cat = graph.Node(f"{name}_elements", ops.CAT, ([graph.Ref(p.name) for p in parts], 0), {},
                      graph.TensorMeta((len(flat),), meta.dtype), source, module)
-    return parts + [cat, graph.Node(name, "aten.view.default", (graph.Ref(cat.name), list(shape)), {}, meta,
+    return parts + [cat, graph.Node(name, ops.VIEW, (graph.Ref(cat.name), list(shape)), {}, meta,
                                     source, module)]
 
 

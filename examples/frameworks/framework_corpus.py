@@ -11,7 +11,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "programs"))
-from corpus import Entry  # noqa: E402  (examples/programs/corpus.py)
+import corpus  # noqa: E402  (examples/programs/corpus.py)
+from corpus import Entry  # noqa: E402
 
 
 def _e(script, spec, mode="forward", bug=None, ws=2):
@@ -65,10 +66,5 @@ BY_ID = {e.id: e for e in CORPUS}
 
 def bug_line(entry) -> str | None:
     """``examples/frameworks/<file>:<line>`` of the entry's ``# BUG`` line."""
-    if entry.bug is None:
-        return None
-    module, text = entry.bug
-    for i, line in enumerate((HERE / module).read_text().splitlines(), 1):
-        if "# BUG" in line and text in line:
-            return f"examples/frameworks/{module}:{i}"
-    raise LookupError(f"{entry.name}: no '# BUG' line containing {text!r} in {module}")
+    line = corpus.bug_line(entry, HERE)
+    return line and f"examples/frameworks/{line}"

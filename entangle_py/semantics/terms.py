@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-import torch
+from entangle_py.lazy import torch
 
 from entangle_py.semantics.sexpr import Var, parse_sexpr, to_sexpr  # noqa: F401  (the term language's text)
 
@@ -158,23 +158,28 @@ def _stack_max(parts):
     return out
 
 
+def _fn(name: str) -> Callable:
+    """torch's function ``name``, looked up when called (torch is imported on first use)."""
+    return lambda *a: getattr(torch, name)(*a)
+
+
 UNARY_OPS: dict[str, Callable] = {
     "gelu": lambda x: torch.nn.functional.gelu(x),
     "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-    "relu": torch.relu,
-    "silu": torch.nn.functional.silu,
-    "sigmoid": torch.sigmoid,
-    "tanh": torch.tanh,
-    "exp": torch.exp,
-    "log": torch.log,
-    "neg": torch.neg,
-    "abs": torch.abs,
-    "sqrt": torch.sqrt,
-    "rsqrt": torch.rsqrt,
-    "erf": torch.erf,
-    "reciprocal": torch.reciprocal,
-    "square": torch.square,
-    "logical_not": torch.logical_not,
+    "relu": _fn("relu"),
+    "silu": lambda x: torch.nn.functional.silu(x),
+    "sigmoid": _fn("sigmoid"),
+    "tanh": _fn("tanh"),
+    "exp": _fn("exp"),
+    "log": _fn("log"),
+    "neg": _fn("neg"),
+    "abs": _fn("abs"),
+    "sqrt": _fn("sqrt"),
+    "rsqrt": _fn("rsqrt"),
+    "erf": _fn("erf"),
+    "reciprocal": _fn("reciprocal"),
+    "square": _fn("square"),
+    "logical_not": _fn("logical_not"),
 }
 # dtype conversions (aten._to_copy to another dtype) are elementwise too
 CASTS = ("float16", "bfloat16", "float32", "float64", "int32", "int64", "bool")
@@ -203,25 +208,25 @@ def _aten(name):
 
 
 BINARY_OPS: dict[str, Callable] = {
-    "add": torch.add,
-    "sub": torch.sub,
-    "mul": torch.mul,
-    "div": torch.div,
+    "add": _fn("add"),
+    "sub": _fn("sub"),
+    "mul": _fn("mul"),
+    "div": _fn("div"),
     "div_floor": lambda a, b: torch.div(a, b, rounding_mode="floor"),
     "div_trunc": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
-    "maximum": torch.maximum,
-    "minimum": torch.minimum,
-    "pow": torch.pow,
-    "eq": torch.eq,
-    "lt": torch.lt,
-    "gt": torch.gt,
-    "le": torch.le,
-    "ge": torch.ge,
-    "ne": torch.ne,
-    "bitwise_or": torch.bitwise_or,
-    "bitwise_and": torch.bitwise_and,
-    "logical_or": torch.logical_or,
-    "logical_and": torch.logical_and,
+    "maximum": _fn("maximum"),
+    "minimum": _fn("minimum"),
+    "pow": _fn("pow"),
+    "eq": _fn("eq"),
+    "lt": _fn("lt"),
+    "gt": _fn("gt"),
+    "le": _fn("le"),
+    "ge": _fn("ge"),
+    "ne": _fn("ne"),
+    "bitwise_or": _fn("bitwise_or"),
+    "bitwise_and": _fn("bitwise_and"),
+    "logical_or": _fn("logical_or"),
+    "logical_and": _fn("logical_and"),
     # pointwise backward ops: elementwise binary ops (with broadcasting) over (grad, saved tensor),
     # so every binary lemma holds for them (tests/test_backward_ops.py checks each is elementwise)
     "gelu_backward": lambda g, x: torch.ops.aten.gelu_backward(g, x),
@@ -832,7 +837,32 @@ PRIMITIVES: dict[str, Callable] = {
     # (the checker declares it from the graphs' metadata, check/distributed.py): its meaning for
     # a lemma is the shape and dtype that the two share
     "peer": lambda a, b: a.shape == b.shape and a.dtype == b.dtype,
+    # (concat2 x y d): the e-graph holds the concat of x and y along d (lemmas/movement.py, a rule
+    # derives it from every such concat): its meaning for a lemma is that the concat is defined
+    "concat2": lambda x, y, d: _concat_defined(x, y, d),
+    # (stile x d a l): the parts of l are x from a to its end along d, in order (lemmas/movement.py:
+    # rules chain the slices of x the e-graph holds)
+    "stile": lambda x, d, a, l: _tiles(x, d, a, l),
 }
+
+
+def _tiles(x, d, a, parts) -> bool:
+    if not parts or not 0 <= a <= x.shape[d]:
+        return False
+    try:
+        whole = torch.cat(list(parts), d)
+    except (RuntimeError, IndexError, TypeError):
+        return False
+    rest = x.narrow(d, a, x.shape[d] - a)
+    return whole.shape == rest.shape and whole.dtype == rest.dtype and bool(torch.equal(whole, rest))
+
+
+def _concat_defined(x, y, d) -> bool:
+    try:
+        torch.cat([x, y], d)
+    except (RuntimeError, IndexError, TypeError):
+        return False
+    return True
 
 # Element types.  (dtype x) is the name of tensor x's dtype ("float32", "int64", "bool"): every
 # tensor of either program has one (check/sizes.py), and data movement passes it on
@@ -901,6 +931,8 @@ FUNCTIONS_TEXT = """
 (relation vsfx (T DList i64))
 (relation bsame (T T i64))
 (relation peer (T T))
+(relation concat2 (T T i64))
+(relation stile (T i64 i64 TList))
 (relation ask_zip (TList TList i64 i64))
 (relation zipok (TList TList i64 i64))
 (function ipos (IList i64) i64 :merge old)

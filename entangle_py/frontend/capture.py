@@ -96,7 +96,7 @@ from entangle_py.frontend.capture_errors import (CaptureError, capture_error, co
 from entangle_py.ir import graph, ops
 from entangle_py.frontend.convert import (DynamoInfo, check_no_gradient_is_needed, convert, custom_op_schemas,
                                          source_name_of)
-from entangle_py.frontend import ddp, rank_processes, rng
+from entangle_py.frontend import async_collectives, ddp, rank_processes, rng
 from entangle_py.frontend.functionalize import FunctionalizeError, functionalize, returns_a_view
 
 
@@ -378,13 +378,17 @@ def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool
                 dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=world_size)
                 pg = True
             found = {}
-            with _recording_parallel_styles(found), ddp.capturing_ddp(rank, world_size, script_file), \
-                    streams.building(rank):
+            with _groups_on_the_fake_backend(pg), _recording_parallel_styles(found), \
+                    ddp.capturing_ddp(rank, world_size, script_file), streams.building(rank):
                 model, inputs = _build(module, rank, world_size, script_file)
             ddp.check_model(model, rank)
             placements = _dtensor_placements(model, inputs, world_size)
             styles = _parallel_styles(model, found)
-            gm, info = _trace(model, inputs, module, joint, dynamic, script_file, rank)
+            with _groups_on_the_fake_backend(pg):
+                gm, info = _trace(model, inputs, module, joint, dynamic, script_file, rank)
+            if joint:     # a DTensor output's tangent is laid out as the output: its placement
+                placements.update({f"tangent:{port}": _placement_text(t, world_size)
+                                   for port, t in info.results if _is_dtensor(t)})
             streams.forward(rank, info.eager_draws)
             g = convert(gm, info, model, inputs, rank, script_file, joint, world_size)
             # AOTAutograd's graphs are functional already (an input written to is a mutated:
@@ -399,6 +403,31 @@ def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool
         torch._dynamo.reset()
         if pg:
             dist.destroy_process_group()
+
+
+@contextlib.contextmanager
+def _groups_on_the_fake_backend(active: bool):
+    """Process groups the program creates for another backend (Megatron's ``backend="gloo"``
+    groups beside its NCCL ones, a ``pg_options`` of NCCL) are made on the fake backend of the
+    simulated ranks: the same members under the program's group name, nothing communicated.
+    A group's backend does not change what its collectives compute."""
+    if not active:
+        yield
+        return
+    import torch.distributed.distributed_c10d as c10d
+    orig = c10d._new_process_group_helper
+
+    def helper(group_size, group_rank, global_ranks_in_group, backend, store, group_name, backend_options=None,
+               *args, **kwargs):
+        if backend is not None and str(backend).lower() != "fake":
+            backend, backend_options = "fake", None
+        return orig(group_size, group_rank, global_ranks_in_group, backend, store, group_name, backend_options,
+                    *args, **kwargs)
+    c10d._new_process_group_helper = helper
+    try:
+        yield
+    finally:
+        c10d._new_process_group_helper = orig
 
 
 def _build(module, rank, world_size, script_file):
@@ -444,15 +473,20 @@ def _build(module, rank, world_size, script_file):
 
 
 def _refuse_hooked_sharding(model):
-    """FSDP2 (``fully_shard``) gathers and scatters in module hooks Dynamo does not trace: the
-    graph would miss them, so the program is refused here, by name, not at a graph break."""
+    """FSDP2 (``fully_shard``) gathers and scatters in module hooks that torch 2.13 runs under
+    ``torch._dynamo.disable`` (``_fsdp_common._dynamo_disable``, "skipping FSDP hooks": the
+    unshard's all-gather before forward and backward, the reduce-scatter after backward); the
+    switch earlier releases had to trace them (``torch._dynamo.config.skip_fsdp_hooks = False``)
+    is gone, and compiled autograd would still not see the forward's all-gathers.  No graph holds
+    them, so the program is refused here, by name, not at a graph break."""
     from torch.distributed.fsdp import FSDPModule
     for name, m in model.named_modules():
         if isinstance(m, FSDPModule):
             raise CaptureError(f"{'module ' + repr(name) if name else 'the model'} is sharded with FSDP2 (fully_shard), "
-                               "whose all-gathers and reduce-scatters run in hooks outside the traced graph: not "
-                               "supported; write ZeRO-3 explicitly (all-gather the weights in forward, reduce-scatter "
-                               "their gradients in backward), as tests/corpus/programs/_fsdp.py does")
+                               "whose all-gathers and reduce-scatters run in module hooks torch 2.13 keeps out of "
+                               "every traced graph (torch._dynamo.disable: \"skipping FSDP hooks\"): not supported; "
+                               "check the model's other parallelism without fully_shard, or write ZeRO-3 explicitly (all-gather the weights in "
+                               "forward, reduce-scatter their gradients in backward), as tests/corpus/programs/_fsdp.py does")
 
 
 def _trace(model, inputs, module, joint, dynamic, script_file, rank):
@@ -518,8 +552,12 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
     # point-to-point ops (dist.isend / irecv / batch_isend_irecv) trace only with this flag;
     # receives whose value torch's tracing drops are refused or repaired (_repair_received_aliases)
     p2p = torch._dynamo.config.patch(enable_p2p_compilation=True)
+    # a warning or a log line in forward (Megatron warns in its linear layers) computes nothing:
+    # Dynamo drops it instead of breaking the graph there
+    quiet = torch._dynamo.config.patch(ignore_logging_functions=_ignored_in_forward())
     try:
-        with grad_ctx, p2p, _quiet_torch_logs(), warnings.catch_warnings(record=True) as caught:
+        with grad_ctx, p2p, quiet, async_collectives.tracing_async_collectives(), _quiet_torch_logs(), \
+                warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = compiled(**inputs)
     except InputError:
@@ -541,6 +579,7 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
                                "so there is no backward graph")
         raise CaptureError("the program produced no graph (does forward compute anything?)")
     info.result_structure = _output_names(result, info.num_outputs)
+    info.results = list(zip(info.result_structure, _flat_results(result)))
     info.eager_draws = rng.eager_draws(model, inputs, fake_mode, captured[key])   # a trace may drop a draw
     ddp.check_graph(captured[key], info.port_names, model, rank, joint)
     if joint:
@@ -552,6 +591,15 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
             check_no_gradient_is_needed(gm, desc, outs, out.meta.get("desc"), port, rank, info.no_grad_nodes)
         info.ddp_zero_grads = ddp.reduce_unused(gm, info.port_names, model, rank, no_gradient_is_needed)
     return captured[key], info
+
+
+def _ignored_in_forward() -> set:
+    """What a forward may call for its user's information only: warnings and logging.Logger's
+    methods (they return None and change no tensor)."""
+    import logging
+    log = logging.Logger
+    return {warnings.warn, warnings.warn_explicit, log.debug, log.info, log.warning, log.warn, log.error,
+            log.critical, log.exception, log.log}
 
 
 def _drop_globally_unused(ranks, zero_grads) -> None:
@@ -964,6 +1012,11 @@ def _source_name(ga) -> str:
 
 def _sanitize(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.:\[\]]+", "_", s).strip("_") or "anon"
+
+
+def _flat_results(result) -> list:
+    return [result] if not isinstance(result, (tuple, list, dict)) else \
+        list(result.values() if isinstance(result, dict) else result)
 
 
 def _output_names(result, num_graph_outputs: int) -> list[str]:

@@ -57,9 +57,18 @@ def merge_notes(per_rank) -> list:
     return out
 
 
+_INSTALLED = ("site-packages", "dist-packages")    # where pip puts a framework (a venv's, or the system's)
+
+
 def display_path(p) -> str:
-    """Paths inside the working directory are shown (and stored) relative to it."""
+    """Paths inside the working directory are shown (and stored) relative to it; a file of an
+    installed package relative to the package's folder (``megatron/core/tensor_parallel/layers.py``),
+    as its users know it, the same on every machine."""
     p = Path(p)
+    parts = p.parts
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] in _INSTALLED:
+            return Path(*parts[i + 1:]).as_posix()
     try:
         rp, cwd = p.resolve(), Path.cwd().resolve()
         return rp.relative_to(cwd).as_posix() if rp.is_relative_to(cwd) else p.as_posix()
@@ -73,9 +82,12 @@ def first_line(e: BaseException) -> str:
 
 
 def user_frame_suffix(e: BaseException, script_file: str | None) -> str:
+    """' (at file:line)' of the script's frame an exception (in build, at import) went through,
+    else of the innermost frame outside torch and the standard library."""
     import traceback
     frames = traceback.extract_tb(e.__traceback__)
-    pick = pick_frame([(f.filename, f.lineno, f.name, f.line or "") for f in frames], script_file)
+    pick = pick_frame([(f.filename, f.lineno, f.name, f.line or "") for f in frames], script_file,
+                      prefer_script=True)
     return f" (at {display_path(pick[0])}:{pick[1]})" if pick else ""
 
 
@@ -217,24 +229,39 @@ def _torch_dirs() -> tuple[str, ...]:
 
 
 def _is_library(path: str) -> bool:
+    """torch's own code, the standard library's (not the packages installed beside it: a framework
+    in the interpreter's site-packages is a program's code) or this package's frontend."""
     if path.startswith("<"):
         return True
     try:
         p = str(Path(path).resolve())
     except OSError:
         p = path
-    return p.startswith(_torch_dirs()) or p.startswith(str(Path(__file__).resolve().parent))
+    if p.startswith(_torch_dirs()[:-1]) or p.startswith(str(Path(__file__).resolve().parent)):
+        return True
+    return p.startswith(_torch_dirs()[-1]) and not any(part in _INSTALLED for part in Path(p).parts)
 
 
-def pick_frame(frames, script_file: str | None):
-    """Innermost frame in the script; else innermost frame outside torch and the stdlib."""
+def pick_frame(frames, script_file: str | None, prefer_script: bool = False):
+    """The innermost frame that is the script's or an installed package's outside torch (a
+    framework's line when the script calls a framework's module; the script's line when it calls
+    a helper of its own beside it); else the innermost frame outside torch and the standard
+    library.  ``prefer_script``: the innermost frame in the script first, if any (a failure in
+    build is shown at the script's line that led to it)."""
     def same(f):
         try:
             return script_file is not None and str(Path(f).resolve()) == script_file
         except OSError:
             return False
+
+    def installed(f):
+        return any(part in _INSTALLED for part in Path(f).parts) and not _is_library(f)
+    if prefer_script:
+        for f in reversed(frames):
+            if same(f[0]):
+                return f
     for f in reversed(frames):
-        if same(f[0]):
+        if same(f[0]) or installed(f[0]):
             return f
     for f in reversed(frames):
         if not _is_library(f[0]):

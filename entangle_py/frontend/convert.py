@@ -26,6 +26,7 @@ class DynamoInfo:
     # (grad port, DDP group members) of gradients the capture wrote as DDP's reduction of zeros
     ddp_zero_grads: list = dataclasses.field(default_factory=list)
     eager_draws: list | None = None      # shapes of the draws the forward makes run eagerly (frontend/rng.py)
+    results: list = dataclasses.field(default_factory=list)          # (output port, the tensor forward returned)
 
 
 def is_opaque_object(v) -> bool:
@@ -228,6 +229,8 @@ def convert(gm, info: DynamoInfo, model, inputs, rank, script_file, joint, world
             return f"buffer:{desc.target}"
         if isinstance(desc, D.SubclassGetAttrAOTInput) and desc.attr == "_local_tensor":
             return plain_in_name(desc.base)     # a DTensor's local tensor: the rank's part of it
+        if isinstance(desc, D.TangentAOTInput):   # (a DTensor output's tangent: its local tensor)
+            return "tangent:" + out_name(desc.output)
         raise CaptureError(f"rank {rank}: unsupported graph input kind {type(desc).__name__} ({desc})")
 
     def out_name(desc) -> str:
@@ -259,9 +262,7 @@ def convert(gm, info: DynamoInfo, model, inputs, rank, script_file, joint, world
                     raise CaptureError(f"rank {rank}: the graph reads {desc.expr()} of a tensor subclass "
                                        f"({type(n.meta.get('val')).__name__}); only its local tensor is supported")
                 continue
-            if isinstance(desc, D.TangentAOTInput):
-                port = "tangent:" + out_name(desc.output)
-            elif desc is not None:
+            if desc is not None:
                 port = plain_in_name(desc)
             else:
                 raise CaptureError(f"rank {rank}: graph input {n.name} has no descriptor")
@@ -316,14 +317,70 @@ def convert(gm, info: DynamoInfo, model, inputs, rank, script_file, joint, world
                 # (torch 2.13 does so once a mesh was traced before in the process): only returned
                 # as the DTensor's mesh, which the output loop skips; nothing computes with it
                 continue
-            raise CaptureError(f"rank {rank}: the captured graph reads a constant tensor ({n.target}); "
-                               f"create constants from inputs or register them as buffers")
+            literal = constant_literal(n.name, getattr(gm, n.target, None), conv.source(next(iter(n.users), n)),
+                                       conv.module(next(iter(n.users), n)))
+            if literal is None:
+                raise CaptureError(f"rank {rank}: the captured graph reads a constant tensor ({n.target}) whose "
+                                   f"value capture cannot write down ({_why_not_literal(getattr(gm, n.target, None))}); "
+                                   f"create it from inputs or register it as a buffer")
+            nodes += literal
         else:
             raise CaptureError(f"rank {rank}: unsupported graph node {n.op} {n.target}")
 
     symbols, guards = _symbols_and_guards(conv, info)
     return graph.RankGraph(rank=rank, nodes=nodes, inputs=ports_in, outputs=ports_out,
                            groups=groups, symbols=symbols, guards=guards)
+
+
+# A lifted constant of at most this many elements is written into the graph element by element
+# (a bigger one of one repeated value is one fill)
+MAX_LITERAL_ELEMENTS = 64
+
+
+def _known_value(v) -> bool:
+    """A tensor whose values exist in this process (not fake, not on meta, not a subclass)."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensor
+    return (type(v) in (torch.Tensor, torch.nn.Parameter) and not isinstance(v, FakeTensor)
+            and v.device.type != "meta" and not v.is_sparse and not v.is_complex())
+
+
+def _why_not_literal(v) -> str:
+    import torch
+    if not isinstance(v, torch.Tensor):
+        return f"a {type(v).__name__}"
+    if not _known_value(v):
+        return "its value is not known at capture time"
+    return f"{v.numel()} elements of more than one value"
+
+
+def constant_literal(name: str, v, source, module) -> list[graph.Node] | None:
+    """The graph nodes that write down a constant tensor the trace lifted (Dynamo's
+    ``_tensor_constantN``: a ``torch.tensor(0)`` a framework writes into ``forward``, DTensor's
+    ``masked_tensor[mask] = 0``): ``aten.full`` of its shape where every element is one value, else
+    (at most ``MAX_LITERAL_ELEMENTS``) one ``full`` per element, concatenated and viewed to its
+    shape.  The last node is named ``name`` (the graph's reads of the constant read it).  None when
+    the value is not known here (a fake or meta tensor) or is too large to write down."""
+    import torch
+    if not isinstance(v, torch.Tensor) or not _known_value(v):
+        return None
+    dtype = graph.TorchConst("dtype", _dtype_name(v.dtype))
+    kwargs = {"dtype": dtype, "layout": graph.TorchConst("layout", "strided"),
+              "device": graph.TorchConst("device", "cpu"), "pin_memory": False}
+    shape = tuple(int(d) for d in v.shape)
+    flat = v.detach().reshape(-1).tolist()
+    meta = graph.TensorMeta(shape, _dtype_name(v.dtype))
+    if len(set(map(repr, flat))) <= 1:     # one value (repr: -0.0 and nan are values of their own)
+        value = flat[0] if flat else 0
+        return [graph.Node(name, ops.FULL, (list(shape), value), dict(kwargs), meta, source, module)]
+    if len(flat) > MAX_LITERAL_ELEMENTS:
+        return None
+    parts = [graph.Node(f"{name}_element{i}", ops.FULL, ([1], x), dict(kwargs),
+                        graph.TensorMeta((1,), meta.dtype), source, module) for i, x in enumerate(flat)]
+    cat = graph.Node(f"{name}_elements", ops.CAT, ([graph.Ref(p.name) for p in parts], 0), {},
+                     graph.TensorMeta((len(flat),), meta.dtype), source, module)
+    return parts + [cat, graph.Node(name, ops.VIEW, (graph.Ref(cat.name), list(shape)), {}, meta,
+                                    source, module)]
 
 
 def _only_returned_as_mesh(n, gm, D) -> bool:

@@ -119,6 +119,10 @@ SAME_VALUE = frozenset({
     "aten.lift_fresh_copy.default",
 })
 LIFT_FRESH_COPY = "aten.lift_fresh_copy.default"
+# what a lifted constant whose value capture knows is written as (frontend/convert.constant_literal):
+# one fill, or one fill per element concatenated (then viewed to its shape)
+FULL = "aten.full.default"
+CAT = "aten.cat.default"
 ALIAS = "aten.alias.default"
 # a view of a buffer a custom op writes, and the buffer with that view replaced (frontend/decompose.py)
 SLICE = "aten.slice.Tensor"

@@ -31,12 +31,12 @@ class Entry:
         return f"{self.name}[{self.mode}]" if self.world_size == 2 else f"{self.name}[{self.mode}@{self.world_size}]"
 
 
-def bug_line(entry) -> str | None:
-    """``file:line`` of the entry's ``# BUG`` line."""
+def bug_line(entry, folder: Path = HERE) -> str | None:
+    """``file:line`` of the entry's ``# BUG`` line (its module in ``folder``)."""
     if entry.bug is None:
         return None
     module, text = entry.bug
-    for i, line in enumerate((HERE / module).read_text().splitlines(), 1):
+    for i, line in enumerate((folder / module).read_text().splitlines(), 1):
         if "# BUG" in line and text in line:
             return f"{module}:{i}"
     raise LookupError(f"{entry.name}: no '# BUG' line containing {text!r} in {module}")

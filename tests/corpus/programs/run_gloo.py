@@ -8,10 +8,14 @@ tests/corpus/soundness/run_gloo.py (imported for its helpers, not edited):
   their ``[expect]`` relations like ``out``;
 * integer / bool inputs and buffers keep the values ``build(0, 1)`` gives (token ids, masks, RoPE
   tables) and are split through the relations like everything else; float ones are random float64;
-* an input whose relation is an explicit term (interleaved fused weights) is derived by the
-  script's ``GLOO_DERIVE = {port: fn(seq_tensor, rank, world_size)}``;
+* an input whose relation is an explicit term (interleaved fused weights), or a buffer no graph
+  reads (so no spec can name it), is derived by the script's ``GLOO_DERIVE = {port: fn(seq_tensor,
+  rank, world_size)}``;
 * ``F.dropout`` is replaced (in seq and on every rank) by its deterministic part, x / (1 - p)
-  in training, so that a program with the wrong ``p`` is told apart.
+  in training, so that a program with the wrong ``p`` is told apart;
+* a script naming ``GLOO_PEER_DELAY`` (seconds) has its ranks other than 0 start that late, so
+  that rank 0 reads a tensor an unfinished collective writes (``async_op=True``) before it can
+  finish: the outcome a slow peer gives.
 
 Each checked output: every rank's tensor must equal the seq output as derived through the expected
 relation for that rank (replicate: all of it, shard(d)[@g]: its chunk); partial: the ranks' sum
@@ -22,6 +26,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import torch
@@ -122,6 +127,9 @@ def _case(entry, seed):
     for r in range(ws):
         given = {}
         for port, v in list(values.items()) + [(f"tangent:{o}", t) for o, t in (tangents or {}).items()]:
+            if port not in spec.inputs and port in fns:   # a tensor no graph reads (so no spec names it)
+                given[port] = fns[port](v, r, ws).clone()
+                continue
             if port not in spec.inputs:     # a DTensor's part comes from its placements (_run_rank)
                 given[port] = _FromPlacements(v)
                 continue
@@ -145,7 +153,7 @@ def _run(model, inputs, values, grad_inputs, joint, tangents):
         args[k] = v
     with torch.set_grad_enabled(joint):
         out = named_outputs(model(**args))
-    res = {k: _materialise(v) for k, v in out.items()}
+    res = {k: _materialise(_local(v)) for k, v in out.items()}   # a DTensor output: its local part, as captured
     if not joint:
         return res, None
     # an output no gradient flows from (top-k's indices, an integer tensor) has no tangent
@@ -155,7 +163,8 @@ def _run(model, inputs, values, grad_inputs, joint, tangents):
     # a rank's output whose tangent the spec does not give (a pipeline stage's handle, the spec
     # naming the last stage's): NaN, so that a gradient reading it shows
     torch.autograd.backward([out[o] for o in diff],
-                            [tangents[o] if o in tangents else torch.full_like(out[o], float("nan")) for o in diff])
+                            [_tangent(out[o], tangents[o], f"tangent:{o}") if o in tangents
+                             else torch.full_like(out[o], float("nan")) for o in diff])
     name = _ddp_name(model)
     for n, p in model.named_parameters():
         if p.grad is not None:
@@ -186,6 +195,16 @@ class _FromPlacements:
         if isinstance(p, Replicate):
             return self.value.clone()
         raise ValueError(f"{port}: placement {p} is not derived here")
+
+
+def _tangent(out, t, port):
+    """A DTensor output's tangent the spec gives no relation for: a DTensor laid out as the output,
+    its local part by the output's placements."""
+    if not isinstance(t, _FromPlacements):
+        return t
+    from torch.distributed.tensor import DTensor
+    mesh = out.device_mesh
+    return DTensor.from_local(t.part(out, mesh.get_local_rank(), mesh.size(), port), mesh, out.placements)
 
 
 def _local(t):
@@ -227,6 +246,10 @@ def _run_rank(entry, rank, given, grad_inputs):
     values = {k: v for k, v in given.items()}
     joint = entry.mode == "joint"
     tangents = {k[len("tangent:"):]: v for k, v in given.items() if k.startswith("tangent:")} if joint else None
+    if rank > 0:
+        # a script whose collective may be read unfinished (async_op=True, read before wait())
+        # names a delay: its peers start late, so rank 0 reads before the collective can finish
+        time.sleep(getattr(mod, "GLOO_PEER_DELAY", 0))
     res, _ = _run(model, inputs, values, grad_inputs, joint, tangents)
     return res
 

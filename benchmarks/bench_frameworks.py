@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "examples" / "frameworks"), str(ROOT / "examples" / "programs")]
+sys.path[:0] = [str(ROOT / "examples" / "frameworks"), str(ROOT / "tests" / "corpus" / "programs")]
 from framework_corpus import CORPUS, framework  # noqa: E402
 
 

@@ -90,16 +90,21 @@ OP_REGISTRIES = {"entangle_py.ir.ops", "entangle_py.semantics.lower", "entangle_
                  "entangle_py.plugins.vllm", "entangle_py.plugins.megatron"}
 
 
+def _registry(mod: str) -> bool:
+    """The registries, and the lowering's modules (one per op class, entangle_py/semantics/lower/)."""
+    return mod in OP_REGISTRIES or mod.startswith("entangle_py.semantics.lower.")
+
+
 def test_op_literals_only_in_the_registries():
     """Adding an op touches its registry entry: no other module names an op (ARCHITECTURE.md)."""
     bad = []
     for mod, path in _modules():
-        if mod in OP_REGISTRIES:
+        if _registry(mod):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and _OP_LITERAL.match(node.value):
                 bad.append(f"{path.relative_to(PKG.parent)}:{node.lineno}: {node.value!r}")
-    assert not bad, "op literals outside ir/ops.py and semantics/lower.py:\n" + "\n".join(bad)
+    assert not bad, "op literals outside ir/ops.py and semantics/lower/:\n" + "\n".join(bad)
 
 
 def test_op_literal_check_sees_a_literal():

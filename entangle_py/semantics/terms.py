@@ -848,7 +848,7 @@ FLOAT_EXACT = {"to_float16": 2 ** 11, "to_bfloat16": 2 ** 8, "to_float32": 2 ** 
 
 
 # the counts ntext is defined for: their float text is the integer's digits and ".0" (the same
-# text egglog builds, and the one lowering writes for such a divisor, semantics/lower.py _scalar_text)
+# text egglog builds, and the one lowering writes for such a divisor, semantics/lower/core.py _scalar_text)
 NTEXT_MAX = 2 ** 53
 
 

@@ -62,19 +62,31 @@ _STRING_KIND = {
     ("zip_where", 0): "where",
 }
 CONSTS = ("0.5", "-2.0", "3.0", "1e-05", "0.0", "-1.0", "2", "inf", "-inf")
+# calls of torch's pointwise ops with constants (semantics/opcall.py): any op torch calls pointwise
+# is a unary or binary op of the term language, so every lemma over (unary op x) or (binary op a b)
+# must hold for these too
+UNARY_CALLS = ("cos", "sin", "isnan", "sign", "bitwise_not", "clamp.default(_, 0)", "clamp.default(_, -1.0, 0.5)",
+               "clamp.default(_, None, 0.5)", "pow.Scalar(2.0, _)", "pow.Tensor_Scalar(_, 3)",
+               "leaky_relu.default(_, 0.2)", "nan_to_num.default(_, 0.0)", "round.decimals(_, decimals=1)",
+               "softplus.default(_, 2)", "hardtanh.default(_, -0.5, 0.5)")
+BINARY_CALLS = ("atan2", "fmod", "remainder", "logaddexp", "xlogy", "copysign", "hypot", "fmax", "bitwise_xor",
+                "lerp.Scalar(_, _, 0.5)", "clamp.Tensor(_, _)", "clamp.Tensor(_, None, _)", "add.Tensor(_, _, alpha=2)",
+                "div.Tensor_mode(_, _, rounding_mode='floor')", "heaviside")
+CALLS = {"unary": UNARY_CALLS, "binary": BINARY_CALLS}     # drawn for 3 in 10 op variables of these kinds
 EPS = ("1e-05", "1e-06", "0.001")
 
 
 def string_domain(kind: str) -> list[str]:
     if kind == "unary":
-        return sorted(terms.UNARY_OPS)
+        return sorted(terms.UNARY_NAMES)
     if kind == "scalar":
         return sorted(terms.SCALAR_OPS)
     if kind == "binary":
-        return sorted(terms.BINARY_OPS) + [terms.MASKED_FILL + "-10000.0", terms.MASKED_FILL + "0.0",
-                                           terms.THRESHOLD_BACKWARD + "0.0", terms.THRESHOLD_BACKWARD + "0.5"]
+        return sorted(terms.BINARY_NAMES) + [terms.MASKED_FILL + "-10000.0", terms.MASKED_FILL + "0.0",
+                                             terms.THRESHOLD_BACKWARD + "0.0", terms.THRESHOLD_BACKWARD + "0.5"]
     if kind == "reduce":
-        return ["sum", "mean", "amax"]
+        return ["sum", "mean", "amax", "amin", "prod", "nansum", "logsumexp", "norm:2.0", "norm:1.0", "norm:inf",
+                "var:1.0", "std:0.0"]
     if kind == "iscalar":
         return list(terms.INT_SCALAR_OPS)
     if kind == "where":      # which operands of a where are concat parts (L), which copies (T)
@@ -409,6 +421,8 @@ class Drawer:
         self.dtypes = {}
         for c in self.when:
             _dtype_vars(c, self.dtypes)
+        # op variables a condition names ((fcast op)): the named ops it may hold, never a call
+        self.named_ops = set().union(*(pattern_vars(c) for c in self.when)) if self.when else set()
 
     def draw(self, rng: random.Random) -> dict:
         ctx = _Ctx(rng)
@@ -425,6 +439,8 @@ class Drawer:
             s = self.sorts[v]
             if s == "String" and self.kinds.get(v) == "count" and ctx.shapes and rng.random() < 0.7:
                 env[v] = repr(float(math.prod(rng.choice(ctx.shapes))))    # the size of a drawn tensor
+            elif s == "String" and self.kinds.get(v) in CALLS and v not in self.named_ops and rng.random() < 0.3:
+                env[v] = rng.choice(CALLS[self.kinds[v]])         # a call of a pointwise op
             elif s == "String":
                 env[v] = rng.choice(string_domain(self.kinds.get(v, "const")))
             elif v in self.dimvars and ctx.base and rng.random() < 0.3:

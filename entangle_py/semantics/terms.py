@@ -16,6 +16,7 @@ from typing import Callable
 
 import torch
 
+from entangle_py.semantics import opcall
 from entangle_py.semantics.sexpr import Var, parse_sexpr, to_sexpr  # noqa: F401  (the term language's text)
 
 BIG = 100_000        # cost of a compute op / a G_s tensor: any term containing one is not clean
@@ -54,8 +55,20 @@ def _unary(op: str, x):
 
 
 def unary_fn(op: str) -> Callable:
-    """The torch meaning of a unary op name."""
-    return UNARY_OPS[op]
+    """The torch meaning of a unary op: a named one (``UNARY_OPS``: casts, ``gelu_tanh``) or the op
+    text of a call of one of torch's pointwise ops on one tensor (``cos``,
+    ``clamp.default(_, 0.0)``: opcall.py)."""
+    fn = UNARY_OPS.get(op)
+    return fn if fn is not None else _opcall(op, 1)
+
+
+def _opcall(op: str, n: int) -> Callable:
+    try:
+        if opcall.arity(op) == n:
+            return opcall.meaning(op)
+    except ValueError:
+        pass
+    raise ValueError(f"{op!r} is no op of {n} tensor operand(s)")
 
 
 def _scalar(op: str, x, c: str):
@@ -67,16 +80,25 @@ def _binary(op: str, a, b):
 
 
 def binary_fn(op: str) -> Callable:
-    """The torch meaning of a binary op name.  Two ops carry a constant in their name:
-    ``masked_fill:<c>`` fills ``a`` where ``b`` holds; ``threshold_backward:<c>`` is
-    threshold_backward(grad=a, x=b, c)."""
+    """The torch meaning of a binary op: a named one (``BINARY_OPS``), a call of one of torch's
+    pointwise ops on two tensors (``atan2``, ``lerp.Scalar(_, _, 0.5)``: opcall.py), or one of two
+    ops that carry a constant in their name: ``masked_fill:<c>`` fills ``a`` where ``b`` holds;
+    ``threshold_backward:<c>`` is threshold_backward(grad=a, x=b, c)."""
     if op.startswith(MASKED_FILL):
         c = float(op[len(MASKED_FILL):])
         return lambda a, b: torch.masked_fill(a, b.bool(), c)
     if op.startswith(THRESHOLD_BACKWARD):
         c = float(op[len(THRESHOLD_BACKWARD):])
         return lambda g, x: torch.ops.aten.threshold_backward(g, x, c)
-    return BINARY_OPS[op]
+    fn = BINARY_OPS.get(op)
+    return fn if fn is not None else _opcall(op, 2)
+
+
+def _pointwise(op: str, operands):
+    """A call of one of torch's pointwise ops on three or more tensors (``addcmul``)."""
+    if not isinstance(operands, list) or len(operands) < 3:
+        raise ValueError(f"pointwise {op!r} of {len(operands)} operands (unary and binary ops have their own)")
+    return _opcall(op, len(operands))(*operands)
 
 
 def _slice(x, dim, start, end):
@@ -94,25 +116,51 @@ def _expand(x, shape):
 
 
 def _reduce(op: str, x, dims, keepdim):
+    """A reduction over dims: ``REDUCTIONS``, an op name and, after a colon, its constant (the
+    order of a norm, the correction of a variance): "sum", "logsumexp", "norm:2.0", "var:1.0"."""
     # canonical form (lowering writes it): dims sorted, distinct, in range and not empty (torch
     # reads an empty dim list as "every dim"); keepdim 0 or 1
     dims = list(dims)
     if not dims or dims != sorted(set(dims)) or dims[-1] >= max(x.dim(), 1) or keepdim not in (0, 1):
         raise ValueError(f"reduce over dims {dims} (keepdim {keepdim}) of a {x.dim()}-D tensor")
-    if op == "sum":
-        return x.sum(dim=dims, keepdim=bool(keepdim))
-    if op == "mean":
-        return x.mean(dim=dims, keepdim=bool(keepdim))
-    if op == "amax":
-        if any(x.shape[d] == 0 for d in dims):
-            # torch raises on an empty reduction (no program computes it); the term language takes
-            # max's identity (-inf, the dtype's least value) so a max over ranks may have an empty shard
-            shape = [1 if i in dims else n for i, n in enumerate(x.shape) if keepdim or i not in dims]
-            low = (float("-inf") if x.is_floating_point() else False if x.dtype == torch.bool
-                   else torch.iinfo(x.dtype).min)
-            return torch.full(shape, low, dtype=x.dtype)
-        return x.amax(dim=dims, keepdim=bool(keepdim))
-    raise KeyError(op)
+    name, _, param = op.partition(":")
+    if name in ("amax", "amin") and x.dim() and any(x.shape[d] == 0 for d in dims):
+        # torch raises on an empty reduction (no program computes it); the term language takes
+        # max's identity (-inf, the dtype's least value; min's: +inf, the greatest) so a max over
+        # ranks may have an empty shard
+        shape = [1 if i in dims else n for i, n in enumerate(x.shape) if keepdim or i not in dims]
+        hi = name == "amin"
+        v = (float("inf" if hi else "-inf") if x.is_floating_point() else hi if x.dtype == torch.bool
+             else getattr(torch.iinfo(x.dtype), "max" if hi else "min"))
+        return torch.full(shape, v, dtype=x.dtype)
+    fn = REDUCTIONS[name]
+    return fn(x, dims, bool(keepdim), float(param)) if param else fn(x, dims, bool(keepdim))
+
+
+def _prod(x, dims, keepdim):
+    # torch's prod takes one dim: one after the other (a product in real arithmetic in any order)
+    for d in reversed(dims):
+        x = x.prod(d, keepdim=True)
+    return x if keepdim else x.reshape([n for i, n in enumerate(x.shape) if i not in dims])
+
+
+def _correction(c: float):
+    return int(c) if c == int(c) else c
+
+
+# reduction name -> torch over (x, dims, keepdim[, constant])
+REDUCTIONS: dict[str, Callable] = {
+    "sum": lambda x, d, k: x.sum(dim=d, keepdim=k),
+    "mean": lambda x, d, k: x.mean(dim=d, keepdim=k),
+    "amax": lambda x, d, k: x.amax(dim=d, keepdim=k),
+    "amin": lambda x, d, k: x.amin(dim=d, keepdim=k),
+    "prod": _prod,
+    "nansum": lambda x, d, k: torch.nansum(x, dim=d, keepdim=k),
+    "logsumexp": lambda x, d, k: torch.logsumexp(x, d, keepdim=k),
+    "norm": lambda x, d, k, p: torch.linalg.vector_norm(x, ord=p, dim=d, keepdim=k),
+    "var": lambda x, d, k, c: torch.var(x, dim=d, correction=_correction(c), keepdim=k),
+    "std": lambda x, d, k, c: torch.std(x, dim=d, correction=_correction(c), keepdim=k),
+}
 
 
 def _concat(parts, d):
@@ -158,23 +206,10 @@ def _stack_max(parts):
     return out
 
 
+# Unary ops with a name of their own (the others are op texts of torch's pointwise ops, opcall.py:
+# "exp", "relu", "clamp.default(_, 0.0)" ...)
 UNARY_OPS: dict[str, Callable] = {
-    "gelu": lambda x: torch.nn.functional.gelu(x),
     "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-    "relu": torch.relu,
-    "silu": torch.nn.functional.silu,
-    "sigmoid": torch.sigmoid,
-    "tanh": torch.tanh,
-    "exp": torch.exp,
-    "log": torch.log,
-    "neg": torch.neg,
-    "abs": torch.abs,
-    "sqrt": torch.sqrt,
-    "rsqrt": torch.rsqrt,
-    "erf": torch.erf,
-    "reciprocal": torch.reciprocal,
-    "square": torch.square,
-    "logical_not": torch.logical_not,
 }
 # dtype conversions (aten._to_copy to another dtype) are elementwise too
 CASTS = ("float16", "bfloat16", "float32", "float64", "int32", "int64", "bool")
@@ -198,38 +233,22 @@ SCALAR_OPS: dict[str, Callable] = {
     "ge": lambda x, c: x >= c,
 }
 
-def _aten(name):
-    return lambda *a: getattr(torch.ops.aten, name)(*a)
-
-
+# Binary ops with a name of their own (the others are op texts of torch's pointwise ops, opcall.py:
+# "add", "maximum", "gelu_backward" ...)
 BINARY_OPS: dict[str, Callable] = {
-    "add": torch.add,
-    "sub": torch.sub,
-    "mul": torch.mul,
-    "div": torch.div,
     "div_floor": lambda a, b: torch.div(a, b, rounding_mode="floor"),
     "div_trunc": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
-    "maximum": torch.maximum,
-    "minimum": torch.minimum,
-    "pow": torch.pow,
-    "eq": torch.eq,
-    "lt": torch.lt,
-    "gt": torch.gt,
-    "le": torch.le,
-    "ge": torch.ge,
-    "ne": torch.ne,
-    "bitwise_or": torch.bitwise_or,
-    "bitwise_and": torch.bitwise_and,
-    "logical_or": torch.logical_or,
-    "logical_and": torch.logical_and,
-    # pointwise backward ops: elementwise binary ops (with broadcasting) over (grad, saved tensor),
-    # so every binary lemma holds for them (tests/test_backward_ops.py checks each is elementwise)
-    "gelu_backward": lambda g, x: torch.ops.aten.gelu_backward(g, x),
     "gelu_tanh_backward": lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="tanh"),
-    "silu_backward": _aten("silu_backward"),
-    "sigmoid_backward": _aten("sigmoid_backward"),      # (grad, sigmoid output)
-    "tanh_backward": _aten("tanh_backward"),            # (grad, tanh output)
 }
+
+# The unary and binary ops the lemmas and the lowering name (lemma tests draw from these, and from
+# calls with constants, lemmas/_draw.py).  The pointwise backward ops are binary ops over (grad,
+# saved tensor) with broadcasting, so every binary lemma holds for them (tests/test_backward_ops.py).
+UNARY_NAMES = ("gelu", "gelu_tanh", "relu", "silu", "sigmoid", "tanh", "exp", "log", "neg", "abs", "sqrt",
+               "rsqrt", "erf", "reciprocal", "square", "logical_not") + tuple(f"to_{d}" for d in CASTS)
+BINARY_NAMES = ("add", "sub", "mul", "div", "div_floor", "div_trunc", "maximum", "minimum", "pow", "eq", "lt", "gt",
+                "le", "ge", "ne", "bitwise_or", "bitwise_and", "logical_or", "logical_and", "gelu_backward",
+                "gelu_tanh_backward", "silu_backward", "sigmoid_backward", "tanh_backward")
 
 def const_product(a: str, b: str) -> str:
     """The text of a * b for two float constant texts, only when the product of the two floats is
@@ -652,6 +671,8 @@ CONSTRUCTORS: list[Constructor] = [
     _c("scalar", "String T String", "T", BIG, False, _scalar),
     _c("binary", "String T T", "T", BIG, False, _binary),
     _c("where", "T T T", "T", BIG, False, _where),     # torch.where(c, a, b)
+    # a pointwise op of three or more tensors: an op text (opcall.py) and the operands
+    _c("pointwise", "String TList", "T", BIG, False, _pointwise),
     _c("mm", "T T", "T", BIG, False, lambda a, b: torch.mm(*_no_bool(a, b))),
     _c("bmm", "T T", "T", BIG, False, lambda a, b: torch.bmm(*_no_bool(a, b))),
     _c("reduce", "String T IList i64", "T", BIG, False, _reduce),

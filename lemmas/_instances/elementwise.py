@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from entangle_py.semantics.terms import MASKED_FILL, UNARY_OPS
+from entangle_py.semantics.terms import MASKED_FILL, UNARY_NAMES
 from lemmas._instances import concat_parts, dlist, repeat, tensor
 
 _POSITIVE = {"log", "sqrt", "rsqrt", "reciprocal"}
@@ -15,7 +15,7 @@ _MASKED_FILL = MASKED_FILL + "-10000.0"   # masked_fill(x, mask, c) is the binar
 
 @repeat(8)
 def unary_concat(rng):
-    op = rng.choice(sorted(set(UNARY_OPS) - {"logical_not"}))
+    op = rng.choice(sorted(set(UNARY_NAMES) - {"logical_not"}))
     nd = rng.randint(1, 3)
     d = rng.randrange(nd)
     return {"op": op, "l": concat_parts(rng, nd, d, positive=op in _POSITIVE), "d": d}

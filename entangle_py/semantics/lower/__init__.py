@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from entangle_py import plugins
 from entangle_py.ir import ops
+from entangle_py.semantics import opcall
+from entangle_py.ir.op_classes import OPS
 from entangle_py.semantics.lower.communication import CommunicationLowering, PointToPoint, point_to_point  # noqa: F401
 from entangle_py.semantics.lower.constants import ConstantLowering
 from entangle_py.semantics.lower.contraction import ContractionLowering
@@ -30,7 +32,7 @@ from entangle_py.semantics.lower.indexing import IndexingLowering
 from entangle_py.semantics.lower.loss import LossLowering
 from entangle_py.semantics.lower.movement import MovementLowering
 from entangle_py.semantics.lower.normalization import NormalizationLowering
-from entangle_py.semantics.lower.pointwise import BINARY, UNARY, PointwiseLowering
+from entangle_py.semantics.lower.pointwise import SCALAR_FORM, PointwiseLowering
 from entangle_py.semantics.lower.reduction import ReductionLowering
 
 
@@ -42,8 +44,9 @@ class Lowerer(PointwiseLowering, ReductionLowering, NormalizationLowering, LossL
 # the table-driven ops: one handler for each table
 lowers(*sorted(ops.IDENTITY_OPS - {ops.LIFT_FRESH_COPY}))(Lowerer._identity)
 lowers(*sorted(ops.ALLOCATIONS))(Lowerer._allocation)
-lowers(*UNARY)(Lowerer._unary)
-lowers(*BINARY)(Lowerer._binary_op)
+lowers(*SCALAR_FORM)(Lowerer._binary_op)
+# every other op torch calls pointwise: a call of the op (zero lines per op)
+lowers(*sorted(t for t in OPS if opcall.pointwise(t) and t not in LOWERINGS))(Lowerer._pointwise)
 lowers(*sorted(OPAQUE_PURE - set(LOWERINGS)))(Lowerer._opaque)
 # custom ops a plugin leaves whole (data-dependent control flow): congruence only
 lowers(*sorted(plugins.PURE))(Lowerer._opaque)

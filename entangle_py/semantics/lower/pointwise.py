@@ -2,34 +2,56 @@
 from __future__ import annotations
 
 from entangle_py.ir import ops
+from entangle_py.semantics import opcall
 from entangle_py.ir.graph import Node, Ref, TensorMeta
 from entangle_py.semantics.lower.core import (
-    fill_text, Identity, INT_DTYPES, lowers, Refused, scalar_lit, _scalar_text, Term)
+    fill_text, Identity, INT_DTYPES, lowers, Refused, scalar_lit, _scalar_text, Term, term_list)
 from entangle_py.semantics.terms import (
     CASTS, const_positive, INT_SCALAR_OPS, MASKED_FILL, str_lit, THRESHOLD_BACKWARD)
 
-UNARY = {
-    "aten.gelu.default": None, "aten.relu.default": "relu", "aten.silu.default": "silu",
-    "aten.sigmoid.default": "sigmoid", "aten.tanh.default": "tanh", "aten.exp.default": "exp",
-    "aten.log.default": "log", "aten.neg.default": "neg", "aten.abs.default": "abs",
-    "aten.sqrt.default": "sqrt", "aten.rsqrt.default": "rsqrt", "aten.erf.default": "erf",
-    "aten.reciprocal.default": "reciprocal", "aten.logical_not.default": "logical_not",
-}
-
-# Elementwise binary ops, by target -> the term's op.  Overloads that take (tensor, tensor |
-# scalar) and, for add/sub, alpha; div's *_mode overloads take rounding_mode (see _rounded).
-# Others (out=, in place, Python scalars) are not binary ops here.
-BINARY = {f"aten.{op}.{ov}": op for op, ovs in {
+# The ops with a scalar form, by target -> the term's op: x op c for a number c is (scalar op x c)
+# ((iscalar op x c) for integers), x op y for tensors (binary op x y), with add / sub's alpha as a
+# scaling of y and div's rounding_mode in the op (see _rounded).  Every other pointwise op is a
+# call of its own (opcall.py), whatever its arity.
+SCALAR_FORM = {f"aten.{op}.{ov}": op for op, ovs in {
     "add": ("Tensor", "Scalar"), "sub": ("Tensor", "Scalar"), "mul": ("Tensor", "Scalar"),
-    "div": ("Tensor", "Scalar", "Tensor_mode", "Scalar_mode"), "maximum": ("default",), "minimum": ("default",),
+    "div": ("Tensor", "Scalar", "Tensor_mode", "Scalar_mode"),
     "pow": ("Tensor_Tensor", "Tensor_Scalar"), "eq": ("Tensor", "Scalar"), "lt": ("Tensor", "Scalar"),
     "gt": ("Tensor", "Scalar"), "le": ("Tensor", "Scalar"), "ge": ("Tensor", "Scalar"), "ne": ("Tensor", "Scalar"),
-    "bitwise_or": ("Tensor", "Scalar"), "bitwise_and": ("Tensor", "Scalar"), "logical_or": ("default",),
-    "logical_and": ("default",),
 }.items() for ov in ovs}
 
 
 class PointwiseLowering:
+    """Pointwise ops (ir/op_classes.py: what torch calls pointwise).  Each is a call of the op with
+    its constant arguments (``_pointwise``), except the normal forms the lemmas are written over:
+    the scalar forms of arithmetic and comparisons, casts, ``where``, masked fills and a few names."""
+
+    def _pointwise(self, n):
+        """A call of one of torch's pointwise ops on its tensor operands, every constant argument
+        in its op text exactly (opcall.py): ``(unary text x)``, ``(binary text x y)`` or
+        ``(pointwise text (Cons x ...))``; its meaning is the op itself, so its dtype promotion is
+        torch's.  An argument the text cannot say (a symbolic size, a generator, a number where
+        the op takes a tensor) is refused by name; an op of several results too."""
+        if not isinstance(n.val, TensorMeta):
+            return Refused(n.target, "self", "a pointwise op of several results")
+        try:
+            text, tensors = opcall.render(n.target, n.args, n.kwargs, lambda v: isinstance(v, Ref))
+        except opcall.Unexpressible as e:
+            return Refused(n.target, e.arg, e.why)
+        operands = [self.t(x) for x in tensors]
+        if len(operands) == 1:
+            return Term(f"(unary {str_lit(text)} {operands[0]})")
+        if len(operands) == 2:
+            return Term(f"(binary {str_lit(text)} {operands[0]} {operands[1]})")
+        return Term(f"(pointwise {str_lit(text)} {term_list(operands)})")
+
+    @lowers("aten.gelu.default")
+    def _h_gelu_default(self, n):
+        """gelu is the named unary op "gelu", or "gelu_tanh" with the tanh approximation."""
+        approx = self._arg(n, 1, "approximate", "none")
+        if approx not in ("none", "tanh") or len(n.args) != 1 or set(n.kwargs) - {"approximate"}:
+            return None
+        return Term(f"(unary {str_lit('gelu_tanh' if approx == 'tanh' else 'gelu')} {self.t(n.args[0])})")
     @lowers(ops.TO_COPY)
     def _to_copy(self, n):
         a = n.args
@@ -40,13 +62,9 @@ class PointwiseLowering:
             return Term(f"(unary {str_lit('to_' + n.val.dtype)} {self.t(a[0])})")
         return None
 
-    def _unary(self, n):
-        name = UNARY[n.target] or ("gelu_tanh" if n.kwargs.get("approximate") == "tanh" else "gelu")
-        return Term(f"(unary {str_lit(name)} {self.t(n.args[0])})")
-
     @lowers("aten.bitwise_not.default")
     def _h_bitwise_not_default(self, n):
-        """~mask of a bool mask is its logical not (an int's bitwise complement stays opaque)."""
+        """~mask of a bool mask is its logical not (an int's bitwise complement: the call)."""
         x = n.args[0]
         if not isinstance(x, Ref) or self._dtype(x.name) != "bool" or not isinstance(n.val, TensorMeta):
             return None
@@ -55,7 +73,7 @@ class PointwiseLowering:
     def _binary_op(self, n):
         if len(n.args) < 2:
             return None
-        return self._binary(n, _rounded(BINARY[n.target], n))
+        return self._binary(n, _rounded(SCALAR_FORM[n.target], n))
 
     @lowers("aten.rsub.Tensor", "aten.rsub.Scalar")
     def _rsub(self, n):
@@ -143,22 +161,6 @@ class PointwiseLowering:
             return None
         op = "gelu_tanh_backward" if approx == "tanh" else "gelu_backward"
         return Term(f"(binary {str_lit(op)} {self.t(grad)} {self.t(x)})")
-
-    def _pointwise_backward(self, n, op):
-        grad, x = n.args[:2]
-        return Term(f"(binary {str_lit(op)} {self.t(grad)} {self.t(x)})")
-
-    @lowers("aten.silu_backward.default")
-    def _h_silu_backward_default(self, n):
-        return self._pointwise_backward(n, "silu_backward")
-
-    @lowers("aten.sigmoid_backward.default")
-    def _h_sigmoid_backward_default(self, n):
-        return self._pointwise_backward(n, "sigmoid_backward")
-
-    @lowers("aten.tanh_backward.default")
-    def _h_tanh_backward_default(self, n):
-        return self._pointwise_backward(n, "tanh_backward")
 
     @lowers("aten.threshold_backward.default")
     def _h_threshold_backward_default(self, n):

@@ -76,13 +76,14 @@ class ConstantLowering:
         return DRAW
 
     # -- constants: zeros, ones, full and their new_ / _like forms -----------------------------
-    # target -> (position of the fill value, or the value itself; position of the size, or None
-    # for the _like forms, whose size is their input's)
+    # target -> (position of the fill value, or the value itself; position of the size, None for
+    # the _like forms, whose size is their input's, () for a 0-D tensor)
     _FILLS = {
         "aten.zeros.default": (0, 0), "aten.ones.default": (1, 0), "aten.full.default": ((1,), 0),
         "aten.new_zeros.default": (0, 1), "aten.new_ones.default": (1, 1), "aten.new_full.default": ((2,), 1),
         "aten.zeros_like.default": (0, None), "aten.ones_like.default": (1, None),
         "aten.full_like.default": ((1,), None),
+        "aten.scalar_tensor.default": ((0,), ()),
     }
 
     _FILL_KWARGS = {"dtype", "layout", "device", "pin_memory", "memory_format"}
@@ -106,7 +107,10 @@ class ConstantLowering:
         dtype = n.kwargs.get("dtype")
         if dtype is not None and not (isinstance(dtype, TorchConst) and dtype.value == meta.dtype):
             return None
-        if at is not None:
+        if at == ():
+            if tuple(meta.shape) != ():
+                return None
+        elif at is not None:
             size = self._arg(n, at, "size")
             if not isinstance(size, (list, tuple)) or len(size) != len(meta.shape):
                 return None

@@ -1,11 +1,12 @@
-"""Losses: nll_loss and its backward."""
+"""Losses: nll_loss, mse_loss and their backward ops."""
 from __future__ import annotations
 
 import math
 
 from entangle_py.ir.graph import Ref
 from entangle_py.semantics.lower.core import (
-    FLOAT_DTYPES, INT_DTYPES, lowers, Refused, _scalar_text, Term, TupleTerms)
+    Decomposed, FLOAT_DTYPES, INT_DTYPES, int_list, lowers, Refused, scalar_lit, _scalar_text, Term,
+    TupleTerms)
 from entangle_py.semantics.terms import str_lit
 
 
@@ -92,3 +93,59 @@ class LossLowering:
             gt = f"(binary \"div\" {gt} {self.t(tw)})"
         return Term(f"(tplace (unary \"neg\" {gt}) {self.t(t)} {c} {width})")
 
+
+    def _mse_operands(self, n, x, y, reduction):
+        """(x - y, the broadcast shape, its element count) of an mse_loss, or Refused."""
+        if not isinstance(x, Ref) or not isinstance(y, Ref):
+            return Refused(n.target, "target", "operands that are not tensors")
+        if reduction not in (0, 1, 2) or isinstance(reduction, bool):
+            return Refused(n.target, "reduction", f"reduction={reduction!r}")
+        dts = {self._dtype(x.name), self._dtype(y.name), n.val.dtype}
+        if len(dts) != 1 or not dts <= {"float32", "float64"}:     # half: the kernel computes in float32
+            return Refused(n.target, "self", f"an mse_loss of {sorted(dts)} (one float32 or float64 dtype)")
+        xs, ys = tuple(self.shape(x.name)), tuple(self.shape(y.name))
+        k = max(len(xs), len(ys))
+        xs1, ys1 = (1,) * (k - len(xs)) + xs, (1,) * (k - len(ys)) + ys
+        if not all(isinstance(a, int) and isinstance(b, int) and (a == b or 1 in (a, b)) for a, b in zip(xs1, ys1)):
+            return Refused(n.target, "target", f"shapes {list(xs)} and {list(ys)}")
+        shape = tuple(a if b == 1 else b for a, b in zip(xs1, ys1))
+        return f"(binary \"sub\" {self.t(x)} {self.t(y)})", shape, math.prod(shape)
+
+    @lowers("aten.mse_loss.default")
+    def _h_mse_loss_default(self, n):
+        """(x - y) ** 2 (broadcast), then none / mean / sum as torch's decomposition: the mean is the
+        sum over every element (a tensor of its own, ``<node>:sum``) divided by the count."""
+        x, y = n.args[:2]
+        reduction = self._arg(n, 2, "reduction", 1)
+        got = self._mse_operands(n, x, y, reduction)
+        if isinstance(got, Refused):
+            return got
+        diff, shape, count = got
+        sq = f"(scalar \"pow\" {diff} \"2.0\")"
+        if reduction == 0:
+            return Term(sq)
+        if not shape:
+            total = sq
+        else:
+            total = f"(reduce \"sum\" {sq} {int_list(range(len(shape)))} 0)"
+        if reduction == 2 or not shape:
+            return Term(total if reduction == 2 else f"(scalar \"div\" {total} {scalar_lit(count)})")
+        return Decomposed("sum", Term(total), f"(scalar \"div\" {{inner}} {scalar_lit(count)})")
+
+    @lowers("aten.mse_loss_backward.default")
+    def _h_mse_loss_backward_default(self, n):
+        """The gradient of mse_loss: norm * (x - y) * g with norm = 2 / (the element count) for the
+        mean, 2 otherwise, as torch's decomposition computes it; x and y of the result's shape."""
+        g, x, y = n.args[:3]
+        reduction = self._arg(n, 3, "reduction")
+        got = self._mse_operands(n, x, y, reduction)
+        if isinstance(got, Refused):
+            return got
+        diff, shape, count = got
+        if (not isinstance(g, Ref) or tuple(self.shape(x.name)) != shape or tuple(n.val.shape) != shape
+                or self._dtype(g.name) != n.val.dtype):
+            return Refused(n.target, "grad_output", "a gradient of an operand that broadcasts")
+        norm = 2.0 / count if reduction == 1 else 2.0
+        if reduction == 1 and count == 0:
+            return Refused(n.target, "self", "the mean of no elements")
+        return Term(f"(binary \"mul\" (scalar \"mul\" {diff} {scalar_lit(norm)}) {self.t(g)})")

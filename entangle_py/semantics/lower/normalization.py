@@ -12,10 +12,33 @@ from entangle_py.semantics.terms import str_lit
 class NormalizationLowering:
     @lowers("aten._softmax.default", "aten.softmax.int")
     def _h__softmax_default(self, n):
+        """softmax along a dim; a result of another float dtype (softmax(dtype=...), half_to_float)
+        is the softmax of x cast to it, as torch computes it."""
+        t = self._softmax_term(n)
+        return t if isinstance(t, Refused) else Term(t)
+
+    def _softmax_term(self, n):
         x, dim = n.args[:2]
-        if self._dtype(x.name) != n.val.dtype:      # half_to_float, softmax(dtype=...): a cast we do not model
-            return Refused(n.target, "dtype", f"{self._dtype(x.name)} -> {n.val.dtype}")
-        return Term(f"(softmax {self.t(x)} {self._dim(dim, self.ndim(x.name))})")
+        src, out = self._dtype(x.name), n.val.dtype
+        xt = self.t(x)
+        if src != out:
+            if src not in FLOAT_DTYPES or out not in FLOAT_DTYPES:
+                return Refused(n.target, "dtype", f"{src} -> {out}")
+            xt = f"(unary {str_lit('to_' + out)} {xt})"
+        return f"(softmax {xt} {self._dim(dim, max(self.ndim(x.name), 1))})"
+
+    @lowers("aten._safe_softmax.default")
+    def _h__safe_softmax_default(self, n):
+        """softmax, but 0 along a row all of whose elements are -inf (where softmax gives nan), as
+        torch's decomposition writes it: where(all(x == -inf, dim, keepdim), 0, softmax(x))."""
+        sm = self._softmax_term(n)
+        if isinstance(sm, Refused):
+            return sm
+        x = n.args[0]
+        d = self._dim(n.args[1], max(self.ndim(x.name), 1))
+        dead = (f"(unary \"logical_not\" (reduce \"amax\" (unary \"logical_not\" (scalar \"eq\" {self.t(x)} \"-inf\")) "
+                f"(ICons {d} (INil)) 1))")
+        return Term(f"(where {dead} {self._filled('0.0', n.val.shape, n.val.dtype)} {sm})")
 
     def _softmax_grad_operands(self, n):
         """(grad term, output term, shape, dim) of a (log-)softmax backward -- a 0-D output as a

@@ -66,8 +66,8 @@ def _write_reports(res: Result, args):
 
 def run_check_cli(args) -> int:
     # piped (CI logs, files): never wrap, so paths and terms stay whole on one line
-    console = Console(stderr=False, highlight=False, soft_wrap=not sys.stdout.isatty())
-    err = Console(stderr=True)
+    console = Console(stderr=False, highlight=False, emoji=False, soft_wrap=not sys.stdout.isatty())
+    err = Console(stderr=True, emoji=False)
     t0 = time.perf_counter()
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as prog:

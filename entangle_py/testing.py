@@ -41,7 +41,7 @@ def assert_refines(build, world_size: int = 2, spec=None, joint: bool = False, d
     res = Checker(seq, dist, _spec(spec), limits=limits).run()
     if res.status != "refines":
         out = io.StringIO()
-        print_result(res, Console(file=out, width=120, highlight=False, soft_wrap=True))
+        print_result(res, Console(file=out, width=120, highlight=False, emoji=False, soft_wrap=True))
         raise AssertionError(f"the {world_size}-rank program does not refine its sequential version "
                              f"(exit {res.exit_code}):\n{out.getvalue()}")
     return res

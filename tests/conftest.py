@@ -36,3 +36,28 @@ def entangle():
 def example():
     """``example("mlp_tp2")`` -> (seq.pt, dist.pt, spec.toml or None) from graphs/."""
     return shipped_example
+
+
+# Test tiers.  The default run (the README's command) keeps every unit test and a fixed sample of
+# each corpus-sized file; `pytest -m corpus` runs the rest of them (and .ci/run runs both).  A test
+# is in the sample when a hash of its id falls in 1/N: the sample does not change between runs or
+# machines, and a new entry lands in one tier or the other by its name alone.
+SAMPLE_ONE_IN = {
+    "test_program_corpus.py": 40,
+    "test_opinfo_conformance.py": 12,
+    "test_lemmas.py": 8,
+    "test_lemma_properties.py": 8,
+    "test_lemma_goals.py": 8,
+    "test_adversary.py": 10,
+    "test_soundness_corpus.py": 5,
+    "test_random_draws.py": 3,
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    import zlib
+    corpus = pytest.mark.corpus
+    for item in items:
+        n = SAMPLE_ONE_IN.get(item.path.name)
+        if n and zlib.crc32(item.nodeid.encode()) % n and not item.get_closest_marker("corpus"):
+            item.add_marker(corpus)

@@ -54,7 +54,10 @@ def graphs():
 def _spec(add_1="shard(2)", proj="shard(1)"):
     return S.parse_spec({"inputs": {"add_1": add_1, "empty": "shard(0)", "primals_6": proj,
                                     "primals_19": "replicate"},
-                         "expect": {OUT: "partial"}})
+                         "expect": {OUT: "partial"},
+                         # the dumps have training-mode dropout and no evidence of the ranks'
+                         # generators: the coupling of the draws is the user's assumption
+                         "assume": {"same_rng": True}})
 
 
 def test_gpt_attention_refines_to_partial_sum(graphs):
@@ -92,3 +95,14 @@ def test_gpt_attention_softmax_over_wrong_dim_fails_there(graphs):
     res = Checker(seq, G.Bundle(ranks, dist.kind, dist.meta), _spec()).run()
     assert res.status == "fails"
     assert res.failure.node == "_softmax"
+
+
+def test_gpt_attention_with_ranks_swapped_on_both_sides_refines(graphs):
+    """Heads AND the projection's rows in the other rank order: a correct program.  Its dropout's
+    draws are coupled in the order the heads are laid out (any order couples independent draws;
+    check/random.py Coupling.ordered), so the swap is followed through the dropout."""
+    seq, dist = graphs
+    spec = _spec(add_1="concat(r1.add_1, r0.add_1, dim=2)", proj="concat(r1.primals_6, r0.primals_6, dim=1)")
+    res = Checker(seq, dist, spec).run()
+    assert res.status == "refines", res.failure
+    assert [d["coupling"] for d in res.random_draws] == ["concat(r1.native_dropout_1[1], r0.native_dropout_1[1], dim=1)"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from pathlib import Path
 
 from dataclasses import replace
 
@@ -20,7 +21,7 @@ from entangle_py.check import state as ST
 from entangle_py.check.assumed import assumption_uses
 from entangle_py.check.distributed import DistProgram
 from entangle_py.check.inputs import Inputs, SpecTerms, declared_constant
-from entangle_py.check.names import Display, Names, gd_leaf, gd_leaves, source, split_key, unsupported_key
+from entangle_py.check.names import Display, Names, gd_leaf, gd_leaves, list_items, source, split_key, unsupported_key
 from entangle_py.check.result import CheckInputError, OpFailure, Result
 from entangle_py.check.sizes import Sizes
 from entangle_py.check.window import Window, leaves_in
@@ -48,15 +49,17 @@ class Checker:
         self.state = ST.account(seq.ranks[0], dist.ranks)
         self.seq_bundle = replace(seq, ranks=[self.state.seq])
         self.seq, self.dist, self.spec = self.state.seq, replace(dist, ranks=list(self.state.ranks)), spec
-        self.expect = dict(spec.expect)      # the spec's, and the states' (once inputs are related)
+        # (name, relation): the spec's [expect], and the states' (added once inputs are related)
+        self.expectations: list[tuple[str, S.Relation]] = list(spec.expect.items())
         self.limits = limits or Limits()
         self.policy = policy or Policy()
         self.progress = progress
         self.log = log or (lambda msg: None)
         self.seq_names = Names(self.seq)
-        self.dist_names = [Names(g) for g in dist.ranks]
+        self.dist_names = [Names(g) for g in self.dist.ranks]
         self.display = Display(self.dist_names)
         self.lib = load_library(lemma_files)
+        self.lemma_files = [str(f) for f in lemma_files]
         # A numeric refuter (the pipeline gives oracle.recheck.refuter): refute(checker, node, text)
         # -> a concrete difference between the G_s tensor ``node`` and the clean term ``text`` on
         # random inputs, or None.  Asked only of an [expect] equality the window's lemmas did not
@@ -136,7 +139,7 @@ class Checker:
             return False
         self.expect_seeded = True
         texts = []
-        for name, rel in self.expect.items():
+        for name, rel in self.expectations:
             if isinstance(rel.term, S.Call):
                 pname, _ = self._expect_target(name)
                 texts += [self.spec_terms.text(t, f"[expect] {name!r}")
@@ -304,6 +307,15 @@ class Checker:
             self._expectations_blocked_by(res, res.failure.node)
         self._output_verdicts(res)
         res.unchecked = list(self.unchecked)
+        res.constants = {k: v for k, v in self.spec.constants.items()}
+        # a user's lemmas are the user's facts: the verdict names those that applied
+        user = {Path(f).stem: f for f in self.lemma_files}
+        res.user_lemmas = {f: sorted(lem.name for lem in self.lib.lemmas
+                                     if lem.family == stem and self.engine.matches.get(lem.name))
+                           for stem, f in user.items()}
+        # the couplings as the draws were related (in the order their data is laid out)
+        self.draws.couplings = [self.coupled[c.seq.key] for c in self.draws.couplings]
+        res.random_draws = self.draws.report(lambda t: self.show_term(parse_sexpr(t)))
         res.assumption_uses = assumption_uses(self, res)
         f = res.failure
         for d in [f.node, *f.later] if f and not f.reason.startswith("output ") else ():
@@ -330,7 +342,7 @@ class Checker:
         hold as required: report it violated -- or, when a limit stopped the check, unknown (None):
         nothing was shown either way.  A failure elsewhere leaves it unchecked, unreported."""
         limit = res.status == "unknown"
-        for name, rel in self.expect.items():
+        for name, rel in self.expectations:
             _, node = self._expect_target(name)
             if failed in self._ancestors([node]):
                 found = (f"unknown: a limit was hit at {failed}, which it is computed from" if limit
@@ -356,6 +368,9 @@ class Checker:
         """G_s nodes that checked outputs depend on (others are not verified).  The state after
         the step (``mutated:<port>``) is always checked, and its port's input is related."""
         check = self.spec.check
+        if check is not None and not check:
+            raise CheckInputError("[outputs] check is empty: nothing would be verified (list the outputs to check, "
+                                  "or leave check out to check every output)")
         states = {ST.after(w) for w in self.state.written}
         outs = [p for p in self.seq.outputs if check is None or p.name in check or p.node in check or p.name in states]
         if check is not None:
@@ -373,11 +388,19 @@ class Checker:
     def _expect_states(self, rels: dict):
         """The state a program writes keeps its input relation: ``mutated:<port>`` (the input
         itself where a program does not write it) is expected to relate to the ranks' states
-        after the step as the input did before, unless the spec expects something of it."""
+        after the step as the input did before -- as well as anything the spec expects of it.  A
+        port with no input relation (a constant the spec does not declare, a free input) is
+        expected replicated: every rank's state after the step is the sequential one."""
         for w in self.state.written:
-            name = ST.after(w)
-            if name not in self.expect and w in rels:
-                self.expect[name] = ST.relation_after(rels[w], self.state.written)
+            rel = ST.relation_after(rels[w], self.state.written) if w in rels else ST.REPLICATED
+            if (ST.after(w), rel) not in self.expectations:
+                self.expectations.append((ST.after(w), rel))
+
+    def expected(self, name: str) -> list:
+        """The relations required of output ``name`` (port or node name): [expect] and its state's."""
+        port = next((p for p in self.seq.outputs if name in (p.name, p.node)), None)
+        names = {name} | ({port.name, port.node} if port else set())
+        return [rel for n, rel in self.expectations if n in names]
 
     def _ancestors(self, nodes, stop=()) -> set:
         """``nodes`` and every G_s node they are computed from (not looking past ``stop``)."""
@@ -428,14 +451,43 @@ class Checker:
             elif isinstance(res, L.PointToPoint) and rank == "seq":   # a one-rank program has no peer
                 self.no_semantics.setdefault(f"{n.target} in the sequential program", []).append((rank, n))
 
+    def _laid_out_like_data(self, c: R.Coupling, n: G.Node) -> R.Coupling:
+        """A coupling whose ranks' draws are concatenated (sharded data) in the order the ranks'
+        parts of the draw's input are (its best clean term a concat along the coupling's dim):
+        any order couples independent draws alike, and this is the one that moves with the data."""
+        x = n.args[0] if n.args and isinstance(n.args[0], G.Ref) else None
+        if c.dim is None or x is None or x.name not in self.svar:
+            return c
+        self._bring(self.svar[x.name])
+        cost, best = self.engine.extract(self.svar[x.name])
+        head = best[0].name if isinstance(best, tuple) and hasattr(best[0], "name") else None
+        if cost >= BIG or head != "concat" or best[2] != c.dim:
+            return c
+        ranks = []
+        for part in list_items(best[1]):
+            owners = {split_key(leaf[1])[0] for leaf in gd_leaves(part)}
+            if len(owners) != 1:
+                return c
+            ranks.append(owners.pop())
+        return c.ordered(ranks)
+
     def _relate(self, low: L.Lowerer, n: G.Node) -> OpFailure | None:
         res = low.lower(n)
         if L.draws_in(res):      # a random draw: a leaf, equal to its coupling's term if it has one
             key = L.draw_key(n)
             v = self.svar[key] = self._new_svar(f"(Gs {str_lit(key)})", L.draw_meta(n))
             if key in self.coupled:
-                self._add_sfact(v, self.coupled[key].term)
-        res = L.bind_result(res, self.svar.__getitem__)
+                c = self.coupled[key] = self._laid_out_like_data(self.coupled[key], n)
+                self._add_sfact(v, c.term)
+        try:
+            res = L.bind_result(res, self.svar.__getitem__)
+        except KeyError as e:      # an operand that is no tensor the checker relates (a SymInt input)
+            ref = e.args[0] if e.args else "?"
+            what = self.seq.node(ref).val if isinstance(ref, str) and self.seq.has(ref) else None
+            raise CheckInputError(
+                f"{n.target} at {source(n) or n.name} reads {self.seq_names.show(ref) if isinstance(ref, str) else ref}"
+                f"{' (a symbolic size)' if what is not None and not isinstance(what, G.TensorMeta) else ''} as a "
+                f"tensor operand, which the term language cannot express") from None
         if isinstance(res, L.NotTensor) or res is L.DRAW:
             return None
         if isinstance(res, L.Identity):
@@ -586,7 +638,7 @@ class Checker:
         self.engine.add(*(f"(certleaf (Gd {str_lit(k)}))" for k in sorted(allowed)))
         outputs = {p.name for p in self.seq.outputs}
         checked = []
-        for name, rel in self.expect.items():
+        for name, rel in self.expectations:
             pname, node = self._expect_target(name)
             if node not in self.svar:
                 raise CheckInputError(f"[expect] names {name!r}, which is not a checked output of the sequential graph")

@@ -112,6 +112,14 @@ class Inputs:
                      f"\"r{held[0]}.{pname}\"" if held else ""))
             shapes.append(tuple(dv.shape))
         seq_shape = tuple(val.shape)
+        if any(not isinstance(d, int) for s in shapes + [seq_shape] for d in s):
+            # each capture names its own sizes: x_size0 of the sequential program and of a rank are
+            # not one size (a rank's may be its shard of it), so shapes say nothing alike
+            raise CheckInputError(
+                f"cannot infer how the ranks hold input {pname!r}: its sizes are symbolic (sequential "
+                f"{[str(d) for d in seq_shape]}, rank 0 {[str(d) for d in shapes[0]]}), and symbols of different "
+                f"captures are not comparable; add it to [inputs] in the spec, e.g. \"{pname}\" = \"shard(0)\" "
+                f"or \"replicate\"")
         if all(s == seq_shape for s in shapes):
             return S.Relation(placements=(S.Replicate(),))
         if all(len(s) == len(seq_shape) for s in shapes):

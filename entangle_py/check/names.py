@@ -15,7 +15,10 @@ class Names:
         self.by_port = {p.name: p.node for p in g.inputs}
         self.by_port.update({p.name: p.node for p in g.outputs})
         self.display = {}
-        for p in g.outputs + g.inputs:
+        # an input shows as itself: an output port on a placeholder is the state a rank leaves
+        # unwritten (check/state.py's mutated:<port>), the input's own value
+        placeholders = {p.node for p in g.inputs}
+        for p in [q for q in g.outputs if q.node not in placeholders] + g.inputs:
             self.display.setdefault(p.node, p.name)
         self.aliases = L.naming_aliases(g)     # names given in the program (tg.log_tensor)
 

@@ -40,7 +40,7 @@ bundle has it, always decides: the assumption never overrides what capture recor
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from entangle_py.check.names import gd_leaf, source
@@ -101,6 +101,17 @@ class Coupling:
     def term(self) -> str:
         reps = [c[0].leaf for c in self.classes]
         return reps[0] if self.dim is None else f"(concat {L.term_list(reps)} {self.dim})"
+
+    def ordered(self, ranks: list) -> "Coupling":
+        """The same coupling with its classes concatenated in the order of ``ranks`` (one rank of
+        each class): the ranks' draws are independent and alike, so any order is a coupling of the
+        sequential draw; the checker picks the one its data is laid out in.  Itself when ``ranks``
+        does not name every class once."""
+        idx = [next((i for i, c in enumerate(self.classes) if any(s.graph == r for s in c)), None) for r in ranks]
+        if self.dim is None or sorted(i for i in idx if i is not None) != list(range(len(self.classes))) \
+                or len(idx) != len(self.classes):
+            return self
+        return replace(self, classes=tuple(self.classes[i] for i in idx))
 
     def replica_unions(self) -> list[tuple[str, str]]:
         """(leaf, leaf of its class's first draw) for every replica: what the coupling says of G_d."""
@@ -192,12 +203,18 @@ def _same_dims(graph_shape: tuple, eager_shape: tuple) -> bool:
         not d.lstrip("-").isdigit() or int(d) == e for d, e in zip(graph_shape, eager_shape))
 
 
+_CPU_SEED_SPAN = 2 ** 32     # torch's CPU generator (mt19937) is seeded by a seed's low 32 bits
+
+
 def relation(a: Position, b: Position) -> tuple[str, str]:
     """("same" | "independent" | "unknown", why) of two draws' positions."""
     if a.unknown or b.unknown:
         return "unknown", a.unknown or b.unknown
-    if a.seed != b.seed:
+    if a.seed % _CPU_SEED_SPAN != b.seed % _CPU_SEED_SPAN:
         return "independent", f"seeds {a.seed} and {b.seed}"
+    if a.seed != b.seed:     # one stream on CPU (mt19937 keeps a seed's low 32 bits), two on CUDA
+        return "unknown", (f"seeds {a.seed} and {b.seed} differ only above their low 32 bits, all a CPU generator "
+                           f"keeps: on CPU both draw from one stream")
     if a.state != b.state:
         return "unknown", (f"seed {a.seed} on both, but the generator's state differs as the forward starts "
                            "(the program drew or set it before the forward, beyond what capture sees)")

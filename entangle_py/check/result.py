@@ -47,6 +47,8 @@ class Result:
     random_draws: list = field(default_factory=list)
     unchecked: list = field(default_factory=list)     # outputs of G_s the spec's [outputs] check leaves out
     given: dict = field(default_factory=dict)         # inner tensors the spec gives ([cut]): not checked
+    constants: dict = field(default_factory=dict)     # values the spec declares ([constants]): not checked
+    user_lemmas: dict = field(default_factory=dict)   # --lemmas file -> its lemmas that applied
     capture_notes: list = field(default_factory=list)  # what capture modelled, where (ir.graph.capture_notes)
     unknown_values: dict = field(default_factory=dict)  # G_d tensor (r0.node) -> why the checker does not know it
     # s-expressions over G_d leaves (Gd "r<rank>.<node>"), for numeric re-checks: each checked

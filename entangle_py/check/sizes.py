@@ -71,25 +71,45 @@ def _nonzero_rows(g: G.RankGraph, graph) -> dict:
 
 
 def _unify(seq, dist, seq_names, dist_names, rels) -> dict:
-    """rank -> {rank symbol name -> sequential symbol} where an input of both graphs has the two
-    on the same, unsharded axis (a symbol seen against two sequential ones stays private)."""
-    out = {}
-    for r, names in enumerate(dist_names):
-        m, conflicts = {}, set()
-        for pname, rel in rels.items():
-            snode, dnode = seq_names.node(pname), names.node(pname)
-            if snode is None or dnode is None:
+    """rank -> {rank symbol name -> sequential symbol} where an input's relation puts a tensor of
+    that rank on the same, unsharded axis as the sequential input (a symbol seen against two
+    sequential ones stays private)."""
+    out = {r: ({}, set()) for r in range(len(dist_names))}
+    for pname, rel in rels.items():
+        snode = seq_names.node(pname)
+        sv = seq.node(snode).val if snode is not None else None
+        if not isinstance(sv, G.TensorMeta):
+            continue
+        for r, name, whole in _parts(rel, pname, len(dist_names), len(sv.shape)):
+            dnode = dist_names[r].node(name)
+            dv = dist.ranks[r].node(dnode).val if dnode is not None else None
+            if not isinstance(dv, G.TensorMeta) or len(sv.shape) != len(dv.shape):
                 continue
-            sv, dv = seq.node(snode).val, dist.ranks[r].node(dnode).val
-            if not (isinstance(sv, G.TensorMeta) and isinstance(dv, G.TensorMeta)) or len(sv.shape) != len(dv.shape):
-                continue
-            sharded = {p.dim % len(sv.shape) for p in rel.placements if isinstance(p, S.Shard)} if sv.shape else set()
+            m, conflicts = out[r]
             for i, (a, b) in enumerate(zip(sv.shape, dv.shape)):
-                if i in sharded or not (getattr(a, "is_Symbol", False) and getattr(b, "is_Symbol", False)):
+                if i not in whole or not (getattr(a, "is_Symbol", False) and getattr(b, "is_Symbol", False)):
                     continue
                 target = G.symbolic.make_symbol("seq_" + a.name)
                 if m.get(b.name, target) != target:
                     conflicts.add(b.name)
                 m[b.name] = target
-        out[r] = {k: v for k, v in m.items() if k not in conflicts}
-    return out
+    return {r: {k: v for k, v in m.items() if k not in conflicts} for r, (m, conflicts) in out.items()}
+
+
+def _parts(rel: S.Relation, pname: str, world: int, ndim: int) -> list[tuple[int, str, set]]:
+    """(rank, its tensor's name, the axes it holds whole) for each rank tensor the relation lays
+    the sequential tensor on: a placement, every rank's ``pname`` (a sharded axis is not whole);
+    an explicit term, only the ranks it names, where it is one tensor or a concat of them (the
+    concat axis not whole) -- any other term keeps its ranks' sizes their own."""
+    axes = set(range(ndim))
+    if rel.term is None:
+        sharded = {p.dim % ndim for p in rel.placements if isinstance(p, S.Shard)} if ndim else set()
+        return [(r, pname, axes - sharded) for r in range(world)]
+    t = rel.term
+    if isinstance(t, S.Leaf):
+        return [(t.rank, t.name, axes)]
+    if isinstance(t, S.Call) and t.op == "concat" and all(isinstance(a, S.Leaf) for a in t.args) and ndim:
+        d = t.attr("dim", 0)
+        if isinstance(d, int) and -ndim <= d < ndim:
+            return [(a.rank, a.name, axes - {d % ndim}) for a in t.args]
+    return []

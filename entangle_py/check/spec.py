@@ -36,6 +36,7 @@ checker starts from.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 import tomllib
@@ -293,27 +294,32 @@ class Spec:
         lines = []
         if self.mesh.shape:
             lines += ["[mesh]", f"shape = {list(self.mesh.shape)}",
-                      "names = [" + ", ".join(f'"{n}"' for n in self.mesh.names) + "]", ""]
+                      "names = [" + ", ".join(_toml_str(n) for n in self.mesh.names) + "]", ""]
         for section, table in (("inputs", self.inputs), ("cut", self.cut)):
             if table:
                 lines.append(f"[{section}]")
-                lines += [f'"{k}" = "{v}"' for k, v in table.items()]
+                lines += [f"{_toml_str(k)} = {_toml_str(str(v))}" for k, v in table.items()]
                 lines.append("")
         if self.check is not None:
-            lines += ["[outputs]", "check = [" + ", ".join(f'"{c}"' for c in self.check) + "]", ""]
+            lines += ["[outputs]", "check = [" + ", ".join(_toml_str(c) for c in self.check) + "]", ""]
         if self.expect:
             lines.append("[expect]")
-            lines += [f'"{k}" = "{v}"' for k, v in self.expect.items()]
+            lines += [f"{_toml_str(k)} = {_toml_str(str(v))}" for k, v in self.expect.items()]
             lines.append("")
         if self.constants:
             lines.append("[constants]")
-            lines += [f'"{k}" = {_toml_number(v)}' for k, v in self.constants.items()]
+            lines += [f"{_toml_str(k)} = {_toml_number(v)}" for k, v in self.constants.items()]
             lines.append("")
         if self.assume:
             lines.append("[assume]")
             lines += [f"{a} = true" for a in self.assume]
             lines.append("")
         return "\n".join(lines)
+
+
+def _toml_str(text: str) -> str:
+    """A TOML basic string: a relation naming a quoted tensor (``r0."cut:logits"``) has quotes."""
+    return json.dumps(text)
 
 
 def _toml_number(v) -> str:

@@ -19,6 +19,9 @@ from entangle_py.check import spec as S
 from entangle_py.ir import graph as G
 
 MUTATED = "mutated:"
+# the obligation of a written port with no input relation: every rank's state after the step is
+# the sequential one (the strongest relation: it can only fail where a weaker one would hold)
+REPLICATED = S.Relation(placements=(S.Replicate(),))
 
 
 def after(port: str) -> str:

@@ -286,7 +286,7 @@ def cli_show(args) -> int:
         bundle = graph.load(args.file)
     # Piped output (no terminal, no COLUMNS): wider than rich's default 80 so tables are not squeezed.
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 140
-    console = Console(highlight=False, width=width)
+    console = Console(highlight=False, emoji=False, width=width)
     rank = getattr(args, "rank", None)
     if getattr(args, "node", None):
         print_node(bundle, args.node, console, rank=rank)

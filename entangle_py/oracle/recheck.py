@@ -535,13 +535,14 @@ def _recheck_draw(checker, result, run: Draw) -> dict | None:
         if not c["equal"]:
             return {"output": port, "relation": result.relations.get(port, cert), "diff": c}
     W = checker.dist.world_size
-    for name, req, found, ok in result.expectations:
-        if not ok or name not in checker.spec.expect:
+    for name, rel in checker.expectations:
+        if not any(ok and n == name and req == str(rel) for n, req, found, ok in result.expectations):
             continue
+        req = str(rel)
         pname, node = checker._expect_target(name)
         expected = run.seq_env[node]
         ndim = expected.dim() if isinstance(expected, torch.Tensor) else None
-        for t in S.relation_terms(checker.spec.expect[name], pname, W, checker.spec.mesh, ndim=ndim):
+        for t in S.relation_terms(rel, pname, W, checker.spec.mesh, ndim=ndim):
             try:
                 got = placement.eval_term(t, run.named())
             except interp.InterpError as e:
@@ -797,7 +798,7 @@ def _output_candidates(checker, run: Draw) -> dict:
         expected = run.seq_env.get(p.node)
         if not isinstance(expected, torch.Tensor):
             continue
-        rel = checker.spec.expect.get(p.name) or checker.spec.expect.get(p.node)
+        rel = next(iter(checker.expected(p.name)), None)
         cands = []
         if rel is not None:
             for t in S.relation_terms(rel, p.name, W, checker.spec.mesh, ndim=expected.dim()):

@@ -103,6 +103,10 @@ def hints(res) -> list[str]:
     f = res.failure
     out = []
     assumed = {a for a, _ in res.assumptions}
+    used_lemmas = [f for f, names in res.user_lemmas.items() if names]
+    if res.status == "internal-error" and used_lemmas:
+        out.append(f"the proof applied lemmas of your own (--lemmas {', '.join(used_lemmas)}), which entangle-py does "
+                   f"not check: look at them first")
     if f is not None and (f.target in ops.INDEXING or f.target == ops.INDEX_TENSOR) and "valid_indices" not in assumed:
         out.append("a table lookup: if the distributed program masks or offsets ids (a vocab-parallel "
                    "embedding), it equals the sequential lookup only for ids inside the table; when every "

@@ -45,6 +45,8 @@ def to_json(res, seq: str, dist: str, spec: str | None = None) -> dict:
         "random_draws": res.random_draws,
         "unchecked_outputs": list(res.unchecked),
         "given": dict(res.given),
+        "constants": dict(res.constants),
+        "user_lemmas": dict(res.user_lemmas),
         "capture_notes": res.capture_notes,
         "unknown_values": res.unknown_values,
         "timings_s": {k: round(v, 4) for k, v in res.timings.items()},

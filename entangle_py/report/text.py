@@ -34,6 +34,11 @@ def print_result(res: Result, console: Console, verbose: bool = False):
                            + (" (evidence from capture)" if d["basis"] == "evidence" else ""))
     for name, rel in res.given.items():
         plain(console, f"given (spec, not checked: what computes it is not verified): {name} = {rel}")
+    for name, value in res.constants.items():
+        plain(console, f"declared (spec [constants], not checked: the graphs do not carry it): {name} = {value}")
+    for path, used in res.user_lemmas.items():
+        plain(console, f"user lemmas (--lemmas {path}, not checked by entangle-py): "
+                       + (f"applied: {', '.join(used)}" if used else "none applied"))
     for n in res.capture_notes:
         at = f" at {n['file']}:{n['line']}" if n.get("file") else ""
         plain(console, f"capture note (rank {', '.join(map(str, n['ranks']))}){at}: {n['text']}")

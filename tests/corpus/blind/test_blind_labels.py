@@ -10,12 +10,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from manifest import ENTRIES  # noqa: E402
-from run_gloo import confirm  # noqa: E402
+from blind_gloo import confirm  # noqa: E402
 
 CASES = [(e, m) for e in ENTRIES for m in e["modes"]]
 
 
-@pytest.mark.corpus
+@pytest.mark.gloo
 @pytest.mark.parametrize("entry,mode", CASES, ids=[f"{e['name']}-{m}" for e, m in CASES])
 def test_label_confirmed_on_gloo(entry, mode):
     result = confirm(entry, mode)

@@ -10,7 +10,7 @@ through its ``[expect]`` relation.  A program is correct iff every comparison ho
 (float64, rtol 1e-7, atol 1e-9; a program that computes a part in float32 itself, as Hugging
 Face's router softmax does, gets the manifest's looser ``rtol`` / ``atol``).
 
-    python tests/corpus/blind/run_gloo.py [NAME ...] [--mode forward|joint]
+    python tests/corpus/blind/blind_gloo.py [NAME ...] [--mode forward|joint]
 
 prints one line per (program, mode) and exits 1 when a label is not confirmed.
 """

@@ -204,25 +204,30 @@ class ReductionLowering:
         keepdim = self._arg(n, 3, "keepdim", False) if overload == "dim" else False
         return dims, 1 if unbiased else 0, keepdim
 
-    @lowers("aten.var.correction", "aten.var.dim", "aten.var.default",
-            "aten.std.correction", "aten.std.dim", "aten.std.default")
-    def _h_var_std(self, n):
-        """The variance (standard deviation) over dims with a correction ("var:<c>")."""
+    def _spread(self, n):
+        """(the variance or standard deviation over dims with its correction ("var:<c>",
+        "std:<c>"), dims, keepdim), or Refused."""
         dims, c, keepdim = self._var_args(n)
         if isinstance(c, bool) or not isinstance(c, (int, float)):
             return Refused(n.target, "correction", f"correction={c!r}")
-        return self._own(n, f"{ops.op_name(n.target)}:{_scalar_text(c)}", dims, keepdim)
+        return self._own(n, f"{ops.op_name(n.target)[:3]}:{_scalar_text(c)}", dims, keepdim), dims, keepdim
+
+    @lowers("aten.var.correction", "aten.var.dim", "aten.var.default",
+            "aten.std.correction", "aten.std.dim", "aten.std.default")
+    def _h_var_std(self, n):
+        got = self._spread(n)
+        return got if isinstance(got, Refused) else got[0]
 
     @lowers("aten.var_mean.correction", "aten.var_mean.dim", "aten.var_mean.default",
             "aten.std_mean.correction", "aten.std_mean.dim", "aten.std_mean.default")
     def _h_var_std_mean(self, n):
         """(variance or standard deviation, mean) over the same dims."""
-        dims, c, keepdim = self._var_args(n)
-        if isinstance(c, bool) or not isinstance(c, (int, float)):
-            return Refused(n.target, "correction", f"correction={c!r}")
         if not isinstance(n.val, tuple) or len(n.val) != 2:
             return Refused(n.target, "self", "not two results")
-        spread = self._own(n, f"{ops.op_name(n.target)[:3]}:{_scalar_text(c)}", dims, keepdim)
+        got = self._spread(n)
+        if isinstance(got, Refused):
+            return got
+        spread, dims, keepdim = got
         mean = self._own(n, "mean", dims, keepdim)
         if isinstance(spread, Refused):
             return spread

@@ -1,7 +1,8 @@
 """Capture and check every program of examples/programs/ and print a markdown table: program,
 label, mode, verdict / exit code, failing operator and source line, seconds.
 
-    python benchmarks/program_table.py [ID...]
+    python benchmarks/program_table.py [ID...]     # print the rows
+    python benchmarks/program_table.py --write     # every entry, written into docs/corpus-results.md
 """
 from __future__ import annotations
 
@@ -11,12 +12,18 @@ import json
 import sys
 import tempfile
 import time
+from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples" / "programs"))
 
 from corpus import BY_ID, CORPUS, bug_line  # noqa: E402
+
+# The generated part of docs/corpus-results.md lies between these two lines.
+DOC = ROOT / "docs" / "corpus-results.md"
+BEGIN = "<!-- program-table: begin (python benchmarks/program_table.py --write) -->"
+END = "<!-- program-table: end -->"
 
 VERDICT = {0: "refines", 1: "fails", 2: "refused", 3: "limit", 4: "internal error"}
 
@@ -107,9 +114,30 @@ def table(entries=None):
     return "\n".join(lines), rows
 
 
+def write_doc(path: Path, text: str) -> None:
+    """Replace what lies between BEGIN and END in ``path`` by ``text``; the rest of the page is
+    prose a person wrote and stays as it is."""
+    doc = path.read_text()
+    if doc.count(BEGIN) != 1 or doc.count(END) != 1 or doc.index(BEGIN) > doc.index(END):
+        raise SystemExit(f"{path}: expected one {BEGIN!r} line followed by one {END!r} line")
+    head, rest = doc.split(BEGIN)
+    _, tail = rest.split(END)
+    path.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+
+
 if __name__ == "__main__":
-    picked = [BY_ID[n] for n in sys.argv[1:]] if len(sys.argv) > 1 else CORPUS
+    args = sys.argv[1:]
+    write = "--write" in args
+    ids = [a for a in args if a != "--write"]
+    if write and ids:
+        raise SystemExit("--write regenerates the whole table: give no IDs")
+    picked = [BY_ID[n] for n in ids] if ids else CORPUS
     text, rows = table(picked)
-    print(text)
     ok = sum(1 for e, r in rows if r["exit"] == (0 if e.label == "correct" else 1))
-    print(f"\n{ok}/{len(rows)} as expected; {sum(r['seconds'] for _, r in rows):.0f} s total")
+    summary = f"{ok}/{len(rows)} as expected; {sum(r['seconds'] for _, r in rows):.0f} s total ({date.today()})"
+    if write:
+        write_doc(DOC, f"{text}\n\n{summary}")
+        print(f"wrote {len(rows)} rows to {DOC.relative_to(ROOT)}: {summary}")
+    else:
+        print(text)
+        print(f"\n{summary}")

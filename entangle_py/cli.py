@@ -41,7 +41,7 @@ def _add_show(sub):
 
 
 def _add_check(sub):
-    p = sub.add_parser("check", help="prove that DIST refines SEQ", epilog=EXIT_CODES,
+    p = sub.add_parser("check", help="prove that DIST refines SEQ", epilog=WORKFLOW + "\n\n" + EXIT_CODES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("seq", help="sequential bundle (1 rank), or its FX text dump (.py)")
     p.add_argument("dist", help="distributed bundle (every rank), or a directory of per-rank FX text dumps")
@@ -53,17 +53,22 @@ def _add_check(sub):
     p.add_argument("-v", "--verbose", action="store_true", help="phase timings and details")
     p.add_argument("--lemmas", action="append", default=[], metavar="FILE.py",
                    help="extra lemma file (custom ops); may repeat")
-    from entangle_py.config import ASSUMPTIONS, Limits
+    from entangle_py.config import ASSUMPTIONS, MEMORY_FRACTION, Limits
     p.add_argument("--assume", action="append", default=[], metavar="NAME",
                    help="an assumption, as [assume] NAME = true in the spec would say (printed with the verdict, "
                         f"never proven); may repeat: {', '.join(sorted(ASSUMPTIONS))}")
     d = Limits()
     p.add_argument("--max-iterations", type=int, default=d.iterations,
-                   help=f"lemma iterations per operator before giving up (exit 3; default {d.iterations})")
+                   help=f"lemma iterations per attempt at an operator before giving up (exit 3; default {d.iterations})")
     p.add_argument("--max-enodes", type=int, default=d.nodes,
                    help=f"e-graph size before giving up (exit 3; default {d.nodes})")
+    p.add_argument("--max-matches", type=int, default=d.matches,
+                   help=f"rule matches per attempt at an operator before giving up (exit 3; default {d.matches})")
     p.add_argument("--max-seconds", type=float, default=d.seconds,
-                   help=f"seconds per operator before giving up (exit 3; default {d.seconds:g})")
+                   help=f"wall seconds per attempt at an operator before giving up, a last resort (exit 3; default {d.seconds:g})")
+    p.add_argument("--max-memory", type=_bytes, default=d.memory, metavar="BYTES",
+                   help=f"resident memory of the check before giving up, e.g. 4G (exit 3; default "
+                        f"{MEMORY_FRACTION * 100:.0f}%% of the machine's)")
 
     p.add_argument("--no-numeric", action="store_true",
                    help="skip the interpreter's re-check of a proof and the witness of a failure")
@@ -74,6 +79,19 @@ def _add_check(sub):
         from entangle_py.pipeline import run_check_cli
         return run_check_cli(args)
     p.set_defaults(run=run)
+
+
+def _bytes(text: str) -> int:
+    """A byte count: digits with an optional K, M or G (powers of 1024)."""
+    t = text.strip().upper().removesuffix("B")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
+    try:
+        n = float(t[:-1] if scale > 1 else t) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a byte count: {text!r} (e.g. 4G, 512M)") from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"not a positive byte count: {text!r}")
+    return int(n)
 
 
 def _add_explain(sub):
@@ -100,6 +118,13 @@ def _add_import_fx(sub):
     p.set_defaults(run=run)
 
 
+WORKFLOW = """workflow (examples/quickstart/: capture the program at world size 1 and at its world
+size, say how the ranks hold the tensors in a spec, check):
+  entangle capture examples/quickstart/tp_mlp.py -o seq.pt
+  entangle capture examples/quickstart/tp_mlp.py --world-size 2 -o dist.pt
+  entangle check seq.pt dist.pt --spec examples/quickstart/spec.toml
+  entangle check seq.pt dist.pt --write-spec spec.toml   # no spec yet: infer one from the shapes"""
+
 EXIT_CODES = """exit codes:
   0  refines: every checked output has a certificate over the distributed program's outputs
   1  refinement fails (the first operator without a clean mapping), or an expectation does not hold
@@ -113,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="entangle", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Prove that a distributed PyTorch program refines its single-device specification.",
-        epilog=EXIT_CODES)
+        epilog=WORKFLOW + "\n\n" + EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"entangle-py {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for add in (_add_capture, _add_show, _add_check, _add_explain, _add_import_fx):

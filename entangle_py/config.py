@@ -10,10 +10,33 @@ from dataclasses import dataclass
 
 @dataclass
 class Limits:
-    """When the engine gives up on one G_s operator (exit 3, naming the limit)."""
-    iterations: int = 40        # lemma iterations per G_s operator
-    nodes: int = 400_000        # e-graph size
-    seconds: float = 60.0       # wall time per G_s operator
+    """When the engine gives up on one G_s operator's attempt (exit 3, naming the limit and the
+    operator).  Deterministic units first -- lemma steps, e-graph size, rule matches -- so a
+    limit falls at the same place on every machine; wall time is a last resort, and memory a
+    limit of its own (measured between lemma steps: an egglog step cannot be interrupted, so the
+    next step is not started when the last one's growth, repeated, would cross a limit)."""
+    iterations: int = 40            # lemma steps per attempt at a G_s operator (its window; then
+                                    # more of G_d; then the spec's terms)
+    nodes: int = 400_000            # e-graph size, in e-nodes
+    matches: int = 1_000_000        # rule matches per attempt
+    seconds: float = 600.0          # wall time per attempt (last resort)
+    memory: int = 0                 # resident bytes of the process; 0: MEMORY_FRACTION of the machine
+
+    def memory_bytes(self) -> int:
+        return self.memory or int(MEMORY_FRACTION * machine_memory())
+
+
+# the default memory limit, as a fraction of the machine's physical memory
+MEMORY_FRACTION = 0.5
+
+
+def machine_memory() -> int:
+    """Physical memory of the machine in bytes."""
+    import os
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
 
 
 @dataclass

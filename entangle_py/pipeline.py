@@ -23,19 +23,32 @@ from entangle_py.report.text import print_result
 
 def check_files(seq_path, dist_path, spec_path=None, lemma_files=(), limits=None, progress=None,
                 policy=None, numeric=True, budget_bytes=DEFAULT_BUDGET, assume=()) -> tuple[Result, "Checker"]:
-    """Check; with ``numeric`` the interpreter may refute an [expect] equality the lemmas did not
-    prove in the exploration window, which ends its search (recheck.refuter).  ``assume``:
-    assumptions given on the command line, as if the spec's [assume] said ``name = true``."""
+    """Load the graph files and the spec, then ``check_graphs``."""
     t0 = time.perf_counter()
     spec = S.load_spec(spec_path) if spec_path else S.Spec()
-    spec.assume = S.with_assumptions(spec.assume, assume, "--assume")
     seq = _load_graphs(seq_path)
     dist = _load_graphs(dist_path)
     load_time = time.perf_counter() - t0
-    checker = Checker(seq, dist, spec, limits=limits, lemma_files=lemma_files, progress=progress, policy=policy,
+    res, checker = check_graphs(seq, dist, spec, lemma_files=lemma_files, limits=limits, progress=progress,
+                                policy=policy, numeric=numeric, budget_bytes=budget_bytes, assume=assume)
+    res.timings = {"load": load_time, **res.timings}
+    return res, checker
+
+
+def check_graphs(seq, dist, spec, lemma_files=(), limits=None, progress=None, policy=None, numeric=True,
+                 budget_bytes=DEFAULT_BUDGET, assume=()) -> tuple[Result, "Checker"]:
+    """The one pipeline behind every entry point (``entangle check``, ``assert_refines``): plugin
+    ops decomposed, the check, and with ``numeric`` the interpreter's second opinion -- it may
+    refute an [expect] equality the lemmas did not prove in the exploration window, which ends
+    its search (recheck.refuter), and it re-checks the verdict (recheck.attach).  ``assume``:
+    assumptions given on the command line, as if the spec's [assume] said ``name = true``."""
+    spec.assume = S.with_assumptions(spec.assume, assume, "--assume")
+    checker = Checker(decompose(seq), decompose(dist), spec, limits=limits, lemma_files=lemma_files,
+                      progress=progress, policy=policy,
                       refute=refuter(budget_bytes=budget_bytes) if numeric else None)
     res = checker.run()
-    res.timings = {"load": load_time, **res.timings}
+    if numeric:
+        attach(res, checker, budget_bytes=budget_bytes)
     return res, checker
 
 
@@ -43,7 +56,7 @@ def _load_graphs(path):
     """A bundle file, or FX text dumps (a .py file, or a directory of per-rank dumps) imported
     on the fly -- what `entangle import-fx` would write."""
     files = dump_files(path)
-    return decompose(G.load(path) if files is None else import_fx(files))
+    return G.load(path) if files is None else import_fx(files)
 
 
 def _write_reports(res: Result, args):
@@ -76,12 +89,12 @@ def run_check_cli(args) -> int:
         def progress(i, total, name):
             prog.update(task, total=total, completed=i, description=f"relating {name}")
         res, checker = check_files(args.seq, args.dist, args.spec, lemma_files=args.lemmas,
-                                   limits=Limits(args.max_iterations, args.max_enodes, args.max_seconds),
+                                   limits=Limits(iterations=args.max_iterations, nodes=args.max_enodes,
+                                                 matches=args.max_matches, seconds=args.max_seconds,
+                                                 memory=args.max_memory),
                                    progress=progress, numeric=not getattr(args, "no_numeric", False),
                                    budget_bytes=getattr(args, "recheck_budget", DEFAULT_BUDGET),
                                    assume=getattr(args, "assume", ()))
-    if not getattr(args, "no_numeric", False):      # the interpreter's second opinion (recheck.py)
-        attach(res, checker, budget_bytes=getattr(args, "recheck_budget", 2 << 30))
     t_report = time.perf_counter()
     print_result(res, console, verbose=args.verbose)
     if args.write_spec:

@@ -12,7 +12,7 @@ lemma's condition: the condition filters.
 
 ``_walk.run`` (lemmas/_walk.py) applies a binding the way egglog would: variables that only occur in the
 condition are bound by it (``(= v e)`` / ``(= e (DLit v))``), every other condition must hold (an
-undefined condition rejects), trigger terms must be defined, and an undefined left side discards
+undefined condition rejects), trigger terms must be defined (a relation true), and an undefined left side discards
 the binding.  On an accepted binding the right side must be defined and equal the left side in
 value, shape and dtype.
 """
@@ -22,7 +22,7 @@ import math
 import random
 import zlib
 
-import torch
+from entangle_py.lazy import torch
 
 from entangle_py.semantics import terms
 from entangle_py.semantics.terms import EvalError, Var, evaluate, parse_sexpr
@@ -40,7 +40,8 @@ _FUNCS = {
     "cmul": (("String", "String"), "String"), "itext": (("i64",), "String"), "fillop": (("i64",), "String"),
     "dtype": (("T",), "String"), "fdtype": (("String",), "bool"), "glinear": (("String",), "bool"),
     "fcast": (("String",), "bool"), "fexact": (("String",), "i64"), "given": (("T",), "bool"),
-    "peer": (("T", "T"), "bool"),
+    "peer": (("T", "T"), "bool"), "concat2": (("T", "T", "i64"), "bool"),
+    "stile": (("T", "i64", "i64", "TList"), "bool"),
     "tlen": (("TList",), "i64"), "ntext": (("i64",), "String"), "to-string": (("i64",), "String"),
 }
 for _op in ("+", "-", "*", "/", "%"):
@@ -488,10 +489,12 @@ class Drawer:
         return env
 
     def accepts(self, env: dict) -> bool:
-        """The condition (egglog-style: unmatched variables are bound by equalities) and trigger."""
+        """The condition (egglog-style: unmatched variables are bound by equalities) and trigger
+        (its terms defined, its relations true: the e-graph holds a relation only where it is)."""
         for t in self.trigger:
             try:
-                evaluate(t, env)
+                if evaluate(t, env) is False:
+                    return False
             except EvalError:
                 return False
         return _holds(self.when, self.matched, env)

@@ -70,7 +70,7 @@ LEMMAS = [
     Lemma("view-unary-rsum", "(view (unary op (rsum l)) s)", "(unary op (rsum (map_view l s)))",
           instances=view_unary_rsum),
     # ... and, where a sum over ranks of slices (x's first) is in the e-graph, the same slice of
-    # the sum over ranks starting with x (with slice-cover, the chunks' sums tile that sum)
+    # the sum over ranks starting with x (with slice-tile, the chunks' sums tile that sum)
     Lemma("slice-rsum-fold", "(slice (rsum (Cons x r2)) d s e)", "(rsum (map_slice (Cons x r2) d s e))",
           trigger=("(rsum (Cons (slice x d s e) r1))", "(rsum (Cons x r2))"), instances=slice_rsum_fold),
     # ... and where the same slice of the first part is in the e-graph (a rank sliced its own part:

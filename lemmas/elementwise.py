@@ -48,7 +48,7 @@ LEMMAS = [
     # ... and an integer one (a mask of targets against an ignore index, of ids against a bound)
     # ... for a comparison (a mask of targets), where the first part's is there already (a rank's
     # own mask): a shift of positions split at every rank (add, with arange-add, arange-inside and
-    # slice-cover) makes positions at ever larger offsets
+    # slice-tile) makes positions at ever larger offsets
     Lemma("iscalar-concat", "(iscalar op (concat (Cons x r) d) c)", "(concat (map_iscalar op (Cons x r) c) d)",
           trigger=("(iscalar op (concat (Cons x r) d) c)", "(iscalar op x c)"),
           when=tuple(f'(!= op "{op}")' for op in ("add", "sub", "mul", "pow")),

@@ -2,7 +2,7 @@
 
 Position ids a rank builds for its own rows (context parallelism: ``arange(s) + rank * s``) meet the
 sequential program's ``arange(S)``: an integer offset moves an arange, a slice of one is one, and
-one inside another (same step, on its grid) is the slice of it there -- with ``slice-cover`` and
+one inside another (same step, on its grid) is the slice of it there -- with ``slice-tile`` and
 ``slice-full`` (movement), the ranks' adjacent aranges tile the whole one; an integer op of positions
 (a mask) follows the slice.
 """
@@ -19,7 +19,7 @@ LEMMAS = [
           when=("(<= 0 s)", "(<= s e)", "(<= e m)"), instances=slice_inside, rejects=slice_outside),
     # an integer op of a slice is the slice of the op (elementwise, any op): a rank's mask of its
     # positions (gt(positions, c)), its positions being a slice of the whole (arange-inside), is the
-    # slice of the whole mask; slice-cover then tiles the ranks' masks into it
+    # slice of the whole mask; slice-tile then tiles the ranks' masks into it
     Lemma("iscalar-slice", "(iscalar op (slice x d a b) c)", "(slice (iscalar op x c) d a b)",
           instances=iscalar_slice),
     # adjacent positions (same step, the second starting where the first ends) are one run

@@ -9,7 +9,7 @@ PKG = Path(__file__).resolve().parent.parent / "entangle_py"
 
 # lower layers first; a module may import its own layer or lower ones
 LAYERS = [
-    {"errors", "config"},
+    {"errors", "config", "lazy"},
     {"ir", "plugins"},
     {"frontend", "semantics"},
     {"engine"},

@@ -346,6 +346,41 @@ def test_dtype_table_matches_torch():
         assert DTYPE_ABBRS[abbr] == str(dt).removeprefix("torch."), abbr
 
 
+def test_result_counts_match_torch_for_every_lowered_op():
+    """The import reads the number of an op's results from ops.RESULT_COUNTS, not torch: every op
+    the checker lowers with more than one result is there, with torch's count."""
+    from entangle_py.ir import ops
+    from entangle_py.semantics.lower import LOWERINGS
+    for target in LOWERINGS:
+        if target.count(".") != 2:
+            continue        # a builtin target (getitem)
+        ns, name, overload = target.split(".")
+        try:
+            n = len(getattr(getattr(getattr(torch.ops, ns), name), overload)._schema.returns)
+        except (AttributeError, RuntimeError):
+            continue        # a plugin op or a collective of another namespace: not an ATen schema
+        assert ops.RESULT_COUNTS.get(target, 1) == max(n, 1), target
+    assert all(target in LOWERINGS for target in ops.RESULT_COUNTS)
+
+
+def test_lowered_writes_match_the_schemas_of_every_lowered_op():
+    """Functionalizing an import reads whether a lowered op writes an argument from
+    ops.LOWERED_WRITES, not torch: exactly the lowered ops whose schema (torch's registry or the
+    plugin's) writes one are there."""
+    from entangle_py.frontend.functionalize import schema
+    from entangle_py.ir import ops
+    from entangle_py.semantics.lower import LOWERINGS
+    writing, read = set(), 0
+    for target in LOWERINGS:
+        s = schema(target)
+        if s is None:
+            continue        # a builtin target (getitem): no arguments written
+        read += 1
+        if any(a.alias_info is not None and a.alias_info.is_write for a in s.arguments):
+            writing.add(target)
+    assert read > 150 and writing == set(ops.LOWERED_WRITES)
+
+
 # --------------------------------------------------------------------------- synthetic corner cases
 
 HEADER = '''class GraphModule(torch.nn.Module):

@@ -876,9 +876,23 @@ def test_add_commutes_where_both_orders_are_present():
     assert not reached
 
 
+@pytest.mark.parametrize("bounds", [[0, 5, 6, 9], [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32]])
+def test_slices_tiling_a_tensor_are_its_flat_concat(bounds):
+    """Sequence parallelism: the ranks' slices of one tensor (uneven, or 16 ranks) tile it: it is
+    their one flat concat (slice-tile); slices with a gap, or one short of the end, do not."""
+    shapes = {"x": [bounds[-1], 3]}
+    parts = [f"(slice {{x}} 0 (DLit {a}) (DLit {b}))" for a, b in zip(bounds, bounds[1:])]
+    reached, _ = proves("{x}", cat(0, *parts), shapes, present=parts)
+    assert reached
+    for missing in (parts[1:2], parts[-1:]):
+        some = [p for p in parts if p not in missing]
+        reached, _ = proves("{x}", cat(0, *some), shapes, present=some)
+        assert not reached
+
+
 def test_rank_positions_tile_the_sequence():
     """Context parallelism: rank r's query positions arange(s) + r * s, next to the sequential
-    arange(S), are slices of it that tile it (arange-inside, slice-cover, slice-full); only
+    arange(S), are slices of it that tile it (arange-inside, slice-tile, slice-full); only
     between aranges in the e-graph."""
     whole = "(arange 0 1 (DLit 6))"
     parts = ("(arange 0 1 (DLit 3))", '(iscalar "add" (arange 0 1 (DLit 3)) 3)')
@@ -891,7 +905,7 @@ def test_rank_positions_tile_the_sequence():
 
 def test_reduce_scatter_blocks_tile_the_sum():
     """DTensor's Shard(1) reduce-scatter: the ranks' sums of their dim-1 chunks, beside the sum
-    over ranks of the whole tensors, tile that sum along dim 1 (slice-rsum-fold, slice-cover)."""
+    over ranks of the whole tensors, tile that sum along dim 1 (slice-rsum-fold, slice-tile)."""
     shapes = {"u0": [2, 4, 3], "u1": [2, 4, 3]}
     blocks = ["(rsum " + cons(f"(slice {{u0}} 1 (DLit {a}) (DLit {b}))", f"(slice {{u1}} 1 (DLit {a}) (DLit {b}))") + ")"
               for a, b in ((0, 2), (2, 4))]

@@ -153,3 +153,31 @@ def test_buggy_failure_is_reported_at_the_bug(entry, tmp_path):
     assert r["exit"] == 1
     d = distance_to_bug(entry, r["lines"])
     assert d is not None and d <= NEAR, (entry.id, r["lines"], d)
+
+
+# One pipeline (issue 27): entangle_py.testing.assert_refines, given a corpus entry's build, says
+# what `entangle check` says.  A plugin op (vLLM's fused norm), a joint entry, a refuted entry.
+AGREE = ["vllm_mlp_correct[forward]", "vllm_mlp_swapped_halves[forward]", "tp_mlp2d_correct[joint]",
+         "tp_mlp2d_missing_allreduce[forward]", "adv_vllm_rope_gptj[forward]", "adv_slice_head_correct[forward]"]
+
+
+@pytest.mark.parametrize("entry", [e for e in CORPUS if e.id in AGREE], ids=lambda e: e.id)
+def test_assert_refines_agrees_with_the_cli(entry, tmp_path):
+    import importlib
+
+    from entangle_py.testing import assert_refines
+    assert len(AGREE) == len({e.id for e in CORPUS if e.id in AGREE})
+    # imported by its name (the corpus directory is on sys.path): the ranks' processes import
+    # build the same way, instead of being forked from this one, which has run egglog and torch
+    module = importlib.import_module(Path(entry.script).stem)
+    cli = _check(entry, tmp_path)
+    try:
+        res = assert_refines(module, world_size=entry.world_size, spec=entry.spec,
+                             joint=entry.mode == "joint")
+        exit_code, text = res.exit_code, ""
+    except AssertionError as err:
+        text = str(err)
+        exit_code = int(text.split("(exit ", 1)[1].split(")", 1)[0])
+    assert exit_code == cli["exit"], f"assert_refines exits {exit_code}, the CLI {cli['exit']}:\n{text}\n--\n{cli['text']}"
+    if exit_code == 1:     # the failure message carries the report, with the numeric witness
+        assert "witness" in text, text

@@ -89,7 +89,8 @@ def test_json_report_is_versioned_with_structured_locations(funcol):
     assert data["schema_version"] == 1 and data["tool"]["name"] == "entangle-py"
     assert data["status"] == "fails" and data["exit_code"] == 1 and data["world_size"] == 2 and data["joint"]
     d = Limits()
-    assert data["limits"] == {"iterations": d.iterations, "enodes": d.nodes, "seconds": d.seconds}
+    assert data["limits"] == {"iterations": d.iterations, "enodes": d.nodes, "matches": d.matches,
+                              "seconds": d.seconds, "memory_bytes": d.memory_bytes()}
     assert data["spec"] == entry.spec
     f = data["failure"]
     loc = f["location"]
@@ -267,12 +268,12 @@ def test_sarif_of_a_refinement_has_no_results_and_a_limit_is_a_warning(tmp_path)
     assert r.returncode == 0
     assert _check_sarif(json.loads((tmp_path / "ok.sarif").read_text()))["results"] == []
     r = _entangle("check", g / "seq.pt", g / "dist.pt", "--spec", g / "spec.toml", "--no-numeric",
-                  "--max-iterations", "1", "--sarif", tmp_path / "limit.sarif", "--json", tmp_path / "limit.json")
+                  "--max-iterations", "0", "--sarif", tmp_path / "limit.sarif", "--json", tmp_path / "limit.json")
     assert r.returncode == 3
     (res, *_) = _check_sarif(json.loads((tmp_path / "limit.sarif").read_text()))["results"]
     assert res["ruleId"] == "ENT002" and res["level"] == "warning"
     data = json.loads((tmp_path / "limit.json").read_text())
-    assert data["limits"]["iterations"] == 1 and data["operators"][-1]["status"] == "unknown"
+    assert data["limits"]["iterations"] == 0 and data["operators"][-1]["status"] == "unknown"
 
 
 # ----------------------------------------------------------------------------- HTML in a browser

@@ -103,3 +103,31 @@ def test_everything_inserts_the_rest_once():
     rest = {c.split('"')[1] for c in w.everything() if c.startswith("(union")}
     assert first | rest == {"t1", "h1", "t2", "h2", "t3", "h3"} and not first & rest
     assert w.complete and w.everything() == []
+
+
+def _two_ranks():
+    """On each rank r: x -> h1 = f(x, t(w1)) -> h2 = f(h1, t(w2)); a mask m = arange on its own;
+    and a branch y -> g = f(y, t(w1)) that does not meet x."""
+    facts = DistFacts()
+    leaf = lambda k: f'(Gd "{k}")'
+    for r in (0, 1):
+        k = lambda n: f"r{r}.{n}"
+        for n in ("x", "y", "w1", "w2", "t1", "t2", "h1", "h2", "g", "m"):
+            facts.declare(k(n), [f"(set (ndim {leaf(k(n))}) 2)"])
+        facts.define(k("t1"), f"(union {leaf(k('t1'))} (transpose {leaf(k('w1'))} 0 1))")
+        facts.define(k("t2"), f"(union {leaf(k('t2'))} (transpose {leaf(k('w2'))} 0 1))")
+        facts.define(k("h1"), f"(union {leaf(k('h1'))} (mm {leaf(k('x'))} {leaf(k('t1'))}))")
+        facts.define(k("h2"), f"(union {leaf(k('h2'))} (mm {leaf(k('h1'))} {leaf(k('t2'))}))")
+        facts.define(k("g"), f"(union {leaf(k('g'))} (mm {leaf(k('y'))} {leaf(k('t1'))}))")
+        facts.define(k("m"), f"(union {leaf(k('m'))} (arange 0 1 (DLit 4)))")
+    return facts
+
+
+def test_around_takes_what_a_value_related_to_the_seeds_can_equal():
+    """A deferred operator's second attempt: the tensors connected to its inputs' related ones,
+    on every rank (what they are computed from, what is computed from them), and what the ranks
+    compute from constants -- not another branch of the program."""
+    w = Window(_two_ranks(), depth=1)
+    took = {c.split('"')[1] for c in w.around({"r0.h1"}) if c.startswith("(union")}
+    assert took == {f"r{r}.{n}" for r in (0, 1) for n in ("t1", "h1", "t2", "h2", "m")}
+    assert not w.complete and w.around({"r0.h1"}) == []

@@ -7,12 +7,10 @@ term is extracted.  No clean term: refinement fails at that operator.
 """
 from __future__ import annotations
 
-import math
 import re
 import time
-from pathlib import Path
-
 from dataclasses import replace
+from pathlib import Path
 
 from entangle_py.check import culprit
 from entangle_py.check import random as R
@@ -83,6 +81,12 @@ class Checker:
         self.expect_seeded = False             # the [expect] terms' written-out forms are in the e-graph
         self._n = 0
         self.retired = 0                       # times proven facts were retired (a fresh e-graph)
+        # retiring replaces a G_s tensor's facts by its clean terms; its own facts are kept here
+        # (G_s global -> facts, clean terms) for deciding a failure found after it (_restore)
+        self.retired_facts: dict[str, tuple[list[str], list[str]]] = {}
+        self.rechecked = False                 # a failure was decided again after _restore
+        self._narrow: set[str] = set()         # G_s operators last tried without all of G_d
+        self._exhausted: set[str] = set()      # G_s operators whose attempt a limit on resources ended
 
     # -- helpers ---------------------------------------------------------------------------
     def _fresh(self) -> str:
@@ -129,6 +133,12 @@ class Checker:
     def _explore(self, v: str):
         """G_d near the tensors ``v`` is computed from (the paper's exploration of T_rel)."""
         self.engine.add(*self.window.explore(self.sleaves[v]))
+
+    def _around(self, v: str) -> bool:
+        """The G_d connected to the tensors ``v`` is computed from; False when it was there."""
+        found = self.window.around(self.sleaves[v])
+        self.engine.add(*found)
+        return bool(found)
 
     def _seed_expected(self) -> bool:
         """The explicit terms of [expect] (slices of the ranks' outputs: a fused weight's
@@ -202,17 +212,7 @@ class Checker:
     # -- main loop -------------------------------------------------------------------------
     def run(self) -> Result:
         res = self._run()
-        if res.status != "refines" and self.retired and not self._refuted_only(res):
-            # retiring dropped facts (G_s structure a lemma may match); it only saves time, so a
-            # failure found with it is decided again with every fact kept (not one that is only
-            # expectations refuted on values: no fact can prove those)
-            retired = self.retired
-            self.policy = replace(self.policy, window_nodes=math.inf)
-            self._start()
-            res = self._run()
-            res.retired, res.rechecked = retired, True
-        else:
-            res.retired = self.retired
+        res.retired, res.rechecked = self.retired, self.rechecked
         return res
 
     def _refuted_only(self, res: Result) -> bool:
@@ -227,7 +227,8 @@ class Checker:
         self.op_relations = res.op_relations
         self.op_stats = res.operators
         res.limits = {"iterations": self.limits.iterations, "enodes": self.limits.nodes,
-                      "seconds": self.limits.seconds}
+                      "matches": self.limits.matches, "seconds": self.limits.seconds,
+                      "memory_bytes": self.limits.memory_bytes()}
         res.assumptions = [(a, ASSUMPTIONS[a]) for a in self.spec.assume]
         res.capture_notes = G.capture_notes(self.dist)
         self.no_semantics: dict[str, list] = {}
@@ -248,6 +249,7 @@ class Checker:
         dist = DistProgram(self.dist, self.dist_names, self.spec, self.sizes,
                            [u for c in self.draws.couplings for u in c.replica_unions()]).run()
         self.dvar, self.dfacts, self.collectives = dist.dvar, dist.dfacts, dist.collectives
+        self.engine.prepare(c for cmds in self.dfacts.defn.values() for c in cmds)
         self.no_semantics.update(dist.no_semantics)
         res.unknown_values = dict(dist.unknown)
         self.window = Window(self.dfacts, self.policy.window_depth)
@@ -279,29 +281,41 @@ class Checker:
             if not deferred and self.engine.size() > self.policy.window_nodes:
                 self._retire(ops[i:], needed)
             self._proved = None
-            out = self._relate(low, n)
+            # an operator that may be deferred is not tried with all of G_d (_prove): one that can
+            # never be related (the sequential program's own vocabulary mask) must not bring it in.
+            # Whether it has a clean term with all of G_d is decided only where the check would
+            # end (_decide)
+            deferrable = n.name not in outputs and len(deferred) < self.policy.deferred
+            waiting = {self.svar[d.node] for d in deferred}     # (an identity of one shares its global)
+            out = self._relate(low, n, widen="all" if not deferrable else
+                               "none" if any(self.svar.get(ref) in waiting for ref in n.refs()) else "around")
+            if out is not None and deferrable and out.reason == "no clean term":
+                deferred.append(out)
+                continue
             if out is not None:
-                if (out.reason == "no clean term" and n.name not in outputs
-                        and len(deferred) < self.policy.deferred):
-                    deferred.append(out)
-                    continue
-                if deferred:
-                    out, later = deferred[0], [d.node for d in deferred[1:]] + [out.node]
-                    out.later = later
-                res.status = ("fails" if out.reason == "no clean term" else
-                              "internal-error" if out.reason.startswith("internal") else "unknown")
-                res.failure = out
-                break
+                out, deferred = self._decide(deferred, out, n)
+                if out is not None:
+                    res.status = ("fails" if out.reason == "no clean term" else
+                                  "internal-error" if out.reason.startswith("internal") else "unknown")
+                    res.failure = out
+                    break
             if deferred and self._proved == n.name:
                 below = self._ancestors(self.seq.node(n.name).refs())
                 deferred = [d for d in deferred if d.node not in below]
             res.ops_checked += 1
         if res.failure is None and deferred:
-            res.status, res.failure = "fails", deferred[0]
-            res.failure.later = [d.node for d in deferred[1:]]
+            out, _ = self._decide(deferred, None, None)
+            if out is not None:
+                res.status, res.failure = "fails", out
         res.timings["infer"] = time.perf_counter() - t1
         if res.failure is None:
             self._finish(res)
+            if res.status == "fails" and self.retired_facts and not self._refuted_only(res):
+                # retiring dropped facts a certificate may need: decided again on every fact
+                self._restore()
+                res.status, res.failure, res.relations, res.certificates, res.expectations = "refines", None, {}, {}, []
+                self.refuted = {}
+                self._finish(res)
             self._unmatched_writes(res)
         else:
             self._expectations_blocked_by(res, res.failure.node)
@@ -317,12 +331,23 @@ class Checker:
         self.draws.couplings = [self.coupled[c.seq.key] for c in self.draws.couplings]
         res.random_draws = self.draws.report(lambda t: self.show_term(parse_sexpr(t)))
         res.assumption_uses = assumption_uses(self, res)
+        res.work = self._work()
         f = res.failure
         for d in [f.node, *f.later] if f and not f.reason.startswith("output ") else ():
             if d in self.op_stats:
                 self.op_stats[d]["status"] = "unknown" if f.reason.startswith("limit") and d == f.node else "failed"
         culprit.annotate(self, res)       # where it is in both programs (reports only)
         return res
+
+    def _work(self) -> dict:
+        """The check's work: peak e-nodes, lemma steps, matches (all, by family), search seconds."""
+        family = {lem.name: lem.family for lem in self.lib.lemmas}
+        by_family: dict[str, int] = {}
+        for name, k in self.engine.matches.items():
+            by_family[family[name]] = by_family.get(family[name], 0) + k
+        return {"peak_enodes": self.engine.peak_nodes, "lemma_steps": self.engine.steps,
+                "matches": sum(self.engine.matches.values()), "matches_by_family": dict(sorted(by_family.items())),
+                "seconds_by_family": {k: round(v, 3) for k, v in sorted(self.engine.family_seconds.items())}}
 
     def _unmatched_writes(self, res: Result):
         """A rank writes state the sequential program does not hold: its value after the step has
@@ -471,7 +496,7 @@ class Checker:
             ranks.append(owners.pop())
         return c.ordered(ranks)
 
-    def _relate(self, low: L.Lowerer, n: G.Node) -> OpFailure | None:
+    def _relate(self, low: L.Lowerer, n: G.Node, widen: str = "all") -> OpFailure | None:
         res = low.lower(n)
         if L.draws_in(res):      # a random draw: a leaf, equal to its coupling's term if it has one
             key = L.draw_key(n)
@@ -494,7 +519,7 @@ class Checker:
             if res.ref in self.svar:
                 self.svar[n.name] = self.svar[res.ref]
                 if "#" in res.ref:          # an output of a multi-output op: relate it now
-                    return self._prove(n, self.svar[n.name])
+                    return self._prove(n, self.svar[n.name], widen)
             return None
         if isinstance(res, L.Free):   # a free G_s tensor (undeclared constant, empty): related to nothing
             self.svar[n.name] = self._new_svar(f"(Gs {str_lit(n.name)})", n.val)
@@ -519,20 +544,44 @@ class Checker:
                 self.svar[key] = self._new_svar(text, n.val[i])
             return None    # related lazily: by the getitem that uses an output
         v = self.svar[n.name] = self._new_svar(res.text, n.val)
-        return self._prove(n, v)
+        return self._prove(n, v, widen)
 
-    def _prove(self, n: G.Node, v: str) -> OpFailure | None:
+    def _prove(self, n: G.Node, v: str, widen: str = "all") -> OpFailure | None:
+        """Relate ``n`` (its G_s global ``v``): lemma steps in its window, then, before it fails,
+        with more of G_d: ``widen`` "all" (an operator whose failure ends the check), all of it
+        and the spec's terms; "gd", all of it (a deferred operator decided where the check would
+        end); "around" (one that may be deferred), what is connected to its
+        inputs' related tensors (``Window.around``); "none" (one reading a deferred operator's
+        value: it waits with it), nothing more.  An operator no rank computes (the sequential
+        program's own vocabulary mask) must not bring every layer in, nor keep it in the e-graph
+        for the operators after it; whether a deferred operator has a clean term with all of G_d
+        is decided where the check would end (``_decide``)."""
         self._bring(v)
         self._explore(v)
         matches = self.engine.matches.copy()
         outcome = self.engine.prove_clean(v, self.limits)
         steps, seconds = outcome.iterations, outcome.seconds
-        if outcome.status != "clean" and self._widen():   # never fail for want of G_d facts
+
+        def more() -> bool:     # not clean, and no limit on resources ended the attempt
+            return outcome.status == "saturated" or outcome.kind == "iterations"
+
+        def again():
+            nonlocal outcome, steps, seconds
             outcome = self.engine.prove_clean(v, self.limits)
             steps, seconds = steps + outcome.iterations, seconds + outcome.seconds
-        if outcome.status != "clean" and self._seed_expected():   # ... nor of the spec's own terms
-            outcome = self.engine.prove_clean(v, self.limits)
-            steps, seconds = steps + outcome.iterations, seconds + outcome.seconds
+        if widen in ("all", "gd"):      # never fail for want of G_d facts, nor of the spec's own terms
+            if more() and self._widen():
+                again()
+            if widen == "all" and more() and self._seed_expected():
+                again()
+        elif widen == "around" and more() and self._around(v):
+            again()
+        if outcome.kind not in (None, "iterations"):
+            self._exhausted.add(n.name)
+        if widen in ("around", "none"):
+            self._narrow.add(n.name)
+        else:
+            self._narrow.discard(n.name)
         stats = self.op_stats[n.name] = {"status": "related" if outcome.status == "clean" else "not clean",
                                          "iterations": steps, "seconds": round(seconds, 4),
                                          "lemmas": dict((self.engine.matches - matches).most_common())}
@@ -585,10 +634,12 @@ class Checker:
         """A fresh e-graph holding only what the remaining operators can use: each live G_s
         tensor as its clean terms.  Per-step cost follows the e-graph's size (egglog rebuilds
         changed tables in full), so this keeps the cost per operator flat in model depth.
-        Dropping facts can only lose proofs, never make one, and ``run`` decides a failure found
-        after retiring again with every fact kept."""
+        Dropping facts can only lose proofs, never make one, and a failure found after retiring
+        is decided again with the dropped facts back (``_restore``)."""
         read = {p.node for p in self.checked_outputs}
         read.update(ref for n in remaining if n.name in needed and n.name not in self.svar for ref in n.refs())
+        # a nonzero whose row count sizes a remaining tensor: its relation is that size's (_same_count)
+        read.update(c for n in remaining if n.name in needed and n.name not in self.svar for c in self._counted_in(n))
         live = {v for k, v in self.svar.items() if k.split("#")[0] in read}
         # what the relations of the inputs used so far say between the ranks' tensors (r0.x =
         # r1.x for a replicated x) is kept: the ranks' copies of a value computed from x (a
@@ -605,6 +656,8 @@ class Checker:
                 terms = self._clean_terms(v)
                 shapes = [c for c in self.sfacts[v] if c.startswith("(set ")]
                 kept[v] = [f"(let {v} {terms[0]})"] + [f"(union {v} {t})" for t in terms[1:]] + shapes
+                own = self.retired_facts.get(v, (self.sfacts[v], []))[0]
+                self.retired_facts[v] = (own, terms)
             else:             # not proven yet (a deferred op, an output of a multi-output op)
                 kept[v] = self.sfacts[v]
                 stack.extend(SVAR.findall(" ".join(kept[v])))
@@ -617,6 +670,60 @@ class Checker:
             self.sleaves[v] = leaves_in(" ".join(facts))
         self.engine.add(*sorted(self.kept_rank_facts))
         self.retired += 1
+
+    def _decide(self, deferred: list[OpFailure], out: OpFailure | None, n: G.Node | None):
+        """The check would end: at ``out``, operator ``n``'s failure, or (``n`` None) with the
+        ``deferred`` operators that no clean consumer absorbed.  Before a failure is reported the
+        deferred operators, earliest first, are decided with all of G_d in a fresh e-graph
+        (``_restore``: retired facts back, nothing later operators derived; not the spec's terms
+        for outputs: they are intermediates); the first without a clean term is the failure.
+        ``out`` itself is decided again there where it was tried without all of G_d or with facts
+        retired; a limit on resources (or an internal error) stands.  Returns (the failure, or
+        None when every operator is related after all; the deferred operators still without a
+        clean term)."""
+        if out is not None and out.reason.startswith("internal"):
+            out.later = [d.node for d in deferred]
+            return out, deferred
+        final = out is not None and (out.node in self._exhausted or
+                                     (out.reason != "no clean term" and out.node not in self._narrow))
+        restored = bool(self.retired_facts)
+        if deferred or restored:
+            self._restore()
+        pending = []
+        for d in deferred:      # (intermediates: the spec's terms of outputs are not seeded for them)
+            again = self._prove(self.seq.node(d.node), self.svar[d.node], "gd")
+            if again is not None:
+                pending.append(again)
+                if again.reason != "no clean term":
+                    break       # a limit: unknown from here
+        if out is not None and not final and (restored or out.node in self._narrow):
+            out = self._prove(n, self.svar[n.name])
+        if out is None and n is not None:
+            return None, pending
+        failures = pending + ([out] if out is not None else [])
+        if not failures:
+            return None, []
+        failures[0].later = [f.node for f in failures[1:]]
+        return failures[0], pending
+
+    def _restore(self):
+        """A fresh e-graph for deciding a failure: each retired G_s tensor's own facts back beside
+        its clean terms (retiring dropped the first: structure a lemma may need), the ranks'
+        equalities, and all of G_d; nothing later operators' lemma steps derived (a deferred
+        operator is decided as it would have been at its turn).  Of the G_s facts only those the
+        operators being decided read come in (``_bring``): their cone, not every fact of the check."""
+        if self.retired_facts:
+            self.rechecked = True
+        for v, (own, terms) in self.retired_facts.items():
+            self.sfacts[v] = own + [f"(union {v} {t})" for t in terms]
+            self.sleaves[v] = leaves_in(" ".join(self.sfacts[v]))
+        self.retired_facts = {}
+        self.engine.reset()
+        self.window.reset()
+        self.present = set()
+        self.expect_seeded = False
+        self.engine.add(*sorted(self.kept_rank_facts))
+        self._widen()
 
     def _clean_terms(self, v: str) -> list[str]:
         """``v``'s cheapest clean terms, cheapest first."""
@@ -785,7 +892,25 @@ class Checker:
         if None in at:
             return False
         vs = [self.svar.get(node) if graph == "seq" else self.dvar[int(graph)].get(node) for graph, node in at]
-        return None not in vs and self.engine.equal(*vs)
+        if None in vs:
+            return False
+        for v in vs:        # (in the e-graph: a retiring or a fresh e-graph may have left them out)
+            if SVAR.fullmatch(v):
+                self._bring(v)
+            else:
+                self.engine.add(*self.window.commands(leaves_in(v)))
+        return self.engine.equal(*vs)
+
+    def _counted_in(self, n: G.Node) -> set[str]:
+        """The sequential nonzeros whose row counts are in the shape of ``n``'s value."""
+        out = set()
+        for meta in n.val if isinstance(n.val, tuple) else (n.val,):
+            for d in getattr(meta, "shape", ()):
+                for sym in getattr(self.sizes.canonical(d, "seq"), "free_symbols", ()):
+                    found = L.rows_node(sym)
+                    if found is not None and found[0] == "seq":
+                        out.add(found[1])
+        return out
 
     def _prove_equal(self, a: str, b: str) -> bool:
         return self._saturate_equal(a, b) or (self._widen() and self._saturate_equal(a, b))

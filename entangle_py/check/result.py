@@ -57,7 +57,10 @@ class Result:
     outputs: dict = field(default_factory=dict)    # checked output -> {"verdict": holds | fails | ...}
     op_relations: dict = field(default_factory=dict)
     retired: int = 0             # times proven facts were retired for a fresh e-graph
-    rechecked: bool = False      # a failure found after retiring was decided again keeping all facts
+    rechecked: bool = False      # a failure found after retiring was decided again with its facts back
+    # the check's work in deterministic units: peak e-graph size, lemma steps, lemma matches (and
+    # by lemma family) -- what benchmarks and CI compare across degrees
+    work: dict = field(default_factory=dict)
     numeric: dict | None = None  # the interpreter's second opinion (recheck.py), when it ran
     # for reports (culprit.py): each proved or failed G_s operator's lemma steps, matches and
     # location; every G_d tensor named in a relation, certificate or failure, with its location

@@ -12,11 +12,10 @@ the sizes of two programs' nonzero results are one e-class exactly where their v
 """
 from __future__ import annotations
 
-import sympy
-
 from entangle_py.check import spec as S
 from entangle_py.engine.dims import DimSolver
 from entangle_py.ir import graph as G
+from entangle_py.lazy import sympy
 from entangle_py.semantics import lower as L
 from entangle_py.semantics.terms import str_lit
 
@@ -47,9 +46,13 @@ class Sizes:
 
     def le(self, a, b) -> bool:
         """a <= b is proven for every size the ranges and guards allow."""
+        if isinstance(a, int) and isinstance(b, int):
+            return a <= b
         return self.solver.proves_le(sympy.sympify(a), sympy.sympify(b))
 
     def same(self, a, b) -> bool:
+        if isinstance(a, int) and isinstance(b, int):
+            return a == b
         a, b = sympy.sympify(a), sympy.sympify(b)
         return sympy.expand(a - b) == 0 or (self.solver.proves_le(a, b) and self.solver.proves_le(b, a))
 

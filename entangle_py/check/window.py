@@ -55,6 +55,7 @@ class Window:
         self.facts, self.depth = facts, depth
         self.level = _levels(facts)
         self.movement = data_movement(facts)
+        self.constant = _constants(facts)
         self.order = {k: i for i, k in enumerate(facts.shape)}   # rank by rank, in program order
         self.reset()
 
@@ -101,6 +102,43 @@ class Window:
             frontier = nxt
         return self.commands(new)
 
+    def around(self, seeds) -> list[str]:
+        """Commands for the G_d tensors connected to ``seeds`` and to their namesakes on the
+        other ranks (a relation names one rank's copy of a value every rank computes alike):
+        what they are computed from (definitions down to the inputs) and what is computed from
+        them, at any depth, and what the ranks compute from constants alone (a causal mask).  A
+        tensor a value related to the seeds can equal is there; other branches of the program are
+        not (a layer's weights other than through its activations, another loss's labels)."""
+        nodes = {k.split(".", 1)[1] for k in seeds}
+        start = [k for k in self.order if k.split(".", 1)[1] in nodes]
+        new = set(start)
+        stack = list(start)
+        while stack:            # what they are computed from
+            for d in self.facts.deps.get(stack.pop(), ()):
+                if d not in new:
+                    new.add(d)
+                    stack.append(d)
+        stack, seen = list(start), set(start)
+        while stack:            # what is computed from them (a weight's preprocessing it reads too)
+            for u in self.facts.users.get(stack.pop(), ()):
+                if u not in seen:
+                    seen.add(u)
+                    new.add(u)
+                    stack.append(u)
+                    new |= self._preprocessing(u)
+        new |= self.constant
+        return self.commands(sorted((k for k in new if k not in self.inserted), key=self.order.get))
+
+    def _preprocessing(self, k) -> set[str]:
+        """What ``k`` reads near the inputs (a weight's transpose or view), with what that reads."""
+        out, stack = set(), [d for d in self.facts.deps.get(k, ()) if self.level[d] <= PULLED_LEVELS]
+        while stack:
+            d = stack.pop()
+            if d not in out:
+                out.add(d)
+                stack.extend(self.facts.deps.get(d, ()))
+        return out
+
     def commands(self, keys) -> list[str]:
         """Shapes of the keys and of what they read, and the keys' definitions (each once)."""
         out = []
@@ -125,6 +163,15 @@ def data_movement(facts: DistFacts) -> set[str]:
     for k, cmds in facts.defn.items():
         terms = [parse_sexpr(c)[2] for c in cmds]     # (union (Gd k) term)
         if terms and all(is_clean(t) for t in terms):
+            out.add(k)
+    return out
+
+
+def _constants(facts: DistFacts) -> set[str]:
+    """G_d tensors defined from constants alone (no input, no value without a definition)."""
+    out: set[str] = set()
+    for k in facts.shape:        # in program order: what a tensor reads comes before it
+        if facts.defn.get(k) and all(d in out for d in facts.deps.get(k, ())):
             out.add(k)
     return out
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 
-import sympy
-import z3
-
-from entangle_py.ir import symbolic
+from entangle_py.lazy import LazyModule, sympy
 from entangle_py.semantics.terms import Var, str_lit, to_sexpr
+
+# a program of static sizes asks only about literals: sympy and Z3 are imported for symbolic ones
+symbolic = LazyModule("entangle_py.ir.symbolic")
+z3 = LazyModule("z3")
 
 
 class DimSolver:
@@ -59,7 +60,7 @@ class DimSolver:
             return None
         head = t[0].name if isinstance(t[0], Var) else t[0]
         if head == "DLit":
-            return sympy.Integer(t[1])
+            return t[1]
         if head == "DSym":
             try:
                 e = symbolic.parse(t[1], self._all_symbols(t[1]))
@@ -84,7 +85,9 @@ class DimSolver:
 
     @staticmethod
     def term(e) -> str:
-        """The canonical Dim term of a sympy size."""
+        """The canonical Dim term of a size (an int, or a sympy expression)."""
+        if isinstance(e, int):
+            return f"(DLit {e})"
         e = sympy.expand(e)
         if e.is_Integer:
             return f"(DLit {int(e)})"
@@ -95,6 +98,9 @@ class DimSolver:
         """True only if a <= b holds for every assignment allowed by ranges and guards."""
         if a is None or b is None:
             return False
+        if isinstance(a, int) and isinstance(b, int):
+            return a <= b
+        a, b = sympy.sympify(a), sympy.sympify(b)
         diff = sympy.expand(b - a)
         if diff.is_Integer:
             return int(diff) >= 0
@@ -126,8 +132,10 @@ class DimSolver:
             if key in self._canonical:
                 continue
             self._canonical.add(key)
+            if "DSym" not in key:       # literal arithmetic is folded by egglog
+                continue
             v = self.value(row[1])
-            if v is not None and "DSym" in key:      # literal arithmetic is folded by egglog
+            if v is not None:
                 added.append(f"(union {to_sexpr(row[1])} {self.term(v)})")
         for row in ask_le_rows:
             key = repr(row)

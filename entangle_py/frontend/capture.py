@@ -799,13 +799,8 @@ def _to_fake_cpu(model, inputs):
 
 # ----------------------------------------------------------------------------- DTensor
 
-# Bundle meta key: {port: relation text} for the inputs a DTensor program holds as DTensors, read
-# from their placements (``Shard(d)`` -> ``shard(d)``, ``Replicate()`` -> ``replicate``,
-# ``Partial()`` -> ``partial``).  ``entangle check`` takes an input's relation from here when the
-# spec does not give one, and prints it for review like a relation inferred from shapes.  A
-# placement the spec language cannot say (an N-D or partial mesh, a strided shard, Partial(avg))
-# is recorded as ``unmapped: <why>``: the spec must then give that input's relation.
-DTENSOR_PLACEMENTS = "dtensor_placements"
+# the bundle meta keys capture writes (ir/graph.py: the check reads them without importing capture)
+DTENSOR_PLACEMENTS, PARALLEL_STYLES = graph.DTENSOR_PLACEMENTS, graph.PARALLEL_STYLES
 
 
 def _dtensor_placements(model, inputs, world_size) -> dict[str, str]:
@@ -835,9 +830,6 @@ def _placement_text(t, world_size) -> str:
 # parallelize_module applied to each module of the model and where the program made it (the plan
 # entry).  A failure inside such a module is reported with its plan line: a wrong layout is a bug
 # in the plan, not in the forward code the graph's sources point at.
-PARALLEL_STYLES = "parallel_styles"
-
-
 @contextlib.contextmanager
 def _recording_parallel_styles(found: dict):
     """While build() runs: where each ParallelStyle is made, and the module each is applied to.

@@ -18,13 +18,10 @@ from __future__ import annotations
 import dataclasses
 import json
 
-import torch
-from torch.fx.experimental.proxy_tensor import make_fx
-
 from entangle_py.errors import InputError
 from entangle_py.ir import graph as G
-from entangle_py.frontend.convert import Converter, DynamoInfo, target_name
 from entangle_py.ir import ops
+from entangle_py.lazy import torch      # a check without plugin ops imports no torch
 from entangle_py.plugins import REGISTRY
 from entangle_py.plugins._registry import _REQUIRED
 
@@ -161,6 +158,9 @@ def _slice_view(g, n, op, name, kw):
 def _trace(g, n, op, functionalized):
     """Trace the reference on fake tensors of the arguments' shapes: ([name of each produced
     value], the ATen nodes computing them)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from entangle_py.frontend.convert import Converter, DynamoInfo, target_name
     bound, written_in = _bind(g, n, op, functionalized)
     tensor_args = [k for k, v in bound.items() if isinstance(v, G.Ref)]
     metas = {}

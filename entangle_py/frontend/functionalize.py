@@ -40,6 +40,7 @@ from typing import Any
 from entangle_py.errors import InputError
 from entangle_py.ir import graph as G
 from entangle_py.ir import ops
+from entangle_py.semantics.lower import LOWERINGS
 
 
 class FunctionalizeError(InputError):
@@ -125,6 +126,9 @@ def written_arguments(n: G.Node) -> list[tuple[int | str, Any]]:
 
 
 def writes(n: G.Node) -> bool:
+    t = n.target
+    if n.is_placeholder or (t in LOWERINGS and t not in ops.LOWERED_WRITES and t not in ops.MUTATES_UNANNOTATED):
+        return False        # known without reading a schema (ops.LOWERED_WRITES): no torch imported
     return bool(written_arguments(n))
 
 

@@ -36,7 +36,6 @@ Mapping to the IR (see README "Importing FX text dumps"):
 from __future__ import annotations
 
 import ast
-import functools
 import io
 import math
 import re
@@ -44,13 +43,15 @@ import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import sympy
-
 from entangle_py.ir import graph, ops
-from entangle_py.ir import symbolic
 from entangle_py.errors import InputError
+from entangle_py.lazy import LazyModule, sympy
 from entangle_py.frontend.functionalize import FunctionalizeError, functionalize
 from entangle_py.ir.graph import Bundle, Node, Port, Ref, RankGraph, ScalarMeta, Source, SymIntMeta, TensorMeta, TorchConst
+
+symbolic = LazyModule("entangle_py.ir.symbolic")     # sympy, for symbolic sizes only
+_DIGITS = re.compile(r"[0-9]{1,18}")
+_SIMPLE_STRING = re.compile(r'"[^"\\\n]*"')      # a double-quoted string without escapes
 
 # dtype abbreviations of torch.fx.graph.dtype_abbrs -> torch dtype names.
 DTYPE_ABBRS = {
@@ -532,6 +533,8 @@ class _FxParser:
         return TensorMeta(shape, DTYPE_ABBRS[abbr])
 
     def _size(self, text: str, as_expr: bool = False):
+        if not as_expr and _DIGITS.fullmatch(text.strip()):
+            return int(text)        # a static size (most of them): no expression to read
         if len(text) > symbolic.MAX_TEXT:
             self.fail(f"size expression too long ({len(text)} characters)")
         try:
@@ -602,20 +605,11 @@ class _FxParser:
                 node.val = tuple(by_index.get(i) for i in range(size))
 
 
-@functools.lru_cache(maxsize=None)
 def _num_returns(target: str) -> int:
-    """Number of results in the registered schema of ``ns.op.overload`` (0 if torch does not know it).
-
-    Only a lookup in torch's operator registry, by a name that already passed ``check_target``."""
-    parts = target.split(".")
-    if len(parts) != 3 or parts[0] == "higher_order":
-        return 0
-    try:
-        import torch
-        overload = getattr(getattr(getattr(torch.ops, parts[0]), parts[1]), parts[2])
-        return len(overload._schema.returns)
-    except Exception:   # unknown op or namespace: fall back to what the getitems show
-        return 0
+    """Number of results of ``ns.op.overload`` where it has more than one and the checker lowers
+    it (``ops.RESULT_COUNTS``, checked against torch's schemas by the tests); 0 otherwise: the
+    results the dump reads then say how many there are (a list result is one)."""
+    return ops.RESULT_COUNTS.get(target, 0)
 
 
 def _flatten_outputs(e, depth=0):
@@ -670,6 +664,9 @@ def _split_top(text: str) -> list[str]:
 
 def _open_brackets(text: str) -> bool:
     """True when the statement continues on the next line (an unclosed bracket)."""
+    code = _SIMPLE_STRING.sub("", text)
+    if not any(q in code for q in "\"'\\#") and all(code.count(a) == code.count(b) for a, b in ("()", "[]", "{}")):
+        return False        # every bracket closed, no string or comment to hide one: most lines
     try:
         for _ in tokenize.generate_tokens(io.StringIO(text + "\n").readline):
             pass

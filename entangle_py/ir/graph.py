@@ -8,8 +8,9 @@ node references or constants, the value it produces (tensor shape/dtype, a symbo
 of those), its source location and module path.
 
 On disk a bundle is plain containers only (dict, list, str, int, float, bool, None), written with
-``torch.save`` (``.pt``, read back with ``torch.load(weights_only=True)``) or as JSON
-(``.json`` / ``.json.gz``).  Loading never executes anything from the file: op targets must be in a
+``torch.save`` (``.pt``: a zip archive whose pickle is read back without torch by an unpickler
+that knows no global, ``_plain_pickle``) or as JSON (``.json`` / ``.json.gz``).  Loading never
+executes anything from the file: op targets must be in a
 whitelist of namespaces, symbolic sizes are rebuilt through a whitelist of sympy constructors
 (``symbolic.parse``), and every field is type-checked.  See README "Graph bundle format".
 """
@@ -19,16 +20,19 @@ import gzip
 import io
 import json
 import math
+import pickle
 import re
 import warnings
+import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Union
 
-import sympy
+from entangle_py.ir import ops
+from entangle_py.lazy import LazyModule, is_sympy, sympy
 
-from entangle_py.ir import ops, symbolic
+symbolic = LazyModule("entangle_py.ir.symbolic")     # sympy, for symbolic sizes only
 from entangle_py.errors import InputError
 
 FORMAT_NAME = "entangle-graph"
@@ -47,6 +51,15 @@ CUSTOM_OP_SCHEMAS = "custom_op_schemas"
 # Bundle meta key: [{"ranks", "text", "file", "line", "code"}] (JSON), what capture modelled that the
 # user should know about, where the program set it up (e.g. a DDP reducer that stalls).
 CAPTURE_NOTES = "capture_notes"
+# Bundle meta key: {port: relation text} for the inputs a DTensor program holds as DTensors, read
+# from their placements (``Shard(d)`` -> ``shard(d)``, ``Replicate()`` -> ``replicate``,
+# ``Partial()`` -> ``partial``).  ``entangle check`` takes an input's relation from here when the
+# spec does not give one, and prints it for review like a relation inferred from shapes.  A
+# placement the spec language cannot say (an N-D or partial mesh, a strided shard, Partial(avg))
+# is recorded as ``unmapped: <why>``: the spec must then give that input's relation.
+DTENSOR_PLACEMENTS = "dtensor_placements"
+# Bundle meta key: where the DTensor plan's parallel styles were made and applied (JSON, by capture)
+PARALLEL_STYLES = "parallel_styles"
 
 
 def capture_notes(bundle) -> list[dict]:
@@ -335,13 +348,13 @@ def encode_arg(v):
         return _enc_scalar_float(float(v))
     if isinstance(v, (list, tuple)):
         return [encode_arg(x) for x in v]
-    if isinstance(v, sympy.Basic):
+    if is_sympy(v):
         return {"sym": symbolic.to_text(v)}
     raise GraphFormatError(f"cannot store argument of type {type(v).__name__}: {v!r}")
 
 
 def _enc_dim(d):
-    return int(d) if isinstance(d, int) or (isinstance(d, sympy.Basic) and d.is_Integer) else symbolic.to_text(d)
+    return int(d) if isinstance(d, int) or (is_sympy(d) and d.is_Integer) else symbolic.to_text(d)
 
 
 def encode_val(v: Value):
@@ -657,7 +670,15 @@ def load(path: str | Path) -> Bundle:
 
 
 def _torch_load_safe(raw: bytes):
-    import pickle
+    """A ``.pt`` bundle: torch.save's zip archive read without torch (``_plain_pickle``); an
+    older serialization (not a zip) through torch's own restricted loader."""
+    if raw[:4] == b"PK\x03\x04":
+        try:
+            return _plain_pickle(raw)
+        except pickle.UnpicklingError:
+            raise GraphFormatError(_NOT_PLAIN) from None
+        except (zipfile.BadZipFile, KeyError, EOFError, ValueError, IndexError, TypeError, AttributeError) as e:
+            raise GraphFormatError(f"not a graph file ({type(e).__name__}: {_first_line(e)})") from None
 
     import torch
     try:
@@ -668,12 +689,41 @@ def _torch_load_safe(raw: bytes):
             return torch.load(io.BytesIO(raw), weights_only=True, map_location="cpu")
     except pickle.UnpicklingError:
         # torch's message goes on to suggest weights_only=False: bad advice for a stranger's file
-        raise GraphFormatError("refused to load: the file holds objects other than plain data "
-                               "(a graph bundle is dicts, lists, strings and numbers only)") from None
+        raise GraphFormatError(_NOT_PLAIN) from None
     except RecursionError:
         raise
     except Exception as e:  # garbage bytes make torch's reader raise anything (IndexError, KeyError...)
         raise GraphFormatError(f"not a graph file ({type(e).__name__}: {_first_line(e)})") from None
+
+
+_NOT_PLAIN = ("refused to load: the file holds objects other than plain data "
+              "(a graph bundle is dicts, lists, strings and numbers only)")
+
+
+def _plain_pickle(raw: bytes):
+    """The data of a torch.save archive holding plain containers only, read without torch: its
+    ``data.pkl`` unpickled by ``_PlainUnpickler``, which knows no global and no persistent id (a
+    tensor's storage), so nothing in the file can be called.  Entries must be stored, not
+    compressed (as torch writes them): a compressed one could unpack to any size."""
+    with zipfile.ZipFile(io.BytesIO(raw)) as z:
+        infos = [i for i in z.infolist() if i.filename.rsplit("/", 1)[-1] == "data.pkl"]
+        if len(infos) != 1:
+            raise ValueError("no single data.pkl in the archive")
+        if infos[0].compress_type != zipfile.ZIP_STORED or infos[0].file_size > len(raw):
+            raise ValueError("data.pkl is compressed")
+        payload = z.read(infos[0])
+    return _PlainUnpickler(io.BytesIO(payload)).load()
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Builds dicts, lists, tuples, strings, numbers, booleans and None; any other object needs
+    a global or a persistent id, both refused."""
+
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(f"global {module}.{name}")
+
+    def persistent_load(self, pid):
+        raise pickle.UnpicklingError("persistent id")
 
 
 def _first_line(e: BaseException) -> str:

@@ -130,11 +130,24 @@ NAMING_OP_NAMES = frozenset(t.split(".")[1] for t in NAMING_OPS)     # in namesp
 # Identities for a relation: the value of the first argument.
 IDENTITY_OPS = SAME_VALUE | NAMING_OPS | {WAIT, "aten.clone", "aten.detach"}
 
+# Results of the ATen ops with more than one, as torch's schemas give them, for the ops the
+# checker lowers (tests/test_fx_import.py compares them with torch's registry): an FX dump names
+# only the results a program reads, and importing it needs no torch
+RESULT_COUNTS = {
+    "aten.max.dim": 2, "aten.min.dim": 2, "aten.native_dropout.default": 2, "aten.native_layer_norm.default": 3,
+    "aten.native_layer_norm_backward.default": 3, "aten.nll_loss_forward.default": 2, "aten.topk.default": 2,
+    "aten.var_mean.correction": 2,
+}
+
 # copy(dst, src): src broadcast to dst's shape and cast to its dtype
 COPY_OPS = frozenset({"aten.copy.default", "aten.copy_.default"})
 # functionalization writes an input's new value with copy_ into the placeholder
 COPY_INTO = "aten.copy_.default"
 TO_COPY = "aten._to_copy.default"
+# the one ATen op the checker lowers that writes an argument (its schema's ``(a!)``); no other
+# lowered ATen op writes (tests/test_fx_import.py compares with torch's registry), so functionalizing
+# a dump of lowered ops reads no schema and imports no torch
+LOWERED_WRITES = frozenset({COPY_INTO})
 # the indices of a tensor's nonzero elements, [count, ndim]: its row count is known only from the
 # values (an unbacked size), which the checker relates across programs as a size of the term
 NONZERO = "aten.nonzero.default"

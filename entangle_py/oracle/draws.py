@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import hashlib
 
-import torch
-
+from entangle_py.lazy import torch
 from entangle_py.check import random as R
 from entangle_py.ir import graph as G
 from entangle_py.ir import ops

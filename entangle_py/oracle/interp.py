@@ -24,9 +24,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-import sympy
-import torch
-
+from entangle_py.lazy import sympy, torch
 from entangle_py.ir import graph as G
 from entangle_py.ir import ops
 from entangle_py import plugins

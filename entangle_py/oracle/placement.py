@@ -10,9 +10,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import sympy
-import torch
-
+from entangle_py.lazy import sympy, torch
 from entangle_py.check import spec as S
 from entangle_py.ir import graph as G
 from entangle_py.oracle.interp import InterpError, _solve_int, eval_size

@@ -32,9 +32,7 @@ import math
 import time
 from dataclasses import replace
 
-import sympy
-import torch
-
+from entangle_py.lazy import is_sympy, sympy, torch
 from entangle_py.check.culprit import Provenance
 from entangle_py.ir import graph as G
 from entangle_py.ir import ops
@@ -46,7 +44,6 @@ from entangle_py.check import spec as S
 from entangle_py.check.checker import OpFailure, gd_leaf
 from entangle_py.semantics.terms import EvalError, Var, evaluate, parse_sexpr
 
-F64 = torch.float64
 DEFAULT_BUDGET = 2 << 30
 DEFAULT_DRAWS = 2
 RTOL = 1e-6
@@ -129,7 +126,7 @@ class OverridingRunner(interp.Runner):
         self.overrides = overrides
         self.draws = draws
         self.lowerers = [L.Lowerer(g) for g in bundle.ranks]
-        super().__init__(bundle, inputs, None, F64, True)
+        super().__init__(bundle, inputs, None, torch.float64, True)
 
     def _arg(self, r, v, node):
         if isinstance(v, G.Ref) and v.name in self.overrides[r]:
@@ -163,7 +160,7 @@ class Draw:
         gen = torch.Generator().manual_seed(seed)
         g0 = checker.seq
         try:
-            seq_in = placement.random_inputs(g0, gen, sizes=sizes, int_ranges=int_ranges(g0), float_dtype=F64)
+            seq_in = placement.random_inputs(g0, gen, sizes=sizes, int_ranges=int_ranges(g0), float_dtype=torch.float64)
             if "no_ignored_targets" not in checker.spec.assume:   # else labels may be padding
                 _ignore_some(seq_in, ignored_targets(g0), gen)
             _set_constants(g0, seq_in, checker.spec.constants)
@@ -180,7 +177,7 @@ class Draw:
                     dnode = checker.dist_names[r].node(name)
                     if t is not None and dnode is not None:
                         dist_ov[r][dnode] = t
-            dist_in = placement.distribute_inputs({k: v for k, v in seq_in.items()}, spec, dist, gen, float_dtype=F64)
+            dist_in = placement.distribute_inputs({k: v for k, v in seq_in.items()}, spec, dist, gen, float_dtype=torch.float64)
             for r in range(W):
                 _set_constants(dist.ranks[r], dist_in[r], checker.spec.constants)
             self.seed = seed
@@ -284,7 +281,7 @@ def _identifiers(text):
 
 def _float(dtype: str) -> torch.dtype:
     d = placement.torch_dtype(dtype)
-    return F64 if d.is_floating_point else d
+    return torch.float64 if d.is_floating_point else d
 
 
 def _set_constants(g: G.RankGraph, inputs: dict, constants: dict):
@@ -408,7 +405,7 @@ def estimate_bytes(checker, sizes: dict) -> int:
     def numel(meta):
         n = 1
         for d in meta.shape:
-            if isinstance(d, (int, sympy.Integer)):
+            if isinstance(d, int) or (is_sympy(d) and d.is_Integer):
                 n *= int(d)
                 continue
             binding = {s.name: sizes.get(s.name, fallback) for s in d.free_symbols}

@@ -1,5 +1,5 @@
 """Megatron-LM's custom ops (namespace ``megatron``)."""
-import torch
+from entangle_py.lazy import torch
 
 from entangle_py.plugins._registry import custom_op
 

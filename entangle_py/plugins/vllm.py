@@ -1,6 +1,6 @@
 """vLLM's custom ops (namespace ``_C``), as vLLM's CPU/CUDA kernels define them (csrc/ops.h):
 out-style ops write their result into the first argument(s)."""
-import torch
+from entangle_py.lazy import torch
 
 from entangle_py.plugins._registry import custom_op
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-import torch
+from entangle_py.lazy import torch
 
 from entangle_py.semantics import opcall
 

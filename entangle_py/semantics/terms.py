@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-import torch
+from entangle_py.lazy import torch
 
 from entangle_py.semantics.meanings import (  # noqa: F401  (re-exported: the term language's meanings)
     _unary, unary_fn, _scalar, _binary, binary_fn, _pointwise, _slice, _view, _expand, _reduce,
@@ -276,7 +276,32 @@ PRIMITIVES: dict[str, Callable] = {
     # (the checker declares it from the graphs' metadata, check/distributed.py): its meaning for
     # a lemma is the shape and dtype that the two share
     "peer": lambda a, b: a.shape == b.shape and a.dtype == b.dtype,
+    # (concat2 x y d): the e-graph holds the concat of x and y along d (lemmas/movement.py, a rule
+    # derives it from every such concat): its meaning for a lemma is that the concat is defined
+    "concat2": lambda x, y, d: _concat_defined(x, y, d),
+    # (stile x d a l): the parts of l are x from a to its end along d, in order (lemmas/movement.py:
+    # rules chain the slices of x the e-graph holds)
+    "stile": lambda x, d, a, l: _tiles(x, d, a, l),
 }
+
+
+def _tiles(x, d, a, parts) -> bool:
+    if not parts or not 0 <= a <= x.shape[d]:
+        return False
+    try:
+        whole = torch.cat(list(parts), d)
+    except (RuntimeError, IndexError, TypeError):
+        return False
+    rest = x.narrow(d, a, x.shape[d] - a)
+    return whole.shape == rest.shape and whole.dtype == rest.dtype and bool(torch.equal(whole, rest))
+
+
+def _concat_defined(x, y, d) -> bool:
+    try:
+        torch.cat([x, y], d)
+    except (RuntimeError, IndexError, TypeError):
+        return False
+    return True
 
 # Element types.  (dtype x) is the name of tensor x's dtype ("float32", "int64", "bool"): every
 # tensor of either program has one (check/sizes.py), and data movement passes it on
@@ -345,6 +370,8 @@ FUNCTIONS_TEXT = """
 (relation vsfx (T DList i64))
 (relation bsame (T T i64))
 (relation peer (T T))
+(relation concat2 (T T i64))
+(relation stile (T i64 i64 TList))
 (relation ask_zip (TList TList i64 i64))
 (relation zipok (TList TList i64 i64))
 (function ipos (IList i64) i64 :merge old)

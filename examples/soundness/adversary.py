@@ -178,8 +178,8 @@ ATTEMPTS = [
     _a("dyn_fixed_rows_wrong", "--dynamic", "each rank takes rows [4r, 4r+4) of a replicated x: right only at the captured size", "dyn_replicate",
        capture=("--dynamic",), exits=(1, 2), found="refused (exit 2): no semantics for the symbolic slice"),
     _a("dyn_stage_size_wrong", "--dynamic / rank-qualified names", "x = r0.x; rank 1 broadcasts into a buffer of its OWN x's size (an unrelated symbol)",
-       "dyn_stage_size", capture=("--dynamic",),
-       found=HOLE + ": sizes.py unifies rank 1's x size with the sequential one through a relation naming only rank 0, refines"),
+       "dyn_stage_size", capture=("--dynamic",), exits=(1, 2),
+       found="fixed (refused, exit 2: [expect]'s r1.out has rank 1's own size symbol); was " + HOLE + ": sizes.py unifies rank 1's x size with the sequential one through a relation naming only rank 0, refines"),
     _a("dyn_symint_div_correct", "--dynamic", "a mean written x.sum(0) / x.shape[0] (a SymInt divisor) on a replicated x", "dyn_replicate",
        capture=("--dynamic",), exits=(0, 2), found="crash: KeyError traceback, exit 1 (a SymInt input of an op is not bound)"),
     # --- [constants], import-fx ----------------------------------------------------------------

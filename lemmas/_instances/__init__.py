@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 
-import torch
+from entangle_py.lazy import torch
 
 
 def tensor(rng: random.Random, *shape, positive: bool = False) -> torch.Tensor:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-import torch
+from entangle_py.lazy import torch
 
 from lemmas._instances import dlist, concat_parts, repeat, tensor
 
@@ -66,8 +66,10 @@ def view_unary_rsum(rng):
     return {"op": op, "l": l, "s": s}
 
 
-def _shared(rng, n, dtype=torch.float64):
-    """n ranks' parts of one shape, and a tensor that broadcasts with them (either way)."""
+def _shared(rng, n, dtype=None):
+    """n ranks' parts of one shape, and a tensor that broadcasts with them (either way); float64
+    unless ``dtype`` says otherwise."""
+    dtype = dtype or torch.float64
     shape = [rng.randint(1, 4) for _ in range(rng.randint(0, 3))]
     y_shape = rng.choice([shape, shape[rng.randint(0, len(shape)):], [1] * len(shape), [2] + shape])
     l = [tensor(rng, *shape).to(dtype) for _ in range(n)]

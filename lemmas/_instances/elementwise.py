@@ -2,7 +2,7 @@
 concat and sums over ranks."""
 from __future__ import annotations
 
-import torch
+from entangle_py.lazy import torch
 
 from entangle_py.semantics.terms import MASKED_FILL, UNARY_NAMES
 from lemmas._instances import concat_parts, dlist, repeat, tensor

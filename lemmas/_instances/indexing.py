@@ -1,7 +1,7 @@
 """Instances of the indexing lemmas (lemmas/indexing.py): table lookups and their masked forms."""
 from __future__ import annotations
 
-import torch
+from entangle_py.lazy import torch
 
 from lemmas._instances import concat_parts, dlist, repeat, shard_count, tensor
 
@@ -664,7 +664,7 @@ def map_place_each_nil(rng):
 
 # ----------------------------------------------------------------------------- nonzero dispatch
 
-_IPUT_DTYPES = (torch.float64, torch.float32, torch.int64)
+_IPUT_DTYPES = ("float64", "float32", "int64")      # torch dtypes, by name
 
 
 def _iput_env(rng, same=False, ndim_v=1):
@@ -673,7 +673,7 @@ def _iput_env(rng, same=False, ndim_v=1):
     shape or broadcast to it."""
     n = rng.randint(0, 6)
     rest = [rng.randint(0, 3) for _ in range(rng.randint(0, 2))]
-    dt = rng.choice(_IPUT_DTYPES)
+    dt = getattr(torch, rng.choice(_IPUT_DTYPES))
     v = _ids(rng, [n] if ndim_v == 1 else [n, 2], -1, 4)
     a = rng.randint(-1, 3)
     b = a if same else rng.choice([k for k in range(-1, 4) if k != a])
@@ -764,7 +764,7 @@ def _scatter_pair(rng, widths, dtypes):
 @repeat(8)
 def add_scatter(rng):
     w = rng.randint(0, 3)
-    dt = rng.choice(_IPUT_DTYPES)
+    dt = getattr(torch, rng.choice(_IPUT_DTYPES))
     return _scatter_pair(rng, (w, w), (dt, dt))
 
 
@@ -782,7 +782,7 @@ def add_scatter_bad(rng):
 
 def _rsum_scatter(rng, width_off=0, dtypes=None):
     n, w = rng.randint(1, 6), rng.randint(0, 3)
-    dt, dt_b = dtypes or (rng.choice(_IPUT_DTYPES),) * 2
+    dt, dt_b = dtypes or (getattr(torch, rng.choice(_IPUT_DTYPES)),) * 2
     lead = [rng.randint(0, 4) for _ in range(rng.randint(1, 2))]
     j = _ids(rng, lead, 0, n)
     return {"l": [(tensor(rng, n, w) * 4).to(dt) for _ in range(rng.randint(1, 4))], "n": n, "j": j,

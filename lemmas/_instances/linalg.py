@@ -2,7 +2,7 @@
 ranks, batched matmul over views."""
 from __future__ import annotations
 
-import torch
+from entangle_py.lazy import torch
 
 from lemmas._instances import dlist, repeat, sizes, tensor
 

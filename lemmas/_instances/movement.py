@@ -1,7 +1,7 @@
 """Instances of the movement lemmas (lemmas/movement.py): slice / concat / transpose / view algebra."""
 from __future__ import annotations
 
-import torch
+from entangle_py.lazy import torch
 
 from lemmas._instances import concat_parts, dlist, ilist, repeat, tensor
 
@@ -160,6 +160,47 @@ def _cover_case(rng, ok=True):
     return {"x": x, "d": d, "a": a, "b": b, "c": c}
 
 
+def _tiling(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    shape = [rng.randint(1, 4) for _ in range(nd)]
+    shape[d] = rng.randint(1, 9)
+    x = tensor(rng, *shape)
+    cuts = sorted(rng.sample(range(1, shape[d]), rng.randint(0, min(7, shape[d] - 1))))
+    bounds = [0, *cuts, shape[d]]
+    return x, d, bounds
+
+
+@repeat(8)
+def slice_tiles(rng):
+    """x and its slices along d from 0 to its end (1-8 uneven pieces): l tiles x."""
+    x, d, bounds = _tiling(rng)
+    return {"x": x, "d": d, "l": [x.narrow(d, a, b - a) for a, b in zip(bounds, bounds[1:])]}
+
+
+def stile_terms(rng):
+    """x's slices along d (the parts of one concat, so in the e-graph): (stile x d a l) for each
+    tail l of them, a its start, holds where l runs to x's end without a gap; not for a tail
+    past a gap (a piece left out), nor for a first piece alone that stops before the end."""
+    for gap in (False, True, False, True):
+        x, d, bounds = _tiling(rng)
+        spans = list(zip(bounds, bounds[1:]))
+        if gap:
+            spans = spans[:1] + spans[2:] if len(spans) > 2 else [(0, 1)] if x.shape[d] > 1 else spans
+        pieces = [f"(slice x {d} (DLit {a}) (DLit {b}))" for a, b in spans]
+        facts = [f"(stile x {d} {spans[k][0]} {_cons_of(pieces[k:])})" for k in range(len(pieces))]
+        if len(pieces) > 1:
+            facts.append(f"(stile x {d} 0 {_cons_of(pieces[:1])})")
+        yield f"(concat {_cons_of(pieces)} {d})", {"x": x}, facts
+
+
+def _cons_of(items) -> str:
+    out = "(Nil)"
+    for p in reversed(items):
+        out = f"(Cons {p} {out})"
+    return out
+
+
 @repeat(8)
 def cover(rng):
     return _cover_case(rng)
@@ -197,6 +238,20 @@ def _group_head(rng, k):
 @repeat(6)
 def group_head2(rng):
     return _group_head(rng, 2)
+
+
+def concat2_terms(rng):
+    """(concat2 a0 a1 d) holds for the parts of a two-part concat along d; not for a part and a
+    tensor of another rank, which no concat joins."""
+    for parts in (2, 3):
+        nd = rng.randint(1, 3)
+        d = rng.randrange(nd)
+        l = concat_parts(rng, nd, d, parts=parts)
+        env = {f"a{i}": x for i, x in enumerate(l)}
+        env["b"] = tensor(rng, *([2] * (nd + 1)))
+        names = " ".join(f"(Cons a{i}" for i in range(parts)) + " (Nil)" + ")" * parts
+        facts = [f"(concat2 a0 b {d})"] + ([f"(concat2 a0 a1 {d})"] if parts == 2 else [])
+        yield f"(concat {names} {d})", env, facts
 
 
 @repeat(6)

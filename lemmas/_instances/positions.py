@@ -1,7 +1,7 @@
 """Instances of the position lemmas (lemmas/positions.py)."""
 from __future__ import annotations
 
-import torch
+from entangle_py.lazy import torch
 
 from lemmas._instances import repeat
 

@@ -2,7 +2,7 @@
 norm versus concat and sums over ranks."""
 from __future__ import annotations
 
-import torch
+from entangle_py.lazy import torch
 
 from entangle_py.semantics import terms
 from lemmas._instances import concat_parts, ilist, repeat, tensor

@@ -2,7 +2,7 @@
 versus concats of their operands, and bc_like."""
 from __future__ import annotations
 
-import torch
+from entangle_py.lazy import torch
 
 from lemmas._instances import repeat, tensor
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import sympy
-
 from entangle_py.ir import ops
 from entangle_py.ir.graph import Node, Ref, TensorMeta, TorchConst
-from entangle_py.ir.symbolic import to_text
+from entangle_py.lazy import LazyModule, is_sympy, sympy
 from entangle_py.semantics import opcall
 from entangle_py.semantics.sexpr import Var, parse_sexpr, to_sexpr
 from entangle_py.semantics.terms import str_lit
+
+symbolic = LazyModule("entangle_py.ir.symbolic")     # sympy, for symbolic sizes only
 
 # The lowering registry: ATen target -> handler(lowerer, node).  One entry per target (a second
 # registration is an error); ``supported(target)`` is membership.  A handler may return None to
@@ -483,18 +483,18 @@ class CountedSize(Exception):
 def dim_term(s) -> str:
     if isinstance(s, int):
         return f"(DLit {s})"
-    if isinstance(s, sympy.Basic) and s.is_Integer:
+    if is_sympy(s) and s.is_Integer:
         return f"(DLit {int(s)})"
     if counted(s):
         if not s.is_Symbol:
             raise CountedSize(s)
         return f"(DRows {ref(rows_node(s)[1])})"
-    return f"(DSym {str_lit(to_text(s))})"
+    return f"(DSym {str_lit(symbolic.to_text(s))})"
 
 
 def _same_size(a, b) -> bool:
     try:
-        return bool(a == b) or (isinstance(a, sympy.Basic) and sympy.simplify(a - b) == 0)
+        return bool(a == b) or (is_sympy(a) and sympy.simplify(a - b) == 0)
     except TypeError:
         return False
 
@@ -538,9 +538,9 @@ def _const_key(v, canon) -> str:
         return "[" + ",".join(_const_key(x, canon) for x in v) + "]"
     if isinstance(v, TorchConst):
         return f"{v.kind}={v.value}" if v.kind == "dtype" else "_"
-    if isinstance(v, sympy.Basic):
+    if is_sympy(v):
         c = canon(v)
         if counted(c):
             raise CountedSize(c)
-        return to_text(c)
+        return symbolic.to_text(c)
     return repr(v)

@@ -10,7 +10,7 @@ permutation or sorted dims).  Draws are *structure-aware* (tensors of one bindin
 shape, concat dim and part sizes, so that conditions can accept them) but never consult the
 lemma's condition: the condition filters.
 
-``check(lemma, env)`` applies a binding the way egglog would: variables that only occur in the
+``_walk.run`` (lemmas/_walk.py) applies a binding the way egglog would: variables that only occur in the
 condition are bound by it (``(= v e)`` / ``(= e (DLit v))``), every other condition must hold (an
 undefined condition rejects), trigger terms must be defined (a relation true), and an undefined left side discards
 the binding.  On an accepted binding the right side must be defined and equal the left side in
@@ -63,19 +63,31 @@ _STRING_KIND = {
     ("zip_where", 0): "where",
 }
 CONSTS = ("0.5", "-2.0", "3.0", "1e-05", "0.0", "-1.0", "2", "inf", "-inf")
+# calls of torch's pointwise ops with constants (semantics/opcall.py): any op torch calls pointwise
+# is a unary or binary op of the term language, so every lemma over (unary op x) or (binary op a b)
+# must hold for these too
+UNARY_CALLS = ("cos", "sin", "isnan", "sign", "bitwise_not", "clamp.default(_, 0)", "clamp.default(_, -1.0, 0.5)",
+               "clamp.default(_, None, 0.5)", "pow.Scalar(2.0, _)", "pow.Tensor_Scalar(_, 3)",
+               "leaky_relu.default(_, 0.2)", "nan_to_num.default(_, 0.0)", "round.decimals(_, decimals=1)",
+               "softplus.default(_, 2)", "hardtanh.default(_, -0.5, 0.5)")
+BINARY_CALLS = ("atan2", "fmod", "remainder", "logaddexp", "xlogy", "copysign", "hypot", "fmax", "bitwise_xor",
+                "lerp.Scalar(_, _, 0.5)", "clamp.Tensor(_, _)", "clamp.Tensor(_, None, _)", "add.Tensor(_, _, alpha=2)",
+                "div.Tensor_mode(_, _, rounding_mode='floor')", "heaviside")
+CALLS = {"unary": UNARY_CALLS, "binary": BINARY_CALLS}     # drawn for 3 in 10 op variables of these kinds
 EPS = ("1e-05", "1e-06", "0.001")
 
 
 def string_domain(kind: str) -> list[str]:
     if kind == "unary":
-        return sorted(terms.UNARY_OPS)
+        return sorted(terms.UNARY_NAMES)
     if kind == "scalar":
         return sorted(terms.SCALAR_OPS)
     if kind == "binary":
-        return sorted(terms.BINARY_OPS) + [terms.MASKED_FILL + "-10000.0", terms.MASKED_FILL + "0.0",
-                                           terms.THRESHOLD_BACKWARD + "0.0", terms.THRESHOLD_BACKWARD + "0.5"]
+        return sorted(terms.BINARY_NAMES) + [terms.MASKED_FILL + "-10000.0", terms.MASKED_FILL + "0.0",
+                                             terms.THRESHOLD_BACKWARD + "0.0", terms.THRESHOLD_BACKWARD + "0.5"]
     if kind == "reduce":
-        return ["sum", "mean", "amax"]
+        return ["sum", "mean", "amax", "amin", "prod", "nansum", "logsumexp", "norm:2.0", "norm:1.0", "norm:inf",
+                "var:1.0", "std:0.0"]
     if kind == "iscalar":
         return list(terms.INT_SCALAR_OPS)
     if kind == "where":      # which operands of a where are concat parts (L), which copies (T)
@@ -410,6 +422,8 @@ class Drawer:
         self.dtypes = {}
         for c in self.when:
             _dtype_vars(c, self.dtypes)
+        # op variables a condition names ((fcast op)): the named ops it may hold, never a call
+        self.named_ops = set().union(*(pattern_vars(c) for c in self.when)) if self.when else set()
 
     def draw(self, rng: random.Random) -> dict:
         ctx = _Ctx(rng)
@@ -426,6 +440,8 @@ class Drawer:
             s = self.sorts[v]
             if s == "String" and self.kinds.get(v) == "count" and ctx.shapes and rng.random() < 0.7:
                 env[v] = repr(float(math.prod(rng.choice(ctx.shapes))))    # the size of a drawn tensor
+            elif s == "String" and self.kinds.get(v) in CALLS and v not in self.named_ops and rng.random() < 0.3:
+                env[v] = rng.choice(CALLS[self.kinds[v]])         # a call of a pointwise op
             elif s == "String":
                 env[v] = rng.choice(string_domain(self.kinds.get(v, "const")))
             elif v in self.dimvars and ctx.base and rng.random() < 0.3:
@@ -597,11 +613,7 @@ def describe(env: dict) -> str:
     return "{" + ", ".join(out) + "}"
 
 
-# ----------------------------------------------------------------------------- walks
-
-class Stuck(Exception):
-    """A helper walk that no walk lemma advances: egglog leaves it unfinished (never clean)."""
-
+# ----------------------------------------------------------------------------- conditions
 
 def _match(pat, val, env) -> bool:
     if isinstance(pat, Var):
@@ -656,127 +668,3 @@ def _bind(c, free, env) -> bool:
             env[v] = val
             return True
     raise TypeError(f"cannot bind {v} from {terms.to_sexpr(c)}")
-
-
-class Walks:
-    """Helper terms (map_*, zip_*, dset, ...) computed the way egglog computes them: by the walk
-    lemmas of the library, not by the helpers' Python meanings.  A walk no lemma advances is Stuck."""
-
-    def __init__(self, lemmas):
-        self.by_head: dict[str, list] = {}
-        for lem in lemmas:
-            if lem.ruleset == "walks":
-                lhs = parse_sexpr(lem.lhs)
-                self.by_head.setdefault(lhs[0].name, []).append(
-                    (lhs, [parse_sexpr(c) for c in lem.when], parse_sexpr(lem.rhs), pattern_vars(lhs)))
-
-    def evaluate(self, expr, env):
-        if not isinstance(expr, tuple):
-            return evaluate(expr, env)
-        head = expr[0].name
-        vals = [self.evaluate(a, env) for a in expr[1:]]
-        if head not in self.by_head:
-            return evaluate((expr[0], *[_Quote(v) for v in vals]), {})
-        for lhs, when, rhs, bound in self.by_head[head]:
-            m = {}
-            if len(lhs) == len(expr) and all(_match(p, v, m) for p, v in zip(lhs[1:], vals)) and _holds(when, bound, m):
-                return self.evaluate(rhs, m)
-        raise Stuck(f"{head}: no walk lemma applies")
-
-
-class _Quote(Var):
-    """An already computed value inside a term handed to ``terms.evaluate``."""
-
-    def __init__(self, value):
-        object.__setattr__(self, "name", "__quoted__")
-        object.__setattr__(self, "value", value)
-
-
-_orig_evaluate = evaluate
-
-
-def evaluate(expr, env):        # noqa: F811  (terms.evaluate, with quoted values)
-    if isinstance(expr, _Quote):
-        return expr.value
-    if isinstance(expr, tuple) and any(isinstance(a, _Quote) for a in expr[1:]):
-        env = dict(env)
-        args = []
-        for i, a in enumerate(expr[1:]):
-            if isinstance(a, _Quote):
-                env[f"__q{i}"] = a.value
-                args.append(Var(f"__q{i}"))
-            else:
-                args.append(a)
-        return _orig_evaluate((expr[0], *args), env)
-    return _orig_evaluate(expr, env)
-
-
-def assumption_holds(lemma, env) -> bool:
-    """The assumptions a lemma rests on, on a binding (``valid_indices``: every table lookup in the
-    left side reads rows of its table, every pick and loss target a class of the last dim)."""
-    if "valid_indices" not in lemma.assumes:
-        return True
-    ok = True
-
-    def go(e):
-        nonlocal ok
-        if isinstance(e, tuple):
-            if e[0] == Var("take"):
-                try:
-                    w, ids = evaluate(e[1], env), evaluate(e[2], env)
-                except EvalError:
-                    return
-                if ids.numel() and (w.dim() == 0 or bool(((ids < 0) | (ids >= w.shape[0])).any())):
-                    ok = False
-            if e[0] in (Var("place"), Var("tplace")):
-                # a placement's (a loss gradient's) targets: columns of the new last dim
-                try:
-                    ids, n = evaluate(e[2], env), evaluate(e[-1], env)
-                except EvalError:
-                    return
-                if ids.numel() and bool(((ids < 0) | (ids >= n)).any()):
-                    ok = False
-            if e[0] in (Var("pick"), Var("tpick"), Var("tcount")):
-                # a pick's index and a loss's targets: classes of the last dim
-                try:
-                    x, ids = evaluate(e[1], env), evaluate(e[2], env)
-                except EvalError:
-                    return
-                if ids.numel() and (x.dim() == 0 or bool(((ids < 0) | (ids >= x.shape[-1])).any())):
-                    ok = False
-            for a in e[1:]:
-                go(a)
-    go(parse_sexpr(lemma.lhs))
-    return ok
-
-
-def run(lemma, walks: Walks, draws: int = 8000, enough: int = 100, seed: int | None = None):
-    """Draw bindings.  Returns (accepted, stuck, failures): bindings the condition accepts with the
-    left side defined; those whose right side is an unfinished walk; (env, reason) of failures."""
-    d = Drawer(lemma)
-    rng = random.Random(zlib.crc32(lemma.name.encode()) if seed is None else seed)
-    plain = lemma.ruleset == "walks"      # a walk lemma checks the helper's meaning, one step
-    accepted, stuck, failures = 0, 0, []
-    for _ in range(draws):
-        env = d.draw(rng)
-        if not d.accepts(env) or not assumption_holds(lemma, env):
-            continue
-        try:
-            lhs = evaluate(d.lhs, env)
-        except EvalError:
-            continue                     # lhs undefined: the rewrite never meets this term
-        accepted += 1
-        try:
-            rhs = evaluate(d.rhs, env) if plain else walks.evaluate(d.rhs, env)
-        except Stuck:
-            stuck += 1
-            continue
-        except EvalError as e:
-            failures.append((env, f"right side undefined: {e}"))
-        else:
-            why = same(lhs, rhs)
-            if why:
-                failures.append((env, why))
-        if failures or accepted - stuck >= enough:
-            break
-    return accepted, stuck, failures

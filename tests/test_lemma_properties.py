@@ -12,10 +12,10 @@ import torch
 from entangle_py.semantics import terms
 from entangle_py.engine.egraph import Engine
 from entangle_py.engine.lemma import Lemma, load_library
-from lemmas import _draw
+from lemmas import _draw, _walk
 
 LIB = load_library()
-WALKS = _draw.Walks(LIB.lemmas)
+WALKS = _walk.Walks(LIB.lemmas)
 MIN_ACCEPTED = 20
 
 # Lemmas the draws prove wrong whose exact condition needs a fact the egglog side does not have.
@@ -82,7 +82,7 @@ def _cases():
 def test_lemma_on_drawn_bindings(lemma):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        accepted, stuck, failures = _draw.run(lemma, WALKS)
+        accepted, stuck, failures = _walk.run(lemma, WALKS)
     if failures:
         env, why = failures[0]
         pytest.fail(f"{lemma.name}: {why} on {_draw.describe(env)}")
@@ -106,7 +106,7 @@ def test_a_wrong_lemma_is_caught(name, drop):
     wrong = Lemma(lem.name + "-wrong", lem.lhs, lem.rhs, when=when)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _, _, failures = _draw.run(wrong, WALKS, draws=20000)
+        _, _, failures = _walk.run(wrong, WALKS, draws=20000)
     assert failures, f"{name} without {lem.when[drop]} passes the drawn bindings"
 
 

@@ -503,3 +503,149 @@ def test_index_copy_at_distinct_ids_is_a_row_write():
     nv = _node(C.check_sample(lambda x, s, w: x.index_copy(0, w.topk(2).indices.reshape(-1)[:3], s),
                               _sample(x, src, torch.randn(2, 4, dtype=torch.float64))), T)
     assert nv.kind == "free", nv
+
+
+# ----------------------------------------------------------------------------- op classes: the
+# reductions, attention, losses and pointwise calls lowered by class, on a broad generic input
+# space (broadcasting, size-1, empty and 0-D operands, negative dims, dtypes)
+
+_SHAPES = [(3, 4), (1, 5), (0, 3), (2, 1, 3), (4,), ()]
+
+
+def _dims(shape):
+    nd = max(len(shape), 1)
+    out = [None] + [[d] for d in range(-nd, nd)]
+    if len(shape) >= 2:
+        out += [[0, -1], [-1, 0]]
+    return out
+
+
+def _nodes(v, target):
+    return [nv for nv in v.nodes if nv.target == target]
+
+
+def test_reductions_by_class_agree_with_torch():
+    g = torch.Generator().manual_seed(7)
+    ops_ = {
+        "aten.logsumexp.default": lambda x, d, k: torch.logsumexp(x, d, keepdim=k) if d else None,
+        "aten.linalg_vector_norm.default": lambda x, d, k: torch.linalg.vector_norm(x, 3, dim=d, keepdim=k),
+        "aten.prod.dim_int": lambda x, d, k: x.prod(d[0], keepdim=k) if d and len(d) == 1 else x.prod(),
+        "aten.var.correction": lambda x, d, k: torch.var(x, dim=d, correction=0, keepdim=k),
+        "aten.std.correction": lambda x, d, k: torch.std(x, dim=d, keepdim=k),
+        "aten.var_mean.correction": lambda x, d, k: torch.var_mean(x, dim=d, correction=2, keepdim=k),
+        "aten.nansum.default": lambda x, d, k: torch.nansum(x, dim=d, keepdim=k),
+        "aten.amin.default": lambda x, d, k: x.amin(dim=d or (), keepdim=k),
+    }
+    seen = {t: 0 for t in ops_}
+    for shape in _SHAPES:
+        for dtype in (torch.float64, torch.float32, torch.int64):
+            x = (torch.randn(shape, generator=g) * 3).to(dtype)
+            if dtype.is_floating_point and x.numel():
+                x.view(-1)[0] = float("nan") if shape == (3, 4) else x.view(-1)[0]
+            for dims in _dims(shape):
+                for keep in (False, True):
+                    for target, fn in ops_.items():
+                        try:
+                            if fn(x, dims, keep) is None:
+                                continue
+                        except (RuntimeError, IndexError):
+                            continue            # torch refuses the call (an int norm, an empty min)
+                        v = C.check_sample(lambda x, fn=fn: fn(x, dims, keep), _sample(x))
+                        assert not v.disagreements and v.kind == "agree", (target, shape, dtype, dims, keep, v.nodes)
+                        seen[target] += bool(_nodes(v, target))
+    for ord_ in (0, 1, 2, float("inf"), float("-inf"), 0.5):
+        v = _agree(lambda x: torch.linalg.vector_norm(x, ord_, dim=-1), torch.randn(3, 4, generator=g))
+        assert _node(v, "aten.linalg_vector_norm.default").kind == "agree"
+    _agree(lambda x: torch.linalg.vector_norm(x, dtype=torch.float64), torch.randn(3, 4, generator=g))
+    _agree(lambda x: torch.norm(x, p=1, dim=(0, 1)), torch.randn(3, 4, generator=g, dtype=torch.float64))
+    _agree(lambda x: x.sum(-1, dtype=torch.float64), torch.randint(-5, 5, (3, 4), generator=g))
+    assert all(seen.values()), seen
+
+
+def _attention(dtype=torch.float64, **kw):
+    return lambda q, k, v, *m: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+        q, k, v, attn_mask=m[0] if m else None, **kw)
+
+
+def test_cpu_attention_is_its_math():
+    """F.scaled_dot_product_attention on CPU: queries and keys of other lengths (1 included),
+    causal, float and bool masks with rows masked whole (the kernel gives 0 there), a scale."""
+    T = "aten._scaled_dot_product_flash_attention_for_cpu.default"
+    g = torch.Generator().manual_seed(8)
+    for (b, h, lq, lk, e) in ((2, 3, 5, 7, 4), (1, 2, 1, 6, 8), (2, 1, 4, 1, 3), (1, 1, 6, 6, 2)):
+        q, k, v = (torch.randn(b, h, n, e, generator=g, dtype=torch.float64) for n in (lq, lk, lk))
+        fm = torch.randn(lq, lk, generator=g, dtype=torch.float64)
+        fm[0] = float("-inf")
+        bm = torch.rand(b, 1, lq, lk, generator=g) < 0.6
+        for fn, args in ((_attention(), (q, k, v)), (_attention(is_causal=True), (q, k, v)),
+                         (_attention(scale=0.25), (q, k, v, fm)), (_attention(is_causal=True), (q, k, v, fm)),
+                         (lambda q, k, v, m: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=m),
+                          (q, k, v, bm))):
+            v_ = _agree(fn, *args)
+            assert _node(v_, T).kind == "agree"
+    q = torch.randn(1, 2, 3, 4, generator=g)
+    v_ = C.check_sample(_attention(), _sample(q.bfloat16(), q.bfloat16(), q.bfloat16()))
+    assert _node(v_, T).kind == "refused"           # computed in float32 inside the kernel
+
+
+def test_mse_loss_and_its_gradient():
+    g = torch.Generator().manual_seed(9)
+    for xs, ys in (((3, 4), (3, 4)), ((3, 4), (4,)), ((2, 1, 3), (4, 1)), ((), ()), ((0, 2), (0, 2))):
+        x, y = torch.randn(xs, generator=g, dtype=torch.float64), torch.randn(ys, generator=g, dtype=torch.float64)
+        for red in ("none", "mean", "sum"):
+            if red == "mean" and not x.numel():
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                v = _agree(lambda a, b: torch.nn.functional.mse_loss(a, b, reduction=red), x, y)
+            assert _node(v, "aten.mse_loss.default").kind == "agree"
+    for shape in ((3, 4), (5,), ()):
+        x, y = torch.randn(shape, generator=g, dtype=torch.float64), torch.randn(shape, generator=g, dtype=torch.float64)
+        for red in (0, 1, 2):
+            go = torch.randn(shape if red == 0 else (), generator=g, dtype=torch.float64)
+            v = _agree(lambda go, a, b: torch.ops.aten.mse_loss_backward(go, a, b, red), go, x, y)
+            assert _node(v, "aten.mse_loss_backward.default").kind == "agree"
+    half = torch.randn(3, dtype=torch.float16)
+    v = C.check_sample(torch.nn.functional.mse_loss, _sample(half, half))
+    assert _node(v, "aten.mse_loss.default").kind == "refused"
+
+
+def test_safe_softmax_zeroes_rows_of_minus_infinity():
+    g = torch.Generator().manual_seed(10)
+    for shape in ((3, 4), (2, 1, 3), (5,), (1, 1)):
+        x = torch.randn(shape, generator=g, dtype=torch.float64)
+        x.view(-1)[: shape[-1]] = float("-inf")
+        for d in range(-len(shape), len(shape)):
+            v = _agree(lambda x: torch.ops.aten._safe_softmax(x, d), x)
+            assert _node(v, "aten._safe_softmax.default").kind == "agree"
+        _agree(lambda x: torch.ops.aten._safe_softmax(x, -1, torch.float64), x.float())
+
+
+_CALLS = [
+    (lambda x: torch.clamp(x, min=0), 1), (lambda x: torch.clamp(x, -1, 0.5), 1), (lambda x: x.clamp(max=2), 1),
+    (lambda x: torch.pow(2.0, x), 1), (lambda x: torch.pow(3, x), 1), (torch.cos, 1), (torch.sin, 1),
+    (lambda x: torch.nn.functional.leaky_relu(x, 0.1), 1), (torch.isnan, 1), (torch.sign, 1),
+    (lambda a, b: torch.clamp(a, min=b), 2), (lambda a, b: torch.lerp(a, b, 0.25), 2), (torch.atan2, 2),
+    (torch.logaddexp, 2), (torch.fmod, 2), (lambda a, b, c: torch.clamp(a, b, c), 3),
+    (lambda a, b, c: torch.addcmul(a, b, c, value=-2), 3), (lambda a, b, c: torch.lerp(a, b, c), 3),
+]
+
+
+@pytest.mark.parametrize("i", range(len(_CALLS)))
+def test_pointwise_calls_broadcast_and_keep_their_constants(i):
+    """Calls of pointwise ops with constants, on broadcast, size-1, empty and 0-D operands, float64,
+    float32 and int64 / bool: the term is the call, every sample agrees or is refused by torch."""
+    fn, arity = _CALLS[i]
+    g = torch.Generator().manual_seed(11 + i)
+    shapes = [((3, 4), (4,), (3, 1)), ((2, 1, 4), (3, 1), (1,)), ((0, 4), (1, 4), (4,)), ((), (2,), ()),
+              ((1,), (1, 1), (1, 1, 1))]
+    agreed = 0
+    for shape in shapes:
+        for dtype in (torch.float64, torch.float32, torch.int64, torch.bool):
+            xs = [(torch.randn(s, generator=g) * 3).to(dtype) for s in shape[:arity]]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                v = C.check_sample(fn, _sample(*xs))
+            assert not v.disagreements, (i, shape, dtype, v.nodes)
+            agreed += v.kind == "agree"
+    assert agreed >= len(shapes), (i, agreed)

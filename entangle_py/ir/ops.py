@@ -1,6 +1,6 @@
 """Facts about ops, by target (``namespace.op.overload``): the one place every stage reads them.
 
-What an op *means* (its term) is the lowering registry's job (``semantics/lower.py``); what it
+What an op *means* (its term) is the lowering registry's job (``semantics/lower/``); what it
 *is* — which namespace a graph may name, which ops are collectives and where their group and
 reduction arguments sit, which ops pass their input through, allocate, draw random numbers or
 only name a tensor — is here, so capture, import, display, lowering, the checker and the numeric

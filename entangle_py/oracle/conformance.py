@@ -84,7 +84,7 @@ def summarize(nodes: list[NodeVerdict]) -> SampleVerdict:
 
 
 def _refused(r) -> bool:
-    # Refused(op, arg, why) is coming with the lower.py rewrite; NoSemantics is today's refusal
+    # NoSemantics (no lowering) and Refused (an argument the term cannot say): the checker exits 2
     return type(r).__name__ in ("NoSemantics", "Refused")
 
 

@@ -52,10 +52,10 @@ def slice_rsum_part(rng):
 
 @repeat(8)
 def view_unary_rsum(rng):
-    from entangle_py.semantics.terms import UNARY_OPS
+    from entangle_py.semantics.terms import UNARY_NAMES
     shape = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
     l = [tensor(rng, *shape) for _ in range(rng.randint(1, 5))]
-    op = rng.choice(sorted(UNARY_OPS))
+    op = rng.choice(sorted(UNARY_NAMES))
     if rng.random() < 0.3:
         l = [(x * 3).round().long() for x in l]
         op = rng.choice(["neg", "abs", "to_float16", "to_bool", "exp"])

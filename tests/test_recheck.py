@@ -27,7 +27,7 @@ def _paths(name):
 
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_every_example_gets_a_second_opinion(example):
-    res, checker = check_files(*_paths(example))
+    res, checker = check_files(*_paths(example), numeric=False)
     before = res.status
     num = recheck.attach(res, checker)
     if before == "refines":
@@ -48,10 +48,12 @@ def test_a_wrong_lemma_makes_a_false_proof_an_internal_soundness_error(tmp_path)
     seq, dist, _ = _paths("mlp_tp2_missing_allreduce")
     spec = tmp_path / "spec.toml"       # no [expect]: only the certificate stands in the way
     spec.write_text((GRAPHS / "mlp_tp2_missing_allreduce" / "spec.toml").read_text().split("[expect]")[0])
-    res, checker = check_files(seq, dist, str(spec), lemma_files=[str(lem)])
+    res, checker = check_files(seq, dist, str(spec), lemma_files=[str(lem)], numeric=False)
     assert res.status == "refines" and res.certificates == {"out": '(Gd "r0.add")'}   # the false proof
     recheck.attach(res, checker)
     assert res.status == "internal-error" and res.exit_code == 4
+    # the pipeline (numeric on, as every entry point runs it) gives the same verdict by itself
+    assert check_files(seq, dist, str(spec), lemma_files=[str(lem)])[0].exit_code == 4
     assert res.failure.node == "add" and "internal soundness error" in res.failure.reason
     assert res.numeric["status"] == "disagrees" and res.numeric["operator"]["node"] == "add"
     # the command line says so too

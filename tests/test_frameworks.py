@@ -36,7 +36,13 @@ from framework_corpus import BY_ID, CORPUS, bug_line, framework  # noqa: E402
 pytestmark = pytest.mark.frameworks
 
 # Correct entries the checker cannot prove today, and why (strict: they fail loudly once it can).
+_MASKED_EMBEDDING = ("the vocab-parallel embedding in the framework's form (DTensor's _MaskPartial: ids masked "
+                     "by index_put, rows zeroed after the lookup; torchtitan's clamp-and-mask) is a false alarm: "
+                     "no lemma relates that masked lookup to the sequential embedding yet")
 XFAIL = {
+    "hf_llama[forward]": _MASKED_EMBEDDING,
+    "hf_qwen2[forward]": _MASKED_EMBEDDING,
+    "torchtitan_llama3[forward]": _MASKED_EMBEDDING,
     "megatron_layer[joint]": "the fused-QKV weight's gradient: the backward reads the query, key and value "
                              "gradients concatenated per head group and viewed across the sharded dim "
                              "(megatron/core/tensor_parallel/layers.py:626); no lemma relates that reshape yet",
@@ -44,6 +50,14 @@ XFAIL = {
                                  "[s, b, 1, d] -> [b, s, d] of the ranks' heads "
                                  "(megatron/core/transformer/dot_product_attention.py:184-194); no lemma relates "
                                  "that view of a concat over ranks yet (at 2 heads per rank it is related)",
+}
+
+# Misconfigurations rejected (exit 1: asserted, never xfailed) but located at another operator's
+# false alarm, not in the misconfigured code: the location check is an xfail until the alarm goes.
+LOCATION_XFAIL = {
+    "torchtitan_llama3_no_context[forward]": _MASKED_EMBEDDING,
+    "torchtitan_llama3_embedding_unreduced[forward]": _MASKED_EMBEDDING,
+    "torchtitan_llama3_w2_unreduced[forward]": _MASKED_EMBEDDING,
 }
 
 # The source files (package-relative, as the report shows them) where each misconfiguration's
@@ -158,7 +172,11 @@ def test_framework_misconfiguration_fails_in_framework_code(entry, bundles):
     _stopped_at_missing_ops(r)
     assert r["exit"] == 1, f"{entry.id}: exit {r['exit']}, expected 1 (fails):\n{r['text']}"
     where = _locations(r["report"])
-    assert any(w.startswith(LOCATED_IN[entry.id]) for w in where), (entry.id, where)
+    located = any(w.startswith(LOCATED_IN[entry.id]) for w in where)
+    if entry.id in LOCATION_XFAIL:
+        assert not located, f"{entry.id} is located now: remove it from LOCATION_XFAIL"
+        pytest.xfail(LOCATION_XFAIL[entry.id])
+    assert located, (entry.id, where)
     numeric = r["report"].get("numeric") or {}
     assert numeric.get("status") == "confirmed", (entry.id, numeric)
 
@@ -174,7 +192,8 @@ def test_framework_corpus_shape():
         assert Path(e.script).is_file() and Path(e.spec).is_file(), e.id
         assert (e.label == "buggy") == (bug_line(e) is not None), e.id
     assert set(LOCATED_IN) == {e.id for e in CORPUS if e.label == "buggy"}
-    assert set(XFAIL) <= set(BY_ID)
+    assert set(XFAIL) <= {e.id for e in CORPUS if e.label == "correct"}   # a buggy entry's verdict is never xfailed
+    assert set(LOCATION_XFAIL) <= set(LOCATED_IN)
 
 
 def test_framework_labels_confirmed_on_gloo():

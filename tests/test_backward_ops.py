@@ -340,9 +340,9 @@ def test_layer_norm_of_a_hidden_shard_fails(tmp_path):
     assert res.failure.target == "getitem" and "layernorm(concat(" in res.failure.best
 
 
-def test_reductions_that_change_dtype_stay_opaque_but_int_promotion(tmp_path):
+def test_reductions_that_change_dtype_cast_first(tmp_path):
     """A sum of bools (a mask's count) is torch's promotion, the int64 sum of the int64 cast; a
-    sum cast by dtype= to another float stays opaque."""
+    sum with dtype= casts its input to that dtype, then sums (torch's semantics for dtype=)."""
     low = _lowered(tmp_path, '''
         def forward(self, m: "b8[2, 3]", a: "f32[2, 3]"):
             s: "i64[]" = torch.ops.aten.sum.default(m)
@@ -350,7 +350,9 @@ def test_reductions_that_change_dtype_stay_opaque_but_int_promotion(tmp_path):
             return (s, d)
         ''')
     assert low["s"].text == '(reduce "sum" (unary "to_int64" $m) (ICons 0 (ICons 1 (INil))) 0)', low["s"].text
-    assert low["d"].text.startswith("(opaque ")
+    assert low["d"].text == '(reduce "sum" (unary "to_float64" $a) (ICons 1 (INil)) 0)', low["d"].text
+    a = torch.randn(2, 3)
+    assert torch.equal(torch.sum(a, [1], dtype=torch.float64), torch.sum(a.to(torch.float64), [1]))
 
 
 def test_embedding_backward_conforms_to_torch():

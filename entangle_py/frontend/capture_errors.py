@@ -58,6 +58,7 @@ def merge_notes(per_rank) -> list:
 
 
 _INSTALLED = ("site-packages", "dist-packages")    # where pip puts a framework (a venv's, or the system's)
+_TEST_RUNNERS = ("_pytest", "pytest", "pluggy", "unittest", "xdist", "execnet")   # installed, but never the program's code
 
 
 def display_path(p) -> str:
@@ -239,6 +240,8 @@ def _is_library(path: str) -> bool:
         p = path
     if p.startswith(_torch_dirs()[:-1]) or p.startswith(str(Path(__file__).resolve().parent)):
         return True
+    if any(part in _TEST_RUNNERS for part in Path(p).parts):
+        return True         # a test runner calling the program (assert_refines, cli.main in a test)
     return p.startswith(_torch_dirs()[-1]) and not any(part in _INSTALLED for part in Path(p).parts)
 
 

@@ -31,6 +31,10 @@ def _functional(op) -> bool:
 def _overloads():
     """Every registered overload of the namespaces (torch.ops.<ns> lists only the packets used so far)."""
     import torch
+    # ops registered on import (inductor's prims: prims.fma, ...): imported here, so the table
+    # does not depend on what else the process happened to import first
+    import torch._inductor.inductor_prims  # noqa: F401
+    import torch._refs  # noqa: F401
     for full in sorted(torch._C._dispatch_get_all_op_names()):
         ns, _, rest = full.partition("::")
         if ns not in NAMESPACES:

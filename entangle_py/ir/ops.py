@@ -140,7 +140,12 @@ IDENTITY_OPS = SAME_VALUE | NAMING_OPS | {WAIT, "aten.clone", "aten.detach"}
 RESULT_COUNTS = {
     "aten.max.dim": 2, "aten.min.dim": 2, "aten.native_dropout.default": 2, "aten.native_layer_norm.default": 3,
     "aten.native_layer_norm_backward.default": 3, "aten.nll_loss_forward.default": 2, "aten.topk.default": 2,
-    "aten.var_mean.correction": 2,
+    "aten.var_mean.correction": 2, "aten.var_mean.dim": 2, "aten.var_mean.default": 2,
+    "aten.std_mean.correction": 2, "aten.std_mean.dim": 2, "aten.std_mean.default": 2,
+    "aten.aminmax.default": 2, "aten.frexp.Tensor": 2, "prims.frexp.default": 2,
+    "aten._scaled_dot_product_flash_attention_for_cpu.default": 2,
+    "aten._fused_adam.default": 5, "aten._fused_adam.tensor_lr": 5,
+    "aten._fused_adamw.default": 5, "aten._fused_adamw.tensor_lr": 5,
 }
 
 # copy(dst, src): src broadcast to dst's shape and cast to its dtype

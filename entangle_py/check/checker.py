@@ -27,6 +27,7 @@ from entangle_py.config import ASSUMPTIONS, Limits, Policy
 from entangle_py.engine.egraph import CERTIFY, STEP, Engine, Outcome
 from entangle_py.engine.lemma import load_library
 from entangle_py.ir import graph as G
+from entangle_py.ir import bundle_meta
 from entangle_py.semantics import lower as L
 from entangle_py.semantics.terms import BIG, EvalError, clean_meta, given_input, is_clean, parse_sexpr, str_lit, to_sexpr
 
@@ -230,7 +231,7 @@ class Checker:
                       "matches": self.limits.matches, "seconds": self.limits.seconds,
                       "memory_bytes": self.limits.memory_bytes()}
         res.assumptions = [(a, ASSUMPTIONS[a]) for a in self.spec.assume]
-        res.capture_notes = G.capture_notes(self.dist)
+        res.capture_notes = bundle_meta.capture_notes(self.dist)
         self.no_semantics: dict[str, list] = {}
         t0 = time.perf_counter()
         rels = self.input_relations()

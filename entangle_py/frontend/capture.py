@@ -94,6 +94,7 @@ from entangle_py.errors import InputError
 from entangle_py.frontend.capture_errors import (CaptureError, capture_error, collecting_notes, display_path, first_line,
                                                  merge_notes, pick_frame, user_frame_suffix)
 from entangle_py.ir import graph, ops
+from entangle_py.ir import bundle_meta
 from entangle_py.frontend.convert import (DynamoInfo, check_no_gradient_is_needed, convert, custom_op_schemas,
                                          source_name_of)
 from entangle_py.frontend import async_collectives, ddp, rank_processes, rng
@@ -202,15 +203,15 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
         meta[PARALLEL_STYLES] = json.dumps(styles, sort_keys=True)
     notes = merge_notes(c.notes for c in captured)
     if notes:
-        meta[graph.CAPTURE_NOTES] = json.dumps(notes, sort_keys=True)
+        meta[bundle_meta.CAPTURE_NOTES] = json.dumps(notes, sort_keys=True)
     rng_streams = rng.merge([c.rng_stream for c in captured])
     if rng_streams:
-        meta[graph.RNG_STREAMS] = rng_streams
+        meta[bundle_meta.RNG_STREAMS] = rng_streams
     schemas = {}
     for c in captured:
         schemas.update(c.custom_op_schemas)
     if schemas:
-        meta[graph.CUSTOM_OP_SCHEMAS] = json.dumps(schemas, sort_keys=True)
+        meta[bundle_meta.CUSTOM_OP_SCHEMAS] = json.dumps(schemas, sort_keys=True)
     return graph.Bundle(ranks=ranks, kind="joint" if joint else "forward", meta=meta)
 
 
@@ -848,7 +849,7 @@ def _to_fake_cpu(model, inputs):
 # ----------------------------------------------------------------------------- DTensor
 
 # the bundle meta keys capture writes (ir/graph.py: the check reads them without importing capture)
-DTENSOR_PLACEMENTS, PARALLEL_STYLES = graph.DTENSOR_PLACEMENTS, graph.PARALLEL_STYLES
+DTENSOR_PLACEMENTS, PARALLEL_STYLES = bundle_meta.DTENSOR_PLACEMENTS, bundle_meta.PARALLEL_STYLES
 
 
 def _dtensor_placements(model, inputs, world_size) -> dict[str, str]:

@@ -17,6 +17,7 @@ from entangle_py.ir import graph as G
 from entangle_py.ir import bundle_meta
 from entangle_py.ir import ops
 from entangle_py.oracle import interp
+from entangle_py.oracle import graph_values
 from entangle_py.plugins import PURE, REGISTRY
 from entangle_py.semantics import lower
 
@@ -110,7 +111,7 @@ def test_every_plugin_namespace_has_its_file_and_ops():
 
 def test_a_pure_plugin_op_is_opaque_and_runs_its_reference():
     assert "megatron.sinkhorn.default" in PURE and lower.supported("megatron.sinkhorn.default")
-    assert interp.resolve_op("megatron.sinkhorn.default") is REGISTRY["megatron.sinkhorn.default"].reference
+    assert graph_values.resolve_op("megatron.sinkhorn.default") is REGISTRY["megatron.sinkhorn.default"].reference
 
 
 # ----------------------------------------------------------------------------- the decomposition pass

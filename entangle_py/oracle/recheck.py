@@ -38,6 +38,7 @@ from entangle_py.ir import graph as G
 from entangle_py.ir import ops
 from entangle_py.oracle import draws as D
 from entangle_py.oracle import interp
+from entangle_py.oracle import graph_values
 from entangle_py.oracle import placement
 from entangle_py.semantics import lower as L
 from entangle_py.check import spec as S
@@ -170,7 +171,7 @@ class Draw:
             for name, rel in given.items():      # [cut]: a random value, distributed like an input
                 node = checker.seq_names.node(name)
                 meta = g0.node(node).val
-                shape = [interp.eval_size(d, sizes, f"[cut] {name}") for d in meta.shape]
+                shape = [graph_values.eval_size(d, sizes, f"[cut] {name}") for d in meta.shape]
                 value = placement.random_tensor(shape, _float(meta.dtype), gen)
                 seq_ov[node] = value
                 for r, t in enumerate(placement.distribute(value, rel, name, dist, spec.mesh if spec.mesh.shape else None, gen)):
@@ -191,7 +192,7 @@ class Draw:
             self.bindings = runner.bindings
             torch.manual_seed(seed)
             self.seq_env = OverridingRunner(seq_bundle, [seq_in], [seq_ov], self._seq_draw).run()[0]
-        except interp.InterpError as e:
+        except graph_values.InterpError as e:
             raise Skip(f"the interpreter cannot run the programs: {e}") from None
 
     def _seq_draw(self, r, node, like):
@@ -244,7 +245,7 @@ class Draw:
         for tok in set(_identifiers(text)):
             syms[tok] = G.symbolic.make_symbol(tok)
         e = G.symbolic.parse(text, syms)
-        return interp.eval_size(e, binding, f"size {text}")
+        return graph_values.eval_size(e, binding, f"size {text}")
 
     def eval(self, text: str):
         """Value of an s-expression over (Gd "r<k>.<node>") and (Gs "<name>") leaves."""
@@ -264,7 +265,7 @@ class Draw:
 
         try:
             return evaluate(sub(parse_sexpr(text)), env)
-        except (KeyError, IndexError, interp.InterpError, G.symbolic.SymbolicError) as e:
+        except (KeyError, IndexError, graph_values.InterpError, G.symbolic.SymbolicError) as e:
             raise EvalError(f"cannot evaluate: {e}") from None
 
     def named(self):
@@ -410,8 +411,8 @@ def estimate_bytes(checker, sizes: dict) -> int:
                 continue
             binding = {s.name: sizes.get(s.name, fallback) for s in d.free_symbols}
             try:
-                n *= max(interp.eval_size(d, binding), 0)
-            except interp.InterpError:
+                n *= max(graph_values.eval_size(d, binding), 0)
+            except graph_values.InterpError:
                 n *= fallback
         return n
 
@@ -542,7 +543,7 @@ def _recheck_draw(checker, result, run: Draw) -> dict | None:
         for t in S.relation_terms(rel, pname, W, checker.spec.mesh, ndim=ndim):
             try:
                 got = placement.eval_term(t, run.named())
-            except interp.InterpError as e:
+            except graph_values.InterpError as e:
                 raise Skip(f"cannot evaluate expectation {name} = {req}: {e}") from None
             c = compare(expected, got)
             if not c["equal"]:
@@ -801,7 +802,7 @@ def _output_candidates(checker, run: Draw) -> dict:
             for t in S.relation_terms(rel, p.name, W, checker.spec.mesh, ndim=expected.dim()):
                 try:
                     cands.append((str(t), placement.eval_term(t, run.named())))
-                except interp.InterpError:
+                except graph_values.InterpError:
                     pass
             out[p.name] = cands
             continue

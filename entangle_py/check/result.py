@@ -61,7 +61,7 @@ class Result:
     # the check's work in deterministic units: peak e-graph size, lemma steps, lemma matches (and
     # by lemma family) -- what benchmarks and CI compare across degrees
     work: dict = field(default_factory=dict)
-    numeric: dict | None = None  # the interpreter's second opinion (recheck.py), when it ran
+    numeric: dict | None = None  # the interpreter's second opinion (oracle/recheck.py), when it ran
     # for reports (culprit.py): each proved or failed G_s operator's lemma steps, matches and
     # location; every G_d tensor named in a relation, certificate or failure, with its location
     operators: dict = field(default_factory=dict)

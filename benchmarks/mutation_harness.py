@@ -5,7 +5,7 @@ interpreter, check it, and keep score (issue 12, item 3).
 
 For every correct shipped example (graphs/*, the missing-all-reduce twins excluded) and every
 correct program of the soundness corpus (tests/corpus/soundness, captured forward and, where it has
-parameters, joint): check the original, generate mutants (``entangle_py.oracle.mutate``), label each on 2
+parameters, joint): check the original, generate mutants (``tests/tooling/mutate.py``), label each on 2
 float64 draws (equivalent iff the original's certificates and [expect] relations still hold),
 and check each in a forked child with its address space capped (``--mem-budget``, default 3 GB
 over the parent's) and ``Limits(seconds=20, nodes=200_000)``.  Two checks run at once.
@@ -28,11 +28,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "corpus"))
+sys.path.insert(0, str(ROOT / "tests"))     # tooling: the mutant writer
 
 import torch  # noqa: E402
 
 from entangle_py.ir import graph as G  # noqa: E402
-from entangle_py.oracle import mutate as M  # noqa: E402
+from tooling import mutate as M  # noqa: E402
 from entangle_py.check import spec as S  # noqa: E402
 from entangle_py.config import Limits  # noqa: E402
 

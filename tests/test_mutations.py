@@ -18,7 +18,7 @@ if str(ROOT / "tests" / "corpus") not in sys.path:
 
 from entangle_py.ir import graph as G  # noqa: E402
 from entangle_py.oracle import interp  # noqa: E402
-from entangle_py.oracle import mutate as M  # noqa: E402
+from tooling import mutate as M  # noqa: E402
 from entangle_py.check import spec as S  # noqa: E402
 from entangle_py.config import Limits  # noqa: E402
 

@@ -236,7 +236,7 @@ def test_dropout_value_is_x_times_its_mask_as_torch_computes_it(dtype):
     """Lowered with the mask a draw of its own, native_dropout's value is x * mask * scale, the scale
     rounded to x's dtype as the CPU kernel does (checked against the op's real outputs)."""
     from torch.testing._internal.opinfo.core import SampleInput
-    from entangle_py.oracle import conformance as C
+    from tooling import conformance as C
     for p in (0.1, 0.3, 0.77, 0.9):
         for shape in [(4, 5), (0, 3), (), (7,)]:
             x = torch.randn(shape, dtype=dtype) * 100

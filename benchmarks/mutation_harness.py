@@ -5,7 +5,7 @@ interpreter, check it, and keep score (issue 12, item 3).
 
 For every correct shipped example (graphs/*, the missing-all-reduce twins excluded) and every
 correct program of the soundness corpus (tests/corpus/soundness, captured forward and, where it has
-parameters, joint): check the original, generate mutants (``entangle_py.oracle.mutate``), label each on 2
+parameters, joint): check the original, generate mutants (``tests/tooling/mutate.py``), label each on 2
 float64 draws (equivalent iff the original's certificates and [expect] relations still hold),
 and check each in a forked child with its address space capped (``--mem-budget``, default 3 GB
 over the parent's) and ``Limits(seconds=20, nodes=200_000)``.  Two checks run at once.
@@ -28,11 +28,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "corpus"))
+sys.path.insert(0, str(ROOT / "tests"))     # tooling: the mutant writer
 
 import torch  # noqa: E402
 
 from entangle_py.ir import graph as G  # noqa: E402
-from entangle_py.oracle import mutate as M  # noqa: E402
+from tooling import isolated_check  # noqa: E402
+from tooling import mutant_labels as ML  # noqa: E402
+from tooling import mutate as M  # noqa: E402
 from entangle_py.check import spec as S  # noqa: E402
 from entangle_py.config import Limits  # noqa: E402
 
@@ -66,17 +69,17 @@ def examples(joint=True, only=None):
 def run_example(name, seq, dist, spec, spec_path, args, findings, rows, skipped):
     limits = Limits(seconds=args.seconds, nodes=args.nodes)
     t0 = time.perf_counter()
-    orig = M.check_isolated(seq, dist, spec, limits, args.mem_budget, args.timeout)
+    orig = isolated_check.check_isolated(seq, dist, spec, limits, args.mem_budget, args.timeout)
     certs = orig.get("certificates") or {}
     try:
-        dws = M.draws(seq, dist, spec, n=args.draws)
+        dws = ML.draws(seq, dist, spec, n=args.draws)
     except Exception as e:
         print(f"{name}: cannot draw inputs ({type(e).__name__}: {e}); skipped", flush=True)
         return
     if orig.get("exit") == 0:
         # the interpreter must agree with the original's own certificate, or its labels mean nothing
-        lab, why = M.label(seq, dist, spec, dist, dws, certs)
-        if lab != M.EQUIVALENT:
+        lab, why = ML.label(seq, dist, spec, dist, dws, certs)
+        if lab != ML.EQUIVALENT:
             print(f"{name}: SKIPPED, the interpreter disagrees with the original's own certificate ({lab}: {why}); "
                   f"its simulation of this program cannot label mutants", flush=True)
             skipped.append((name, f"{lab}: {why}"))
@@ -84,20 +87,20 @@ def run_example(name, seq, dist, spec, spec_path, args, findings, rows, skipped)
     muts = M.mutants(dist, per_kind=args.per_kind)
     todo = []
     for i, mu in enumerate(muts):
-        lab, why = M.label(seq, dist, spec, mu.bundle, dws, certs if orig.get("exit") == 0 else None)
+        lab, why = ML.label(seq, dist, spec, mu.bundle, dws, certs if orig.get("exit") == 0 else None)
         rec = {"example": name, "i": i, "kind": mu.kind, "desc": mu.desc, "label": lab, "why": why}
         rows.append(rec)
-        if lab != M.INVALID:
+        if lab != ML.INVALID:
             todo.append((rec, mu))
     # two checks at a time, each in its own memory-capped child
     running = []
     while todo or running:
         while todo and len(running) < args.jobs:
             rec, mu = todo.pop(0)
-            running.append((rec, mu, M.start_check(seq, mu.bundle, spec, limits, args.mem_budget)))
+            running.append((rec, mu, isolated_check.start_check(seq, mu.bundle, spec, limits, args.mem_budget)))
         still = []
         for rec, mu, h in running:
-            out = M.poll_check(h, args.timeout)
+            out = isolated_check.poll_check(h, args.timeout)
             if out is None:
                 still.append((rec, mu, h))
                 continue
@@ -105,7 +108,7 @@ def run_example(name, seq, dist, spec, spec_path, args, findings, rows, skipped)
                        seconds=round(out.get("seconds", 0.0), 2), maxrss_mb=out.get("maxrss_mb"))
             if out.get("exit") == 0:
                 _judge_refined(rec, seq, dist, spec, mu, dws, out.get("certificates") or {})
-            bad = (rec["exit"] == 0 and rec["label"] == M.NON_EQUIVALENT) or rec.get("own_certificate_wrong") \
+            bad = (rec["exit"] == 0 and rec["label"] == ML.NON_EQUIVALENT) or rec.get("own_certificate_wrong") \
                 or rec["status"] in ("oom", "crash", "timeout") or rec["exit"] == 4
             if bad:
                 _save(rec, seq, mu, spec_path, args.save_dir)
@@ -124,18 +127,18 @@ def _judge_refined(rec, seq, dist, spec, mu, dws, certs):
     """A refined mutant: its own certificates and the [expect] relations, evaluated numerically."""
     from entangle_py.oracle import interp
     for d in dws:
-        env = interp.run_bundle(mu.bundle, [{k: M._clone(v) for k, v in x.items()} for x in d.dist_inputs],
+        env = interp.run_bundle(mu.bundle, [{k: ML._clone(v) for k, v in x.items()} for x in d.dist_inputs],
                                 float_dtype=torch.float64)
-        ok, why = M.relations_hold(seq, mu.bundle, spec, d.seq_values, interp.named_values(mu.bundle, env),
+        ok, why = ML.relations_hold(seq, mu.bundle, spec, d.seq_values, interp.named_values(mu.bundle, env),
                                    certs, None)
         if not ok:
             rec["own_certificate_wrong"] = why
             return
-    if rec["label"] == M.NON_EQUIVALENT:
+    if rec["label"] == ML.NON_EQUIVALENT:
         # the checker found another relation, and it holds numerically: the label was too strict
         rec["label_note"] = ("labelled non-equivalent (the original's relations fail) but refined with a certificate "
                              "that holds numerically: relabelled equivalent")
-        rec["label"] = M.EQUIVALENT
+        rec["label"] = ML.EQUIVALENT
 
 
 def _save(rec, seq, mu, spec_path, save_dir):
@@ -154,9 +157,9 @@ COLS = ["gen", "inval", "noneq", "ne:1", "ne:2", "ne:3", "ne:ref", "eq", "eq:ref
 
 
 def _cells(rs):
-    valid = [r for r in rs if r["label"] != M.INVALID]
-    ne = [r for r in valid if r["label"] == M.NON_EQUIVALENT]
-    eq = [r for r in valid if r["label"] == M.EQUIVALENT]
+    valid = [r for r in rs if r["label"] != ML.INVALID]
+    ne = [r for r in valid if r["label"] == ML.NON_EQUIVALENT]
+    eq = [r for r in valid if r["label"] == ML.EQUIVALENT]
     return [len(rs), len(rs) - len(valid), len(ne),
             sum(r.get("exit") == 1 for r in ne), sum(r.get("exit") == 2 for r in ne),
             sum(r.get("exit") == 3 for r in ne), sum(r.get("exit") == 0 for r in ne),
@@ -204,9 +207,9 @@ def main(argv=None):
     print(table(rows, "example"))
     print()
     print(table(rows, "kind"))
-    eq_rej = [r for r in rows if r["label"] == M.EQUIVALENT and r.get("exit") not in (0, None)]
+    eq_rej = [r for r in rows if r["label"] == ML.EQUIVALENT and r.get("exit") not in (0, None)]
     print(f"\nfalse alarms (equivalent mutants rejected): {len(eq_rej)} of "
-          f"{sum(r['label'] == M.EQUIVALENT for r in rows)}")
+          f"{sum(r['label'] == ML.EQUIVALENT for r in rows)}")
     for r in eq_rej:
         print(f"  {r['example']} #{r['i']} {r['kind']}: {r['desc']} -> exit {r['exit']} ({r.get('reason', '')[:90]})")
     notes = [r for r in rows if r.get("label_note")]

@@ -10,7 +10,7 @@ through), its writes compared with the eager call's (``--no-inplace``: without t
 
     python benchmarks/opinfo_conformance.py [--ops div,sub] [--max-samples 20] [--inplace-only]
 
-Exit status 1 when any sample disagrees.  See ``entangle_py/oracle/conformance.py`` for the verdicts.
+Exit status 1 when any sample disagrees.  See ``tests/tooling/conformance.py`` for the verdicts.
 """
 from __future__ import annotations
 
@@ -22,10 +22,11 @@ import warnings
 from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))  # tooling
 
 import torch  # noqa: E402
 
-from entangle_py.oracle import conformance as C  # noqa: E402
+from tooling import conformance as C  # noqa: E402
 
 PROBE = 3          # samples traced to decide whether the lowering accepts anything of an op
 

@@ -84,11 +84,11 @@ def test_no_import_cycle():
 _OP_LITERAL = __import__("re").compile(
     r"^(aten|prims|_c10d_functional|c10d_functional|_c10d_functional_autograd|_dtensor|higher_order|tg|apex|_C|megatron)"
     r"\.[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
-# where facts about ops live: their facts (and the classes torch gives them, generated from torch),
-# their lowering, and the mutant writer (which creates nodes, as a frontend does, so it must name
-# the ops it writes)
+# where facts about ops live: their facts (and the classes torch gives them, generated from torch)
+# and their lowering (the mutant writer, which names the ops it writes, is test tooling under
+# tests/tooling/)
 OP_REGISTRIES = {"entangle_py.ir.ops", "entangle_py.ir.op_classes", "entangle_py.semantics.lower",
-                 "entangle_py.oracle.mutate", "entangle_py.plugins.vllm", "entangle_py.plugins.megatron"}
+                 "entangle_py.plugins.vllm", "entangle_py.plugins.megatron"}
 
 
 def _registry(mod: str) -> bool:

@@ -177,7 +177,7 @@ def test_layer_norm_backward_conforms_to_torch():
     """No OpInfo traces native_layer_norm_backward: its lowering (and native_layer_norm's mean and
     rstd, on the same shapes) checked like the OpInfo conformance, on samples of our own."""
     from types import SimpleNamespace
-    from entangle_py.oracle import conformance as C
+    from tooling import conformance as C
     n = 0
     for s in _ln_backward_samples():
         v = C.check_sample(torch.ops.aten.native_layer_norm_backward.default, s)
@@ -359,7 +359,7 @@ def test_embedding_backward_conforms_to_torch():
     """embedding_dense_backward (no OpInfo traces it) against torch on samples of our own: ids of
     0-3 dims, repeated ids, rows never looked up, an empty batch."""
     from types import SimpleNamespace
-    from entangle_py.oracle import conformance as C
+    from tooling import conformance as C
     torch.manual_seed(5)
     n = 0
     for ids_shape, rows in [((5,), 4), ((2, 3), 7), ((2, 2, 2), 3), ((), 3), ((0, 2), 4), ((4,), 1)]:
@@ -399,7 +399,7 @@ def test_slice_backward_conforms_to_torch():
     """slice_backward (no OpInfo traces it) against torch on samples of our own: any dim, negative
     and out-of-range bounds, an empty slice, the whole dim (the gradient itself)."""
     from types import SimpleNamespace
-    from entangle_py.oracle import conformance as C
+    from tooling import conformance as C
     torch.manual_seed(7)
     n = 0
     for sizes, dim, start, end in [([8, 6], 0, 4, 8), ([8, 6], 0, 0, 4), ([8, 6], 1, 2, 5), ([2, 3, 4], -1, -3, 100),
@@ -420,7 +420,7 @@ def test_strided_slice_backward_conforms_to_torch():
     a shift that keeps the window inside the dim, none (the last one placed alone), one element,
     negative and out-of-range bounds, inner dims."""
     from types import SimpleNamespace
-    from entangle_py.oracle import conformance as C
+    from tooling import conformance as C
     torch.manual_seed(8)
     n = 0
     for sizes, dim, start, end, step in [([12], 0, 0, 12, 2), ([3, 12], 1, 0, 6, 2), ([3, 12], 1, 7, 12, 2),

@@ -10,6 +10,7 @@ import pytest
 from entangle_py import cli
 from entangle_py.frontend.capture import CaptureError, capture
 from entangle_py.ir import graph
+from entangle_py.ir import bundle_meta
 
 SCRIPT = """\
 import torch, torch.nn as nn
@@ -239,7 +240,7 @@ def test_a_parameter_attached_after_ddp_was_built_is_neither_broadcast_nor_avera
     reduced = [g.node(n.args[0].name).target for n in g.nodes if n.target == "_c10d_functional.all_reduce.default"]
     assert reduced == ["aten.zeros.default"] * 2
     assert "grad:body.unused.weight" not in {p.name for p in g.outputs}
-    (note,) = graph.capture_notes(b)        # at the DDP's line, for the report
+    (note,) = bundle_meta.capture_notes(b)        # at the DDP's line, for the report
     assert note["line"] == _line(s, "self.body = ") and "neither broadcast nor averaged" in note["text"]
 
 
@@ -276,7 +277,7 @@ def test_a_ddp_parameter_without_gradient_stalls_its_reducer(tmp_path):
         assert _targets(g).count("_c10d_functional.all_reduce.default") == 0
         assert _targets(g).count("_c10d_functional.broadcast.default") == 4       # the init sync stays
     # the bundle keeps it as a note at the DDP's line, for the check's report
-    (note,) = graph.capture_notes(b)
+    (note,) = bundle_meta.capture_notes(b)
     assert note["ranks"] == [0, 1] and "never finishes" in note["text"] and "unused.weight" in note["text"]
     assert note["file"].endswith("ddp_step.py") and note["line"] == _line(s, "self.body = ")
     # with find_unused_parameters=True the same program averages fc's gradient (and reduces the
@@ -289,12 +290,12 @@ def test_a_ddp_parameter_without_gradient_stalls_its_reducer(tmp_path):
 def test_capture_notes_of_a_stranger_s_file_are_read_as_data_only():
     # a graph file is untrusted: malformed notes are dropped, never evaluated
     import json
-    b = graph.Bundle(ranks=[], kind="forward", meta={graph.CAPTURE_NOTES: json.dumps([
+    b = graph.Bundle(ranks=[], kind="forward", meta={bundle_meta.CAPTURE_NOTES: json.dumps([
         {"ranks": [0], "text": "ok", "file": "a.py", "line": 3, "code": "x"},
         {"ranks": "0", "text": "bad ranks", "file": "a.py", "line": 3},
         {"ranks": [0], "text": 5}, "not a dict"])})
-    assert graph.capture_notes(b) == [{"ranks": [0], "text": "ok", "file": "a.py", "line": 3, "code": "x"}]
-    assert graph.capture_notes(graph.Bundle(ranks=[], kind="forward", meta={graph.CAPTURE_NOTES: "{"})) == []
+    assert bundle_meta.capture_notes(b) == [{"ranks": [0], "text": "ok", "file": "a.py", "line": 3, "code": "x"}]
+    assert bundle_meta.capture_notes(graph.Bundle(ranks=[], kind="forward", meta={bundle_meta.CAPTURE_NOTES: "{"})) == []
 
 
 def test_ddp_over_a_group_of_one_rank_is_noted(tmp_path):
@@ -304,7 +305,7 @@ def test_ddp_over_a_group_of_one_rank_is_noted(tmp_path):
                                        "def build(r, world_size):\n    global rank\n    rank = r"))
     with pytest.warns(UserWarning, match="over a group of one rank"):
         b = capture(s, 2, joint=True)
-    (note,) = graph.capture_notes(b)
+    (note,) = bundle_meta.capture_notes(b)
     assert note["ranks"] == [0, 1] and note["line"] == _line(s, "self.body = ")
     # over its own rank only (fc's gradient and the unused layer's zeros; that layer keeps no gradient)
     g = b.rank(0)
@@ -312,4 +313,4 @@ def test_ddp_over_a_group_of_one_rank_is_noted(tmp_path):
     assert {tuple(g.groups[n.args[2]]) for n in g.nodes if n.target == "_c10d_functional.all_reduce.default"} == {(0,)}
     assert "grad:body.unused.weight" not in {p.name for p in g.outputs}
     # over every rank: no note
-    assert graph.capture_notes(capture(_script(tmp_path, name="full.py"), 2, joint=True)) == []
+    assert bundle_meta.capture_notes(capture(_script(tmp_path, name="full.py"), 2, joint=True)) == []

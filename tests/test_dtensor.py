@@ -11,7 +11,8 @@ import pytest
 from entangle_py.check import spec as S
 from entangle_py.check.checker import Checker
 from entangle_py.errors import InputError
-from entangle_py.frontend.capture import DTENSOR_PLACEMENTS, PARALLEL_STYLES, capture
+from entangle_py.frontend.capture import capture
+from entangle_py.ir.bundle_meta import DTENSOR_PLACEMENTS, PARALLEL_STYLES
 from entangle_py.ir import graph as G
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -21,7 +21,7 @@ import torch
 from entangle_py.ir import graph as G
 from entangle_py.oracle import interp
 from entangle_py.oracle import placement
-from entangle_py.oracle.recheck import choose_sizes, int_ranges
+from entangle_py.oracle.numeric_runs import choose_sizes, int_ranges
 from entangle_py.check import spec as S
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,7 +19,7 @@ import torch
 
 from entangle_py.frontend.functionalize import FunctionalizeError, functional_variant, functionalize
 from entangle_py.ir import graph as G
-from entangle_py.oracle import conformance as C
+from tooling import conformance as C
 
 
 def _sample(*tensors):

@@ -16,7 +16,8 @@ from entangle_py.ir import graph
 from entangle_py.ir import symbolic
 from entangle_py.errors import InputError
 from entangle_py.frontend.functionalize import functional_variant
-from entangle_py.frontend.fx_import import DTYPE_ABBRS, import_fx, infer_groups
+from entangle_py.frontend.fx_import import import_fx, infer_groups
+from entangle_py.frontend.fx_text import DTYPE_ABBRS
 from entangle_py.ir.graph import Ref, SymIntMeta, TensorMeta, TorchConst
 
 REPO = Path(__file__).resolve().parents[1]

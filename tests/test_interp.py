@@ -6,6 +6,7 @@ import torch
 
 from entangle_py.ir import graph as G
 from entangle_py.oracle import interp
+from entangle_py.oracle import graph_values
 from entangle_py.oracle import placement
 from entangle_py.check import spec as S
 from entangle_py.ir.symbolic import make_symbol
@@ -72,14 +73,14 @@ def test_getitem_tuple_and_device_constants_and_float_override():
     assert env[0]["z"].dtype == torch.float64 and env[0]["z"].device.type == "cpu"
     assert torch.equal(env[0]["o"], x[:, :3] * x[:, 3:])
     # without the override the float32 constant meets a float64 input: recorded dtype differs
-    with pytest.raises(interp.ShapeMismatch, match="dtype"):
+    with pytest.raises(graph_values.ShapeMismatch, match="dtype"):
         interp.run_bundle(b, [{"x": x}])
 
 
 def test_shape_check_names_the_node():
     nodes = [ph("x", T(4, 8)), op("t", "aten.t.default", R("x"), val=T(4, 8))]
     b = G.Bundle([rank(0, nodes, ["x"], {"t": "t"})])
-    with pytest.raises(interp.ShapeMismatch, match="node 't'"):
+    with pytest.raises(graph_values.ShapeMismatch, match="node 't'"):
         interp.run_bundle(b, [{"x": rnd(4, 8)}])
     env = interp.run_bundle(b, [{"x": rnd(4, 8)}], check_shapes=False)
     assert env[0]["t"].shape == (8, 4)
@@ -102,16 +103,16 @@ def test_symbolic_sizes_bound_from_input_shapes():
     nodes2 = [ph("y", T(2 * s1, 3)), op("w", "aten.view.default", R("y"), [s1, 6], val=T(s1, 6))]
     b2 = G.Bundle([rank(0, nodes2, ["y"], {"w": "w"}, symbols={"s1": (2, None)})])
     assert interp.run_bundle(b2, [{"y": rnd(6, 3)}])[0]["w"].shape == (3, 6)
-    with pytest.raises(interp.ShapeMismatch):
+    with pytest.raises(graph_values.ShapeMismatch):
         interp.run_bundle(b2, [{"y": rnd(6, 4)}])
 
 
 def test_missing_and_unknown_inputs():
     nodes = [ph("x", T(2)), op("n", "aten.neg.default", R("x"), val=T(2))]
     b = G.Bundle([rank(0, nodes, ["x"], {"n": "n"})])
-    with pytest.raises(interp.InterpError, match="missing input"):
+    with pytest.raises(graph_values.InterpError, match="missing input"):
         interp.run_bundle(b, [{}])
-    with pytest.raises(interp.InterpError, match="not inputs"):
+    with pytest.raises(graph_values.InterpError, match="not inputs"):
         interp.run_bundle(b, [{"x": rnd(2), "y": rnd(2)}])
 
 
@@ -126,14 +127,14 @@ def test_missing_and_unknown_inputs():
 def test_unknown_namespace_or_op_is_a_clear_error(target, msg):
     nodes = [ph("x", T(2)), op("bad", target, R("x"), val=T(2))]
     b = G.Bundle([rank(0, nodes, ["x"], {"bad": "bad"})])
-    with pytest.raises(interp.UnsupportedOp, match=msg):
+    with pytest.raises(graph_values.UnsupportedOp, match=msg):
         interp.run_bundle(b, [{"x": rnd(2)}])
 
 
 def test_torch_error_names_node():
     nodes = [ph("x", T(2, 3)), op("mm", "aten.mm.default", R("x"), R("x"), val=T(2, 3))]
     b = G.Bundle([rank(0, nodes, ["x"], {"mm": "mm"})])
-    with pytest.raises(interp.InterpError, match=r"node 'mm' \(aten.mm.default\) failed"):
+    with pytest.raises(graph_values.InterpError, match=r"node 'mm' \(aten.mm.default\) failed"):
         interp.run_bundle(b, [{"x": rnd(2, 3)}])
 
 
@@ -219,7 +220,7 @@ def test_upto_stops_early_but_serves_collectives():
     env = interp.run_bundle(dist, ins, upto={0: {"wait"}})   # rank 1 must run on to the all_reduce
     assert "wait" in env[0] and "ar" in env[1] and "wait" not in env[1]
     assert torch.allclose(env[0]["wait"], env[1]["mm2"] + env[0]["mm2"])
-    with pytest.raises(interp.InterpError, match="unknown node"):
+    with pytest.raises(graph_values.InterpError, match="unknown node"):
         interp.run_bundle(dist, ins, upto={0: {"nope"}})
 
 
@@ -384,7 +385,7 @@ def _ar(name="c", src="x", red="sum", group="g", shape=(4, 2)):
 def test_mismatched_collective_kinds():
     b = _two_rank(lambda r: [_ar("ar0")],
                   lambda r: [op("ag1", "_c10d_functional.all_gather_into_tensor.default", R("x"), 2, "g", val=T(8, 2))])
-    with pytest.raises(interp.CollectiveMismatch) as e:
+    with pytest.raises(graph_values.CollectiveMismatch) as e:
         interp.run_bundle(b, [{"x": rnd(4, 2)}, {"x": rnd(4, 2)}])
     msg = str(e.value)
     assert "rank 0" in msg and "rank 1" in msg and "'ar0'" in msg and "'ag1'" in msg
@@ -393,17 +394,17 @@ def test_mismatched_collective_kinds():
 
 def test_mismatched_reduce_op_and_shape():
     b = _two_rank(lambda r: [_ar("a")], lambda r: [_ar("a", red="max")])
-    with pytest.raises(interp.CollectiveMismatch, match="different parameters"):
+    with pytest.raises(graph_values.CollectiveMismatch, match="different parameters"):
         interp.run_bundle(b, [{"x": rnd(4, 2)}, {"x": rnd(4, 2)}])
     b = _two_rank(lambda r: [_ar("a")],
                   lambda r: [op("n", "aten.narrow.default", R("x"), 0, 0, 2, val=T(2, 2)), _ar("a", src="n", shape=(2, 2))])
-    with pytest.raises(interp.CollectiveMismatch, match="different shapes"):
+    with pytest.raises(graph_values.CollectiveMismatch, match="different shapes"):
         interp.run_bundle(b, [{"x": rnd(4, 2)}, {"x": rnd(4, 2)}])
 
 
 def test_rank_that_never_joins():
     b = _two_rank(lambda r: [_ar("lonely")], lambda r: [op("n", "aten.neg.default", R("x"), val=T(4, 2))])
-    with pytest.raises(interp.CollectiveMismatch, match=r"rank 0 is at node 'lonely'.*rank 1 finished"):
+    with pytest.raises(graph_values.CollectiveMismatch, match=r"rank 0 is at node 'lonely'.*rank 1 finished"):
         interp.run_bundle(b, [{"x": rnd(4, 2)}, {"x": rnd(4, 2)}])
 
 
@@ -421,19 +422,19 @@ def test_collective_order_mismatch_across_groups():
             nodes.append(op(f"c{i}", "_c10d_functional.all_reduce.default", R(prev), "sum", grp, val=T(2)))
             prev = f"c{i}"
         ranks.append(rank(r, nodes, ["x"], {"y": prev}, groups=groups))
-    with pytest.raises(interp.CollectiveMismatch, match="order mismatch"):
+    with pytest.raises(graph_values.CollectiveMismatch, match="order mismatch"):
         interp.run_bundle(G.Bundle(ranks), [{"x": rnd(2)} for _ in range(3)])
 
 
 def test_group_not_containing_rank_and_bad_group_size():
     b = _two_rank(lambda r: [_ar("a", group="h")], lambda r: [_ar("a", group="h")], groups={"h": [1]})
-    with pytest.raises(interp.CollectiveMismatch, match="does not include rank 0"):
+    with pytest.raises(graph_values.CollectiveMismatch, match="does not include rank 0"):
         interp.run_bundle(b, [{"x": rnd(4, 2)}, {"x": rnd(4, 2)}])
     mk = lambda r: [op("c", "_c10d_functional.all_gather_into_tensor.default", R("x"), 4, "g", val=T(16, 2))]
-    with pytest.raises(interp.CollectiveMismatch, match="group_size=4"):
+    with pytest.raises(graph_values.CollectiveMismatch, match="group_size=4"):
         interp.run_bundle(_two_rank(mk, mk), [{"x": rnd(4, 2)}, {"x": rnd(4, 2)}])
     b = _two_rank(lambda r: [_ar("a", group="zz")], lambda r: [_ar("a", group="zz")])
-    with pytest.raises(interp.InterpError, match="'zz' is not in the rank's group table"):
+    with pytest.raises(graph_values.InterpError, match="'zz' is not in the rank's group table"):
         interp.run_bundle(b, [{"x": rnd(4, 2)}, {"x": rnd(4, 2)}])
 
 
@@ -451,7 +452,7 @@ def test_distribute_shard_uneven_and_replicate():
     assert torch.equal(torch.cat(parts, 0), v)
     reps = placement.distribute(v, S.Relation((S.Replicate(),)), "w", _holder_bundle([(8, 4)] * 3))
     assert all(torch.equal(p, v) for p in reps)
-    with pytest.raises(interp.InterpError, match="do not tile"):
+    with pytest.raises(graph_values.InterpError, match="do not tile"):
         placement.distribute(v, S.Relation((S.Shard(0),)), "w", _holder_bundle([(3, 4), (3, 4)]))
 
 
@@ -495,7 +496,7 @@ def test_distribute_explicit_term_and_eval_term():
     b = _holder_bundle([(4, 5), (5, 4)])
     parts = placement.distribute(v, S.Relation(term=term), "w", b, generator=gen(9))
     assert torch.allclose(placement.eval_term(term, [{"w": p} for p in parts]), v, rtol=1e-12, atol=1e-12)
-    with pytest.raises(interp.InterpError, match="not invertible"):
+    with pytest.raises(graph_values.InterpError, match="not invertible"):
         placement.distribute(v, S.Relation(term=S.parse_term("reshape(concat(r0.w, r1.w, dim=0), shape=[4, 5])")), "w", b)
     sl = S.parse_term("slice(r0.w, dim=0, start=1, end=5)")
     parts = placement.distribute(v, S.Relation(term=sl), "w", _holder_bundle([(6, 5), (6, 5)]), generator=gen(10))
@@ -520,7 +521,7 @@ def test_random_inputs():
     assert ins["ids"].shape == (5, 4) and ins["ids"].dtype == torch.int64
     assert 0 <= int(ins["ids"].min()) and int(ins["ids"].max()) < 100 and int(ins["ids"].max()) > 1
     assert ins["x"].dtype == torch.float64 and ins["m"].dtype == torch.bool and ins["n"] == 5
-    with pytest.raises(interp.InterpError, match="unbound symbol"):
+    with pytest.raises(graph_values.InterpError, match="unbound symbol"):
         placement.random_inputs(g, gen(0))
     assert placement.random_inputs(g, gen(0), default_size=3)["x"].shape == (3, 2)
 

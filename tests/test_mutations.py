@@ -18,7 +18,9 @@ if str(ROOT / "tests" / "corpus") not in sys.path:
 
 from entangle_py.ir import graph as G  # noqa: E402
 from entangle_py.oracle import interp  # noqa: E402
-from entangle_py.oracle import mutate as M  # noqa: E402
+from tooling import isolated_check  # noqa: E402
+from tooling import mutant_labels as ML  # noqa: E402
+from tooling import mutate as M  # noqa: E402
 from entangle_py.check import spec as S  # noqa: E402
 from entangle_py.config import Limits  # noqa: E402
 
@@ -51,28 +53,28 @@ def test_no_non_equivalent_mutant_refines(case):
     import torch
     build, kinds = CASES[case]
     seq, dist, spec = build()
-    orig = M.check_isolated(seq, dist, spec, LIMITS, timeout=120)
+    orig = isolated_check.check_isolated(seq, dist, spec, LIMITS, timeout=120)
     assert orig["exit"] == 0, orig
-    dws = M.draws(seq, dist, spec)
+    dws = ML.draws(seq, dist, spec)
     muts = M.mutants(dist, kinds=kinds, per_kind=1)
     assert len(muts) >= 4
     labels = []
     for mu in muts:
-        lab, why = M.label(seq, dist, spec, mu.bundle, dws, orig["certificates"])
+        lab, why = ML.label(seq, dist, spec, mu.bundle, dws, orig["certificates"])
         labels.append(lab)
-        if lab == M.INVALID:
+        if lab == ML.INVALID:
             continue
-        out = M.check_isolated(seq, mu.bundle, spec, LIMITS, timeout=120)
+        out = isolated_check.check_isolated(seq, mu.bundle, spec, LIMITS, timeout=120)
         assert out["status"] not in ("oom", "crash", "timeout"), (mu.desc, out)
         assert out["exit"] in (0, 1, 2, 3), (mu.desc, out)
         if out["exit"] == 0:
-            assert lab == M.EQUIVALENT, f"non-equivalent mutant refines: {mu.desc} ({why})"
+            assert lab == ML.EQUIVALENT, f"non-equivalent mutant refines: {mu.desc} ({why})"
             for d in dws:
                 env = interp.run_bundle(mu.bundle, [dict(x) for x in d.dist_inputs], float_dtype=torch.float64)
-                ok, bad = M.relations_hold(seq, mu.bundle, spec, d.seq_values,
+                ok, bad = ML.relations_hold(seq, mu.bundle, spec, d.seq_values,
                                            interp.named_values(mu.bundle, env), out["certificates"], None)
                 assert ok, f"refined {mu.desc} with a certificate that does not hold: {bad}"
-    assert labels.count(M.NON_EQUIVALENT) >= 3, labels
+    assert labels.count(ML.NON_EQUIVALENT) >= 3, labels
 
 
 def test_mutants_are_copies_and_round_trip():
@@ -89,11 +91,11 @@ def test_mutants_are_copies_and_round_trip():
 
 def test_labels_of_known_mutants():
     seq, dist, spec = _mlp()
-    orig = M.check_isolated(seq, dist, spec, LIMITS, timeout=120)
-    dws = M.draws(seq, dist, spec)
+    orig = isolated_check.check_isolated(seq, dist, spec, LIMITS, timeout=120)
+    dws = ML.draws(seq, dist, spec)
     by = {m.desc: m for m in M.mutants(dist)}
-    lab = {d: M.label(seq, dist, spec, m.bundle, dws, orig["certificates"])[0] for d, m in by.items()}
-    assert lab["drop all_reduce 'all_reduce' on every rank"] == M.NON_EQUIVALENT
-    assert lab["all_reduce 'all_reduce' on its group in reversed rank order"] == M.EQUIVALENT
-    assert lab["all_reduce 'all_reduce' -> all_gather then the sum of the chunks"] == M.EQUIVALENT
-    assert lab["rank 0 'view' multiplied by 1.0"] == M.EQUIVALENT
+    lab = {d: ML.label(seq, dist, spec, m.bundle, dws, orig["certificates"])[0] for d, m in by.items()}
+    assert lab["drop all_reduce 'all_reduce' on every rank"] == ML.NON_EQUIVALENT
+    assert lab["all_reduce 'all_reduce' on its group in reversed rank order"] == ML.EQUIVALENT
+    assert lab["all_reduce 'all_reduce' -> all_gather then the sum of the chunks"] == ML.EQUIVALENT
+    assert lab["rank 0 'view' multiplied by 1.0"] == ML.EQUIVALENT

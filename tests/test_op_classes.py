@@ -19,7 +19,7 @@ import torch
 
 from entangle_py.ir import op_classes, op_classes_torch
 from entangle_py.ir.graph import Ref, TorchConst
-from entangle_py.oracle import conformance as C
+from tooling import conformance as C
 from entangle_py.semantics import lower as L
 from entangle_py.semantics import opcall, terms
 

@@ -1,4 +1,4 @@
-"""Conformance of the lowering with torch on torch's OpInfo database (entangle_py/oracle/conformance.py).
+"""Conformance of the lowering with torch on torch's OpInfo database (tests/tooling/conformance.py).
 
 Every OpInfo whose traced ATen graph has a node the lowering accepts is checked on a few samples
 (the most novel: non-default keyword arguments and 0-D inputs first; float64, plus int64 and bool
@@ -16,7 +16,7 @@ import warnings
 import pytest
 import torch
 
-from entangle_py.oracle import conformance as C
+from tooling import conformance as C
 from entangle_py.ir import graph as G
 from entangle_py.semantics import lower as L
 

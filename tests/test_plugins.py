@@ -14,8 +14,10 @@ import torch.nn.functional as F
 
 from entangle_py.frontend.decompose import PluginError, decompose
 from entangle_py.ir import graph as G
+from entangle_py.ir import bundle_meta
 from entangle_py.ir import ops
 from entangle_py.oracle import interp
+from entangle_py.oracle import graph_values
 from entangle_py.plugins import PURE, REGISTRY
 from entangle_py.semantics import lower
 
@@ -109,7 +111,7 @@ def test_every_plugin_namespace_has_its_file_and_ops():
 
 def test_a_pure_plugin_op_is_opaque_and_runs_its_reference():
     assert "megatron.sinkhorn.default" in PURE and lower.supported("megatron.sinkhorn.default")
-    assert interp.resolve_op("megatron.sinkhorn.default") is REGISTRY["megatron.sinkhorn.default"].reference
+    assert graph_values.resolve_op("megatron.sinkhorn.default") is REGISTRY["megatron.sinkhorn.default"].reference
 
 
 # ----------------------------------------------------------------------------- the decomposition pass
@@ -186,12 +188,12 @@ def test_two_written_arguments_in_one_buffer_are_refused():
 
 def test_an_op_of_the_same_name_and_another_schema_is_refused():
     b = _functionalized_graph()
-    b.meta[G.CUSTOM_OP_SCHEMAS] = json.dumps(
+    b.meta[bundle_meta.CUSTOM_OP_SCHEMAS] = json.dumps(
         {"_C.rms_norm.default": "_C::rms_norm(Tensor(a!) result, Tensor input, Tensor weight, float epsilon, "
                                 "bool scale_only) -> ()"})
     with pytest.raises(PluginError, match="a different op of the same name"):
         decompose(b)
-    b.meta[G.CUSTOM_OP_SCHEMAS] = json.dumps({"_C.rms_norm.default": "_C::" + REGISTRY["_C.rms_norm.default"].schema})
+    b.meta[bundle_meta.CUSTOM_OP_SCHEMAS] = json.dumps({"_C.rms_norm.default": "_C::" + REGISTRY["_C.rms_norm.default"].schema})
     assert decompose(b) is not b
 
 
@@ -230,10 +232,10 @@ def test_a_pure_op_of_the_same_name_and_another_default_is_refused():
     meta = G.TensorMeta((4, 3), "float32")
     nodes = [G.Node("x", "placeholder", val=meta), G.Node("y", "megatron.sinkhorn.default", (G.Ref("x"),), {}, meta)]
     b = G.Bundle([G.RankGraph(0, nodes, [G.Port("input:x", "x")], [G.Port("out", "y")])])
-    b.meta[G.CUSTOM_OP_SCHEMAS] = json.dumps(
+    b.meta[bundle_meta.CUSTOM_OP_SCHEMAS] = json.dumps(
         {"megatron.sinkhorn.default": "megatron::sinkhorn(Tensor cost, float tol=0.01) -> Tensor"})
     with pytest.raises(PluginError, match="a different op of the same name"):
         decompose(b)
-    b.meta[G.CUSTOM_OP_SCHEMAS] = json.dumps(
+    b.meta[bundle_meta.CUSTOM_OP_SCHEMAS] = json.dumps(
         {"megatron.sinkhorn.default": "megatron::" + REGISTRY["megatron.sinkhorn.default"].schema})
     assert decompose(b) is b

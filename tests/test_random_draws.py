@@ -30,6 +30,7 @@ from entangle_py.check.checker import Checker  # noqa: E402
 from entangle_py.cli import main  # noqa: E402
 from entangle_py.frontend.capture import capture  # noqa: E402
 from entangle_py.ir import graph as G  # noqa: E402
+from entangle_py.ir import bundle_meta
 from entangle_py.oracle import recheck  # noqa: E402
 
 
@@ -142,7 +143,7 @@ def test_capture_records_each_rank_stream_and_leaves_the_callers_generator(tmp_p
     torch.manual_seed(5)
     b = capture(_script(tmp_path, SP_BODY.format(seed="torch.manual_seed(1000 + rank)")), 2)
     assert torch.equal(torch.rand(3), expected)
-    streams = G.rng_streams(b)
+    streams = bundle_meta.rng_streams(b)
     assert [(s.seeded, s.seed) for s in streams.values()] == [(True, 1000), (True, 1001)]
     assert streams[0].build[0][:2] == ("aten.randn.default", (4, 6))     # build's input, drawn on meta
 
@@ -152,13 +153,13 @@ def test_a_seed_set_at_import_is_every_ranks_and_build_starts_from_it(tmp_path):
     import-time seed, not what rank 0's build drew from it on the CPU."""
     body = "torch.manual_seed(3)\n" + SP_BODY.format(seed="torch.rand(5, device='cpu')")
     b = capture(_script(tmp_path, body), 2)
-    s0, s1 = G.rng_streams(b).values()
+    s0, s1 = bundle_meta.rng_streams(b).values()
     assert s0.seeded and s0.seed == 3 and s0 == s1
 
 
 def test_a_rank_that_never_seeds_has_no_known_stream(tmp_path):
     seq, dist = _captured(_script(tmp_path, SP_BODY.format(seed="pass")), tmp_path)
-    assert not any(s.seeded for s in G.rng_streams(G.load(dist)).values())
+    assert not any(s.seeded for s in bundle_meta.rng_streams(G.load(dist)).values())
     (tmp_path / "spec.toml").write_text(SP_TOML)
     rc, text = _check(seq, dist, "--spec", str(tmp_path / "spec.toml"))
     assert rc == 1 and "never seeds its generator" in text
@@ -167,7 +168,7 @@ def test_a_rank_that_never_seeds_has_no_known_stream(tmp_path):
 def test_malformed_evidence_is_bad_input(tmp_path):
     seq, dist = _captured(_script(tmp_path, SP_BODY.format(seed="torch.manual_seed(1000 + rank)")), tmp_path)
     b = G.load(dist)
-    b.meta[G.RNG_STREAMS] = json.dumps({"0": {"seeded": True, "state": "x", "build": []}})
+    b.meta[bundle_meta.RNG_STREAMS] = json.dumps({"0": {"seeded": True, "state": "x", "build": []}})
     G.save(b, dist)
     (tmp_path / "spec.toml").write_text(SP_TOML)
     rc, text = _check(seq, dist, "--spec", str(tmp_path / "spec.toml"))
@@ -191,7 +192,7 @@ def test_without_evidence_same_rng_must_be_written_and_evidence_outranks_it(tmp_
     assert rc == (0 if coupled else 1), text
     assert "not used by this check" in text               # evidence decided
     old = G.load(dist)
-    del old.meta[G.RNG_STREAMS]
+    del old.meta[bundle_meta.RNG_STREAMS]
     G.save(old, dist)
     rc, text = _check(seq, dist, "--spec", str(spec))
     assert rc == 1 and "does not record where its ranks' draws come from" in text
@@ -235,7 +236,7 @@ def test_dropout_value_is_x_times_its_mask_as_torch_computes_it(dtype):
     """Lowered with the mask a draw of its own, native_dropout's value is x * mask * scale, the scale
     rounded to x's dtype as the CPU kernel does (checked against the op's real outputs)."""
     from torch.testing._internal.opinfo.core import SampleInput
-    from entangle_py.oracle import conformance as C
+    from tooling import conformance as C
     for p in (0.1, 0.3, 0.77, 0.9):
         for shape in [(4, 5), (0, 3), (), (7,)]:
             x = torch.randn(shape, dtype=dtype) * 100

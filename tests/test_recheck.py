@@ -8,6 +8,7 @@ import torch
 
 from entangle_py.ir import graph as G
 from entangle_py.oracle import recheck
+from entangle_py.oracle import numeric_runs
 from entangle_py.cli import main
 from entangle_py.pipeline import check_files
 
@@ -148,7 +149,7 @@ def test_dropout_draws_come_from_their_stream_never_from_the_values():
     g = G.RankGraph(0, [x, d], [G.Port("input:x", "x")], [G.Port("out", "d")])
 
     def run(xv, key):
-        runner = recheck.OverridingRunner(G.Bundle([g]), [{"input:x": xv}], [{}],
+        runner = numeric_runs.OverridingRunner(G.Bundle([g]), [{"input:x": xv}], [{}],
                                           lambda r, node, like: D.sample(node, like, key, 0))
         return runner.run()[0]["d"]
     xv = torch.randn(40, 5, dtype=torch.float64)
@@ -163,20 +164,20 @@ def test_compare_reports_the_entries_that_differ():
     a = torch.zeros(3, 4, dtype=torch.float64)
     b = a.clone()
     b[1, 2] = 0.5
-    c = recheck.compare(a, b)
+    c = numeric_runs.compare(a, b)
     assert not c["equal"] and c["max_abs"] == 0.5
     assert c["examples"][0] == {"index": [1, 2], "expected": 0.0, "got": 0.5}
-    assert recheck.compare(a, a + 1e-14)["equal"]
-    assert not recheck.compare(torch.tensor([1, 2]), torch.tensor([1, 3]))["equal"]
-    assert not recheck.compare(a, a[:2])["equal"]
+    assert numeric_runs.compare(a, a + 1e-14)["equal"]
+    assert not numeric_runs.compare(torch.tensor([1, 2]), torch.tensor([1, 3]))["equal"]
+    assert not numeric_runs.compare(a, a[:2])["equal"]
 
 
 def test_compare_equal_infinities_agree():
     """-inf = -inf (a causal mask's filled scores); inf against -inf or a number does not."""
     a = torch.tensor([float("-inf"), 1.0, float("inf"), float("nan")], dtype=torch.float64)
-    assert recheck.compare(a, a.clone())["equal"]
-    assert not recheck.compare(a, torch.tensor([float("inf"), 1.0, float("inf"), float("nan")]))["equal"]
-    assert not recheck.compare(a, torch.tensor([-1e300, 1.0, float("inf"), float("nan")], dtype=torch.float64))["equal"]
+    assert numeric_runs.compare(a, a.clone())["equal"]
+    assert not numeric_runs.compare(a, torch.tensor([float("inf"), 1.0, float("inf"), float("nan")]))["equal"]
+    assert not numeric_runs.compare(a, torch.tensor([-1e300, 1.0, float("inf"), float("nan")], dtype=torch.float64))["equal"]
 
 
 def test_loss_targets_are_drawn_with_padding_unless_assumed_absent(tmp_path):
@@ -185,7 +186,7 @@ def test_loss_targets_are_drawn_with_padding_unless_assumed_absent(tmp_path):
     such labels (a quarter of them) unless the spec assumes no_ignored_targets, so it confirms the
     bug instead of calling it a missing lemma."""
     from entangle_py.frontend.capture import capture
-    from entangle_py.oracle.recheck import _ignore_some
+    from entangle_py.oracle.numeric_runs import _ignore_some
     import torch
     programs = ROOT / "tests" / "corpus" / "programs"
     seq, dist, out = tmp_path / "s.pt", tmp_path / "d.pt", tmp_path / "r.json"

@@ -13,7 +13,7 @@ from entangle_py.check import spec as S
 from entangle_py.check.checker import Checker
 from entangle_py.errors import InputError
 from entangle_py.ir import graph as G
-from entangle_py.oracle import interp
+from entangle_py.oracle import graph_values
 from entangle_py.oracle import placement
 from entangle_py.oracle.recheck import attach
 from entangle_py.pipeline import check_files
@@ -214,7 +214,7 @@ def test_interleaved_slices_of_one_leaf_are_inverted_together():
 def test_slices_that_overlap_with_different_values_cannot_be_inverted():
     term = S.parse_term("concat(slice(r0.w, dim=0, end=3), slice(r0.w, dim=0, start=1), dim=0)")
     v = torch.arange(6, dtype=torch.float64).reshape(6, 1)
-    with pytest.raises(interp.InterpError, match="twice"):
+    with pytest.raises(graph_values.InterpError, match="twice"):
         placement.distribute_term(v, term, _bundle([(4, 1)]))
     # rows a slice leaves out are random, and a whole occurrence of the leaf must agree with them
     leaves = placement.distribute_term(torch.ones(2, 1, dtype=torch.float64),

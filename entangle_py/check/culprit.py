@@ -28,6 +28,7 @@ import json
 from entangle_py.check import readable as R
 from entangle_py.check.names import split_key
 from entangle_py.ir import graph as G
+from entangle_py.ir import bundle_meta
 from entangle_py.semantics import terms as T
 
 CANDIDATES = 5          # best terms extracted for a failing operator (explain shows them)
@@ -457,7 +458,7 @@ def plan_entries(dist: G.Bundle, places: list[dict]) -> list[dict]:
     """The plan entries (``parallelize_module`` styles, recorded at capture) of the modules the
     given G_d locations run in: the entry of the longest module path that holds each."""
     try:
-        styles = json.loads(dist.meta.get(G.PARALLEL_STYLES) or "{}")
+        styles = json.loads(dist.meta.get(bundle_meta.PARALLEL_STYLES) or "{}")
     except ValueError:
         return []
     out = {}

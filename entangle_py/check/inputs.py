@@ -16,6 +16,7 @@ from entangle_py.check.names import Names, gd_leaf
 from entangle_py.check.result import CheckInputError
 from entangle_py.check.sizes import Sizes
 from entangle_py.ir import graph as G
+from entangle_py.ir import bundle_meta
 from entangle_py.semantics import lower as L
 from entangle_py.semantics.terms import str_lit
 
@@ -79,13 +80,13 @@ class Inputs:
     def dtensor_relation(self, pname: str) -> S.Relation | None:
         """The relation a DTensor program declares for an input by its placements (recorded by
         capture), or None when it holds the input as a plain tensor."""
-        text = self.dist.meta.get(G.DTENSOR_PLACEMENTS)
+        text = self.dist.meta.get(bundle_meta.DTENSOR_PLACEMENTS)
         if not text:
             return None
         try:
             placements = json.loads(text)
         except ValueError:
-            raise CheckInputError(f"the distributed bundle's {G.DTENSOR_PLACEMENTS} is not valid JSON") from None
+            raise CheckInputError(f"the distributed bundle's {bundle_meta.DTENSOR_PLACEMENTS} is not valid JSON") from None
         rel = placements.get(pname) if isinstance(placements, dict) else None
         if rel is None:
             return None

@@ -45,6 +45,7 @@ from typing import Callable
 
 from entangle_py.check.names import gd_leaf, source
 from entangle_py.ir import graph as G
+from entangle_py.ir import bundle_meta
 from entangle_py.ir import ops
 from entangle_py.semantics import lower as L
 from entangle_py.semantics.terms import str_lit
@@ -173,12 +174,12 @@ def sites(g: G.RankGraph, graph, canon: Callable) -> tuple[list[Site], list[tupl
     return out, sigs
 
 
-def position(stream: G.RngStream, sigs: list, site: Site) -> Position:
+def position(stream: bundle_meta.RngStream, sigs: list, site: Site) -> Position:
     return Position(stream.seed, stream.state, tuple(stream.build) + tuple(sigs[:site.index]), sigs[site.index],
                     _unknown(stream, sigs, site.graph))
 
 
-def _unknown(stream: G.RngStream, sigs: list, rank) -> str:
+def _unknown(stream: bundle_meta.RngStream, sigs: list, rank) -> str:
     """Why nothing is known of where rank ``rank``'s draws come from ("" when it is known)."""
     if not stream.seeded:
         return (f"rank {rank} never seeds its generator, so its draws come from its process's own seed (CPU: "
@@ -239,7 +240,7 @@ def plan(seq: G.RankGraph, dist: G.Bundle, *, assume: bool, canon: Callable, sam
     two sizes are equal for every size the programs allow."""
     seq_sites, _ = sites(seq, "seq", lambda s: canon(s, "seq"))
     ranks = [sites(g, r, lambda s, r=r: canon(s, r)) for r, g in enumerate(dist.ranks)]
-    streams = G.rng_streams(dist)
+    streams = bundle_meta.rng_streams(dist)
     out = Plan(evidence=streams is not None)
     if not seq_sites:
         return out

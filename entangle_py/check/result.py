@@ -49,7 +49,7 @@ class Result:
     given: dict = field(default_factory=dict)         # inner tensors the spec gives ([cut]): not checked
     constants: dict = field(default_factory=dict)     # values the spec declares ([constants]): not checked
     user_lemmas: dict = field(default_factory=dict)   # --lemmas file -> its lemmas that applied
-    capture_notes: list = field(default_factory=list)  # what capture modelled, where (ir.graph.capture_notes)
+    capture_notes: list = field(default_factory=list)  # what capture modelled, where (ir.bundle_meta.capture_notes)
     unknown_values: dict = field(default_factory=dict)  # G_d tensor (r0.node) -> why the checker does not know it
     # s-expressions over G_d leaves (Gd "r<rank>.<node>"), for numeric re-checks: each checked
     # output's certificate, and a clean term found for each G_s operator on the way
@@ -61,7 +61,7 @@ class Result:
     # the check's work in deterministic units: peak e-graph size, lemma steps, lemma matches (and
     # by lemma family) -- what benchmarks and CI compare across degrees
     work: dict = field(default_factory=dict)
-    numeric: dict | None = None  # the interpreter's second opinion (recheck.py), when it ran
+    numeric: dict | None = None  # the interpreter's second opinion (oracle/recheck.py), when it ran
     # for reports (culprit.py): each proved or failed G_s operator's lemma steps, matches and
     # location; every G_d tensor named in a relation, certificate or failure, with its location
     operators: dict = field(default_factory=dict)

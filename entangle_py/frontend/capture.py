@@ -52,7 +52,7 @@ graph reads), and returns what it returns.  Point-to-point ops (``dist.isend`` /
 
 DTensor programs (``parallelize_module``, ``distribute_tensor``): a DTensor parameter or buffer is
 its rank's local tensor in the graph, under its own port name; its placements are
-recorded in the bundle's ``meta[DTENSOR_PLACEMENTS]`` as spec relations (see ``_placement_text``),
+recorded in the bundle's ``meta[DTENSOR_PLACEMENTS]`` as spec relations (``dtensor_plan.py``),
 which ``entangle check`` uses for inputs the spec does not relate.
 
 DistributedDataParallel (``DDP(net)`` in ``build``; see ``frontend/ddp.py``): captured as DDP's step
@@ -91,13 +91,17 @@ from pathlib import Path
 from typing import Any
 
 from entangle_py.errors import InputError
-from entangle_py.frontend.capture_errors import (CaptureError, capture_error, collecting_notes, display_path, first_line,
-                                                 merge_notes, pick_frame, user_frame_suffix)
+from entangle_py.frontend.capture_errors import (CaptureError, capture_error, collecting_notes, display_path,
+                                                 first_line, merge_notes, quiet_torch_logs, user_frame_suffix)
 from entangle_py.ir import graph, ops
-from entangle_py.frontend.convert import (DynamoInfo, check_no_gradient_is_needed, convert, custom_op_schemas,
-                                         source_name_of)
+from entangle_py.ir import bundle_meta
+from entangle_py.frontend.convert import DynamoInfo, check_no_gradient_is_needed, convert, custom_op_schemas
 from entangle_py.frontend import async_collectives, ddp, rank_processes, rng
-from entangle_py.frontend.functionalize import FunctionalizeError, functionalize, returns_a_view
+from entangle_py.frontend.dtensor_plan import (dtensor_placements, fake_dtensor, is_dtensor, merge_placements,
+                                             parallel_styles, placement_text, recording_parallel_styles)
+from entangle_py.frontend.port_names import dynamo_port_names, flat_results, output_names
+from entangle_py.frontend.received_aliases import repair_received_aliases
+from entangle_py.frontend.functionalize import FunctionalizeError, functionalize
 
 
 # ----------------------------------------------------------------------------- script loading
@@ -181,7 +185,7 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
     # Ranks may take different inputs and return different outputs (pipeline stages hold their
     # own parameters): every rank's graph has its own ports, and the spec's input relation names
     # the ranks that hold a tensor (``"param:fc2" = "r1.param:fc2"``; see check/spec.py).
-    ranks = [_repair_received_aliases(c.graph) for c in captured]
+    ranks = [repair_received_aliases(c.graph) for c in captured]
     _drop_globally_unused(ranks, [set(c.zero_grads) for c in captured])
     meta = {
         "torch": captured[0].torch_version,
@@ -191,26 +195,26 @@ def capture(script, world_size: int = 1, joint: bool = False, dynamic: bool = Fa
         "dynamic": str(bool(dynamic)).lower(),
         "captured_by": "entangle capture",
     }
-    dtensor = _merge_placements([c.placements for c in captured])
+    dtensor = merge_placements([c.placements for c in captured])
     if dtensor:
-        meta[DTENSOR_PLACEMENTS] = json.dumps(dtensor, sort_keys=True)
+        meta[bundle_meta.DTENSOR_PLACEMENTS] = json.dumps(dtensor, sort_keys=True)
     styles = {}
     for c in captured:
         for k, v in c.styles.items():
             styles.setdefault(k, v)
     if styles:
-        meta[PARALLEL_STYLES] = json.dumps(styles, sort_keys=True)
+        meta[bundle_meta.PARALLEL_STYLES] = json.dumps(styles, sort_keys=True)
     notes = merge_notes(c.notes for c in captured)
     if notes:
-        meta[graph.CAPTURE_NOTES] = json.dumps(notes, sort_keys=True)
+        meta[bundle_meta.CAPTURE_NOTES] = json.dumps(notes, sort_keys=True)
     rng_streams = rng.merge([c.rng_stream for c in captured])
     if rng_streams:
-        meta[graph.RNG_STREAMS] = rng_streams
+        meta[bundle_meta.RNG_STREAMS] = rng_streams
     schemas = {}
     for c in captured:
         schemas.update(c.custom_op_schemas)
     if schemas:
-        meta[graph.CUSTOM_OP_SCHEMAS] = json.dumps(schemas, sort_keys=True)
+        meta[bundle_meta.CUSTOM_OP_SCHEMAS] = json.dumps(schemas, sort_keys=True)
     return graph.Bundle(ranks=ranks, kind="joint" if joint else "forward", meta=meta)
 
 
@@ -378,17 +382,17 @@ def _capture_rank(module, rank: int, world_size: int, joint: bool, dynamic: bool
                 dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=world_size)
                 pg = True
             found = {}
-            with _groups_on_the_fake_backend(pg), _recording_parallel_styles(found), \
+            with _groups_on_the_fake_backend(pg), recording_parallel_styles(found), \
                     ddp.capturing_ddp(rank, world_size, script_file), streams.building(rank):
                 model, inputs = _build(module, rank, world_size, script_file)
             ddp.check_model(model, rank)
-            placements = _dtensor_placements(model, inputs, world_size)
-            styles = _parallel_styles(model, found)
+            placements = dtensor_placements(model, inputs, world_size)
+            styles = parallel_styles(model, found)
             with _groups_on_the_fake_backend(pg):
                 gm, info = _trace(model, inputs, module, joint, dynamic, script_file, rank)
             if joint:     # a DTensor output's tangent is laid out as the output: its placement
-                placements.update({f"tangent:{port}": _placement_text(t, world_size)
-                                   for port, t in info.results if _is_dtensor(t)})
+                placements.update({f"tangent:{port}": placement_text(t, world_size)
+                                   for port, t in info.results if is_dtensor(t)})
             streams.forward(rank, info.eager_draws)
             g = convert(gm, info, model, inputs, rank, script_file, joint, world_size)
             # AOTAutograd's graphs are functional already (an input written to is a mutated:
@@ -522,7 +526,7 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
             info.shape_env = torch._guards.TracingContext.get().fake_mode.shape_env
         except AttributeError:
             info.shape_env = None
-        info.port_names = _dynamo_port_names(gm, port_of_id)
+        info.port_names = dynamo_port_names(gm, port_of_id)
         out = next(n for n in gm.graph.nodes if n.op == "output")
         info.num_outputs = len(out.args[0]) if isinstance(out.args[0], (tuple, list)) else 1
         enabled = joint
@@ -550,13 +554,13 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
     compiled = torch.compile(model, backend=backend, fullgraph=True, dynamic=None if dynamic else False)
     grad_ctx = contextlib.nullcontext() if joint else torch.no_grad()
     # point-to-point ops (dist.isend / irecv / batch_isend_irecv) trace only with this flag;
-    # receives whose value torch's tracing drops are refused or repaired (_repair_received_aliases)
+    # receives whose value torch's tracing drops are refused or repaired (repair_received_aliases)
     p2p = torch._dynamo.config.patch(enable_p2p_compilation=True)
     # a warning or a log line in forward (Megatron warns in its linear layers) computes nothing:
     # Dynamo drops it instead of breaking the graph there
     quiet = torch._dynamo.config.patch(ignore_logging_functions=_ignored_in_forward())
     try:
-        with grad_ctx, p2p, quiet, async_collectives.tracing_async_collectives(), _quiet_torch_logs(), \
+        with grad_ctx, p2p, quiet, async_collectives.tracing_async_collectives(), quiet_torch_logs(), \
                 warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = compiled(**inputs)
@@ -578,8 +582,8 @@ def _trace(model, inputs, module, joint, dynamic, script_file, rank):
             raise CaptureError("joint capture requested, but no parameter or input requires grad, "
                                "so there is no backward graph")
         raise CaptureError("the program produced no graph (does forward compute anything?)")
-    info.result_structure = _output_names(result, info.num_outputs)
-    info.results = list(zip(info.result_structure, _flat_results(result)))
+    info.result_structure = output_names(result, info.num_outputs)
+    info.results = list(zip(info.result_structure, flat_results(result)))
     info.eager_draws = rng.eager_draws(model, inputs, fake_mode, captured[key])   # a trace may drop a draw
     ddp.check_graph(captured[key], info.port_names, model, rank, joint)
     if joint:
@@ -615,191 +619,6 @@ def _drop_globally_unused(ranks, zero_grads) -> None:
             g.outputs[:] = [p for p in g.outputs if p.name not in drop]
 
 
-def _repair_received_aliases(g: graph.RankGraph) -> graph.RankGraph:
-    """The graph of what the program computes around its point-to-point receives, or CaptureError.
-
-    ``dist.irecv(buf, src).wait()`` traces (torch 2.13) to an ``irecv`` whose result only
-    ``wait_tensor`` reads, while the program's later reads of ``buf`` read the buffer as it was
-    before: the received value is silently dropped, and such a receive is refused.
-    ``dist.batch_isend_irecv`` keeps it for the tensor received into (functionalization gives its
-    later reads the received tensor), but not for the buffer's other aliases: a view of it taken
-    before the receive, or the base of a view received into, still holds the old contents in the
-    graph while the program sees what arrived.  Those reads are repaired as eager torch runs them
-    (``_write_back``): the received tensor is scattered back into the base through the views
-    received into, and every other alias is re-taken from that.  Reads before the receive (a
-    copy taken first) are the program's own."""
-    users = g.users()
-    returned = {p.node for p in g.outputs}
-
-    def read(name):      # returned, or read by something other than a chain of wait_tensor
-        return name in returned or any(
-            read(u) if ops.is_wait(g.node(u).target) else True
-            for u in users.get(name, ()))
-
-    i = 0
-    while i < len(g.nodes):     # by position: a write-back inserts nodes after the receive
-        n, i = g.nodes[i], i + 1
-        if n.target == ops.IRECV and n.args:
-            buf = n.args[0]
-            lost = _stale_readers(g, buf, n) or (not read(n.name) and isinstance(buf, graph.Ref)
-                                                 and any(u != n.name for u in users.get(buf.name, ())))
-            if lost:
-                where = f" at {n.source}" if n.source else ""
-                raise CaptureError(
-                    f"rank {g.rank}: the tensor received by {n.name} ({n.target}){where} is never read: torch's "
-                    f"tracing of dist.irecv drops the received value (later reads of the buffer see what it "
-                    f"held before), so the graph would not be the program; receive with "
-                    f"dist.batch_isend_irecv([dist.P2POp(dist.irecv, buf, src)]) or use the tensor "
-                    f"funcol.irecv_inplace returns")
-        elif n.target == ops.BATCH_P2P and len(n.args) > 3 \
-                and isinstance(n.args[0], (list, tuple)) and isinstance(n.args[3], (list, tuple)):
-            stale = [j for j, (k, buf) in enumerate(zip(n.args[0], n.args[3]))
-                     if k == "irecv" and _stale_readers(g, buf, n)]
-            roots = [_alias_root(g, buf) for k, buf in zip(n.args[0], n.args[3])
-                     if k == "irecv" and isinstance(buf, graph.Ref)]
-            if stale and len(set(roots)) < len(roots):
-                _refuse_stale(g, n, "two of its receives write one buffer")
-            for j in stale:
-                g = _write_back(g, n, j)
-            users, returned = g.users(), {p.node for p in g.outputs}
-    return g
-
-
-def _is_view(g: graph.RankGraph, m: graph.Node) -> bool:
-    """Whether m's value aliases its first tensor argument."""
-    if m.target == ops.GETITEM:
-        src = m.args[0] if m.args else None
-        return isinstance(src, graph.Ref) and returns_a_view(g.node(src.name).target)
-    return returns_a_view(m.target)
-
-
-def _view_base(m: graph.Node):
-    return next((a for a in m.args if isinstance(a, graph.Ref)), None)
-
-
-def _alias_root(g: graph.RankGraph, buf: graph.Ref) -> str:
-    root = g.node(buf.name)
-    while _is_view(g, root) and _view_base(root) is not None:
-        root = g.node(_view_base(root).name)
-    return root.name
-
-
-def _aliases(g: graph.RankGraph, root: str, users: dict, skip: str) -> set:
-    """root and every view of it, down any chain of views (not through ``skip``)."""
-    out, todo = set(), [root]
-    while todo:
-        name = todo.pop()
-        if name not in out:
-            out.add(name)
-            todo += [u for u in users.get(name, ()) if u != skip and _is_view(g, g.node(u))]
-    return out
-
-
-def _stale_readers(g: graph.RankGraph, buf, n: graph.Node) -> dict:
-    """{alias: its readers after the receive n (\"<output>\" for a returned alias)} of the buffer's
-    aliases that the graph gives the old contents (the received tensor's own reads are of n's result)."""
-    if not isinstance(buf, graph.Ref):
-        return {}
-    users = g.users()
-    order = {m.name: i for i, m in enumerate(g.nodes)}
-    returned = {p.node for p in g.outputs}
-    out = {}
-    for a in _aliases(g, _alias_root(g, buf), users, n.name):
-        later = [u for u in users.get(a, ()) if u != n.name and order[u] > order[n.name]]
-        if a in returned:
-            later.append("<output>")
-        if later:
-            out[a] = later
-    return out
-
-
-def _refuse_stale(g: graph.RankGraph, n: graph.Node, why: str):
-    where = f" at {n.source}" if n.source else ""
-    raise CaptureError(
-        f"rank {g.rank}: the graph reads the buffer received into by {n.name} ({n.target}){where} after "
-        f"the receive through another alias (a view of it taken before the receive, or the base of a "
-        f"view received into), and {why}: torch's tracing gives that alias what the buffer held before, "
-        f"so the graph would not be the program; receive into the tensor you read, and take views of it "
-        f"after the receive")
-
-
-def _write_back(g: graph.RankGraph, n: graph.Node, j: int) -> graph.RankGraph:
-    """The graph with the j-th receive of the batch n written back into its buffer's aliases: the
-    received tensor scattered into the base through the views received into (``ops.VIEW_SCATTER``),
-    every alias read after the receive re-taken from that base, and those reads (and outputs)
-    moved to it.  Refused (CaptureError) for a view without a scatter, or a read of an alias
-    between the receive and its received tensor."""
-    buf = n.args[3][j]
-    users = g.users()
-    order = {m.name: i for i, m in enumerate(g.nodes)}
-    stale = _stale_readers(g, buf, n)
-    names = {m.name for m in g.nodes}
-    new_nodes: list[graph.Node] = []
-
-    def add(like: graph.Node, target, args, kwargs, val) -> graph.Ref:
-        name, k = f"{like.name}_received", 1
-        while name in names:
-            name, k = f"{like.name}_received_{k}", k + 1
-        names.add(name)
-        new_nodes.append(graph.Node(name, target, tuple(args), dict(kwargs), val, n.source, like.module))
-        return graph.Ref(name)
-
-    # the received tensor: n's j-th result, through the waits that read it
-    got = next((u for u in users.get(n.name, ()) if g.node(u).target == ops.GETITEM and g.node(u).args[1:2] == (j,)),
-               None)
-    received = graph.Ref(got) if got else add(g.node(buf.name), ops.GETITEM, (graph.Ref(n.name), j), {},
-                                              g.node(buf.name).val)
-    while True:
-        nxt = [u for u in users.get(received.name, ()) if ops.is_wait(g.node(u).target)]
-        if not nxt:
-            break
-        received = graph.Ref(nxt[0])
-    at = order.get(received.name, order[n.name])
-    if any(u != "<output>" and order[u] <= at for readers in stale.values() for u in readers):
-        _refuse_stale(g, n, "an alias is read before the received tensor is")
-    # scatter it back up the chain of views to the base
-    value, m = received, g.node(buf.name)
-    while _is_view(g, m) and _view_base(m) is not None:
-        if m.target not in ops.VIEW_SCATTER:
-            _refuse_stale(g, n, f"the view received into ({m.target}) has no scatter to write it back")
-        base = _view_base(m)
-        if ops.VIEW_SCATTER[m.target] is not None:
-            value = add(m, ops.VIEW_SCATTER[m.target], (base, value) + tuple(m.args[1:]), m.kwargs,
-                        g.node(base.name).val)
-        m = g.node(base.name)
-    moved = {m.name: value}
-
-    def retaken(a: str) -> graph.Ref:     # alias a re-taken from the base holding the received tensor
-        if a not in moved:
-            v = g.node(a)
-            base = _view_base(v)
-            nb = retaken(base.name)
-            args = tuple(nb if x == base else x for x in v.args)
-            moved[a] = add(v, v.target, args, v.kwargs, v.val)
-        return moved[a]
-
-    for a in sorted(stale, key=order.get):
-        retaken(a)
-
-    def swap(x):
-        if isinstance(x, graph.Ref):
-            return moved.get(x.name, x)
-        if isinstance(x, (list, tuple)):
-            return type(x)(swap(y) for y in x)
-        return x
-
-    nodes = []
-    for i, m in enumerate(g.nodes):
-        if i > order[n.name] and m.name not in moved.values():
-            m = dataclasses.replace(m, args=swap(m.args), kwargs={k: swap(v) for k, v in m.kwargs.items()})
-        nodes.append(m)
-        if i == at:
-            nodes += new_nodes
-    moved_names = {k: v.name for k, v in moved.items()}
-    outputs = [graph.Port(p.name, moved_names.get(p.node, p.node)) if p.node in stale else p for p in g.outputs]
-    return dataclasses.replace(g, nodes=nodes, outputs=outputs)
-
-
 _NO_AUTOGRAD_KERNEL = re.compile(r"(\S+): an autograd kernel was not registered")
 
 
@@ -820,8 +639,8 @@ def _to_fake_cpu(model, inputs):
 
     def fake(t, param=False):
         if id(t) not in done:
-            if _is_dtensor(t):     # a DTensor keeps its mesh and placements around a fake local tensor
-                f = _fake_dtensor(t, mode)
+            if is_dtensor(t):     # a DTensor keeps its mesh and placements around a fake local tensor
+                f = fake_dtensor(t, mode)
             else:
                 with mode:
                     f = torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="cpu")
@@ -843,198 +662,6 @@ def _to_fake_cpu(model, inputs):
             if isinstance(v, torch.Tensor) and not isinstance(v, torch.nn.Parameter) and v.device.type == "meta":
                 setattr(mod, k, fake(v))
     return mode, {k: fake(v) for k, v in inputs.items()}
-
-
-# ----------------------------------------------------------------------------- DTensor
-
-# the bundle meta keys capture writes (ir/graph.py: the check reads them without importing capture)
-DTENSOR_PLACEMENTS, PARALLEL_STYLES = graph.DTENSOR_PLACEMENTS, graph.PARALLEL_STYLES
-
-
-def _dtensor_placements(model, inputs, world_size) -> dict[str, str]:
-    items = [(f"param:{n}", p) for n, p in model.named_parameters(remove_duplicate=True)]
-    items += [(f"buffer:{n}", b) for n, b in model.named_buffers(remove_duplicate=True)]
-    items += [(f"input:{k}", v) for k, v in inputs.items()]
-    return {port: _placement_text(t, world_size) for port, t in items if _is_dtensor(t)}
-
-
-def _placement_text(t, world_size) -> str:
-    from torch.distributed.tensor import Partial, Replicate, Shard
-    mesh = t.device_mesh
-    ranks = mesh.mesh.flatten().tolist()
-    if mesh.ndim != 1 or ranks != list(range(world_size)):
-        return f"unmapped: a DTensor on the mesh {mesh.mesh.tolist()} (only a 1-D mesh of every rank in order maps to a placement)"
-    (p,) = t.placements
-    if type(p) is Shard:
-        return f"shard({p.dim})"
-    if type(p) is Replicate:
-        return "replicate"
-    if type(p) is Partial and p.reduce_op in ("sum", "max"):
-        return "partial" if p.reduce_op == "sum" else "partial(max)"
-    return f"unmapped: placement {p} has no spec form"
-
-
-# Bundle meta key: {module path: {"style", "file", "line", "code"}}, the ParallelStyle that
-# parallelize_module applied to each module of the model and where the program made it (the plan
-# entry).  A failure inside such a module is reported with its plan line: a wrong layout is a bug
-# in the plan, not in the forward code the graph's sources point at.
-@contextlib.contextmanager
-def _recording_parallel_styles(found: dict):
-    """While build() runs: where each ParallelStyle is made, and the module each is applied to.
-    ``found`` gets {id(module): (module, style, frame)}; the classes are restored after."""
-    try:
-        from torch.distributed.tensor.parallel.style import ParallelStyle
-    except ImportError:       # a torch without tensor parallelism: nothing to record
-        yield
-        return
-    import traceback
-    made, saved = {}, []
-
-    def classes(c):
-        yield c
-        for sub in c.__subclasses__():
-            yield from classes(sub)
-
-    def wrap_init(orig):
-        def __init__(self, *args, **kwargs):
-            if id(self) not in made:
-                frames = [(f.filename, f.lineno, f.name, f.line or "") for f in traceback.extract_stack()[:-1]]
-                made[id(self)] = (self, pick_frame(frames, None))
-            orig(self, *args, **kwargs)
-        return __init__
-
-    def wrap_apply(orig):
-        def _apply(self, module, device_mesh):
-            found[id(module)] = (module, self, (made.get(id(self)) or (None, None))[1])
-            return orig(self, module, device_mesh)
-        return _apply
-
-    for c in set(classes(ParallelStyle)):
-        for attr, wrap in (("__init__", wrap_init), ("_apply", wrap_apply)):
-            if attr in c.__dict__:
-                saved.append((c, attr, c.__dict__[attr]))
-                setattr(c, attr, wrap(c.__dict__[attr]))
-    try:
-        yield
-    finally:
-        for c, attr, orig in saved:
-            setattr(c, attr, orig)
-
-
-def _parallel_styles(model, found: dict) -> dict[str, dict]:
-    out = {}
-    for name, m in model.named_modules():
-        if id(m) in found and found[id(m)][0] is m:
-            _, style, frame = found[id(m)]
-            entry = {"style": repr(style)}
-            if frame is not None:
-                entry.update(file=display_path(frame[0]), line=frame[1], code=frame[3].strip())
-            out[name or "<model>"] = entry
-    return out
-
-
-def _merge_placements(per_rank: list[dict]) -> dict[str, str]:
-    out = {}
-    for port in sorted(set().union(*per_rank)):
-        texts = {d.get(port) for d in per_rank if port in d}
-        out[port] = texts.pop() if len(texts) == 1 else "unmapped: the ranks' placements differ"
-    return out
-
-
-def _is_dtensor(t) -> bool:
-    try:
-        from torch.distributed.tensor import DTensor
-    except ImportError:
-        return False
-    return isinstance(t, DTensor)
-
-
-def _fake_dtensor(t, mode):
-    """A DTensor (built on ``meta``) as the same DTensor over a fake CPU local tensor."""
-    import torch
-    from torch.distributed.tensor import DTensor
-    local = t._local_tensor
-    with mode:
-        f = torch.empty_strided(tuple(local.shape), tuple(local.stride()), dtype=local.dtype, device="cpu")
-    return DTensor.from_local(f, t.device_mesh, t.placements, run_check=False, shape=t.shape, stride=t.stride())
-
-
-@contextlib.contextmanager
-def _quiet_torch_logs():
-    """Torch logs a traceback for a failing fake-tensor call; we report the error in one line."""
-    import logging
-    loggers = [logging.getLogger(n) for n in ("torch._subclasses.fake_tensor", "torch._dynamo",
-                                               "torch.fx.experimental.symbolic_shapes")]
-    old = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        for lg, lvl in zip(loggers, old):
-            lg.setLevel(lvl)
-
-
-def _dynamo_port_names(gm, port_of_id) -> list[str]:
-    """Stable port names for the inputs of Dynamo's graph, in order (AOT's PlainAOTInput idx)."""
-    import torch
-    from torch._dynamo.source import TensorProperty, TensorPropertySource
-    names, by_source = [], {}
-    phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    for n in phs:
-        ga = n.meta.get("grapharg")
-        ex = ga.example if ga is not None else None
-        if isinstance(ex, torch.Tensor):
-            name = port_of_id.get(id(ex))
-            if name is None:
-                src = ga.source.name if ga is not None and ga.source is not None else n.name
-                src = src() if callable(src) else src
-                name = "const:" + _sanitize(src)
-            by_source[_source_name(ga)] = name
-        names.append(name if isinstance(ex, torch.Tensor) else None)
-    for i, n in enumerate(phs):
-        if names[i] is not None:
-            continue
-        ga = n.meta.get("grapharg")
-        src = ga.source if ga is not None else None
-        if isinstance(src, TensorPropertySource):
-            base = by_source.get(source_name_of(src.base), "const:" + _sanitize(source_name_of(src.base)))
-            prop = {TensorProperty.SIZE: "size", TensorProperty.STRIDE: "stride"}.get(src.prop, "storage_offset")
-            names[i] = f"{prop}:{base}" + (f":{src.idx}" if src.idx is not None else "")
-        else:
-            names[i] = "sym:" + _sanitize(source_name_of(src) if src is not None else n.name)
-    return names
-
-
-def _source_name(ga) -> str:
-    return source_name_of(ga.source) if ga is not None and ga.source is not None else ""
-
-
-def _sanitize(s: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.:\[\]]+", "_", s).strip("_") or "anon"
-
-
-def _flat_results(result) -> list:
-    return [result] if not isinstance(result, (tuple, list, dict)) else \
-        list(result.values() if isinstance(result, dict) else result)
-
-
-def _output_names(result, num_graph_outputs: int) -> list[str]:
-    import torch
-    if isinstance(result, torch.Tensor):
-        names = ["out"]
-    elif isinstance(result, (tuple, list)) and all(isinstance(x, torch.Tensor) for x in result):
-        names = [f"out:{i}" for i in range(len(result))]
-    elif isinstance(result, dict) and all(isinstance(x, torch.Tensor) and isinstance(k, str) for k, x in result.items()):
-        names = [f"out:{k}" for k in result]
-    else:
-        raise CaptureError(f"forward returned {type(result).__name__}; capture supports a tensor, "
-                           f"a tuple/list of tensors, or a dict of tensors")
-    if len(names) != num_graph_outputs:
-        raise CaptureError(
-            f"forward returns {len(names)} tensor(s) but the captured graph computes {num_graph_outputs}: "
-            f"returning an input unchanged, or the same tensor twice, is not supported")
-    return names
 
 
 # ----------------------------------------------------------------------------- committed examples

@@ -285,3 +285,17 @@ def parse_stack_trace(text: str | None):
     return frames
 
 
+@contextlib.contextmanager
+def quiet_torch_logs():
+    """Torch logs a traceback for a failing fake-tensor call; we report the error in one line."""
+    import logging
+    loggers = [logging.getLogger(n) for n in ("torch._subclasses.fake_tensor", "torch._dynamo",
+                                               "torch.fx.experimental.symbolic_shapes")]
+    old = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for lg, lvl in zip(loggers, old):
+            lg.setLevel(lvl)

@@ -20,6 +20,7 @@ import json
 
 from entangle_py.errors import InputError
 from entangle_py.ir import graph as G
+from entangle_py.ir import bundle_meta
 from entangle_py.ir import ops
 from entangle_py.lazy import torch      # a check without plugin ops imports no torch
 from entangle_py.plugins import REGISTRY
@@ -83,7 +84,7 @@ def _check_schemas(bundle, targets):
     types, which are written, defaults) and returns, when the capture recorded its schema.  (A
     default is part of the op: a call that leaves the argument out runs the program's own default,
     while the plugin's reference -- decomposition, the oracle -- fills in the plugin's.)"""
-    recorded = json.loads(bundle.meta.get(G.CUSTOM_OP_SCHEMAS, "{}"))
+    recorded = json.loads(bundle.meta.get(bundle_meta.CUSTOM_OP_SCHEMAS, "{}"))
 
     def signature(text):
         s = torch._C.parse_schema(text.split("::", 1)[-1])

@@ -1,5 +1,5 @@
 """Where each rank's random draws come from: the evidence ``check/random.py`` couples random
-draws with, recorded while a rank is captured (bundle meta ``ir.graph.RNG_STREAMS``, read by ``ir.graph.rng_streams``).
+draws with, recorded while a rank is captured (bundle meta ``ir.bundle_meta.RNG_STREAMS``, read by ``ir.bundle_meta.rng_streams``).
 
 Inside a Dynamo-compiled forward (torch 2.13) every random op draws from the rank's default CPU
 generator: ``torch.manual_seed`` there is a graph break and an explicit ``generator=`` is not

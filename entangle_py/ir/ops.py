@@ -223,7 +223,7 @@ ARANGES = frozenset({"aten.arange.default", "aten.arange.start", "aten.arange.st
 @dataclass(frozen=True)
 class RandomDraw:
     """What a random op draws from the rank's default generator (check/random.py couples draws,
-    oracle/recheck.py samples them).  ``output``: the index of the drawn tensor among the op's
+    oracle/numeric_runs.py samples them).  ``output``: the index of the drawn tensor among the op's
     outputs (None: its only output); ``params``: (name, position, default) of the arguments that
     choose the distribution (two draws pair only with equal params); ``elementwise``: every
     element an independent sample of one distribution, so draws from independent streams that

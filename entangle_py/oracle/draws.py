@@ -18,12 +18,13 @@ import hashlib
 from entangle_py.lazy import torch
 from entangle_py.check import random as R
 from entangle_py.ir import graph as G
+from entangle_py.ir import bundle_meta
 from entangle_py.ir import ops
 
 
 def rank_keys(checker) -> dict:
     """{(rank, node): the key of the stream position its draw comes from}."""
-    streams = G.rng_streams(checker.dist)
+    streams = bundle_meta.rng_streams(checker.dist)
     classes = {}
     for c in checker.draws.couplings:
         for i, cls in enumerate(c.classes):

@@ -19,332 +19,15 @@ Used for capture-faithfulness tests and for failure evidence (DESIGN §6): run b
 """
 from __future__ import annotations
 
-import functools
 from collections import deque
-from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from entangle_py.lazy import sympy, torch
 from entangle_py.ir import graph as G
 from entangle_py.ir import ops
-from entangle_py import plugins
-from entangle_py.errors import InputError
-
-
-class InterpError(InputError):
-    """The interpreter cannot run a graph (bad inputs, unbound size, failing op)."""
-
-
-class UnsupportedOp(InterpError):
-    """An op target that is not whitelisted or does not exist in this torch."""
-
-
-class CollectiveMismatch(InterpError):
-    """Ranks disagree on a collective (different op / group / shape), or one never joins it."""
-
-
-class ShapeMismatch(InterpError):
-    """A value's shape differs from the shape recorded in the graph."""
-
-
-# ----------------------------------------------------------------------------- op resolution
-
-_OP_CACHE: dict[str, Any] = {}
-
-
-def _split_target(target: str) -> tuple[str, str, str]:
-    try:
-        G.check_target(target)
-    except G.GraphFormatError as e:
-        raise UnsupportedOp(str(e)) from None
-    parts = target.split(".")
-    if len(parts) == 2:
-        parts.append("default")
-    ns, op, overload = parts
-    if op.startswith("__") or overload.startswith("__"):
-        raise UnsupportedOp(f"op {target!r}: dunder names are not ops")
-    return ns, op, overload
-
-
-def resolve_op(target: str) -> torch._ops.OpOverload:
-    """``'aten.mm.default'`` -> ``torch.ops.aten.mm.default`` (whitelisted namespaces only)."""
-    if target in _OP_CACHE:
-        return _OP_CACHE[target]
-    ns, op, overload = _split_target(target)
-    if ns not in ops.NAMESPACES:   # check_target already did; kept as the explicit gate
-        raise UnsupportedOp(f"op {target!r}: namespace {ns!r} is not allowed")
-    if target in plugins.PURE:      # a custom op left whole (data-dependent): its reference runs
-        _OP_CACHE[target] = plugins.REGISTRY[target].reference
-        return _OP_CACHE[target]
-    try:
-        packet = getattr(getattr(torch.ops, ns), op)
-        fn = getattr(packet, overload)
-    except (AttributeError, RuntimeError):
-        raise UnsupportedOp(f"unknown op {target!r}: torch {torch.__version__} has no torch.ops.{ns}.{op}.{overload}") from None
-    if not isinstance(fn, (torch._ops.OpOverload, torch._ops.HigherOrderOperator)):
-        raise UnsupportedOp(f"op {target!r} does not resolve to a torch operator")
-    _OP_CACHE[target] = fn
-    return fn
-
-
-# ----------------------------------------------------------------------------- constants, sizes
-
-def _torch_const(c: G.TorchConst, float_dtype):
-    if c.kind == "device":
-        return torch.device("cpu")
-    obj = getattr(torch, c.value, None) if not c.value.startswith("_") else None
-    want = {"dtype": torch.dtype, "layout": torch.layout, "memory_format": torch.memory_format}[c.kind]
-    if not isinstance(obj, want):
-        raise InterpError(f"unknown {c.kind} constant {c.value!r}")
-    if c.kind == "dtype" and float_dtype is not None and obj.is_floating_point:
-        return float_dtype
-    return obj
-
-
-def eval_size(expr, binding: dict[str, int], where: str = "") -> int:
-    """Value of a size expression under ``binding`` (symbol name -> int)."""
-    if isinstance(expr, (int, bool)):
-        return int(expr)
-    if not isinstance(expr, sympy.Basic):
-        raise InterpError(f"{where}: not a size: {expr!r}")
-    e = expr.xreplace({s: sympy.Integer(binding[s.name]) for s in expr.free_symbols if s.name in binding})
-    if e.free_symbols:
-        raise InterpError(f"{where}: size {expr} has unbound symbol(s) "
-                          f"{', '.join(sorted(s.name for s in e.free_symbols))}")
-    try:
-        return int(e)
-    except TypeError:
-        raise InterpError(f"{where}: size {expr} does not evaluate to an integer ({e})") from None
-
-
-def _eval_condition(expr, binding: dict[str, int], where: str) -> bool:
-    """Value of a condition on sizes under ``binding``."""
-    e = expr.xreplace({s: sympy.Integer(binding[s.name]) for s in expr.free_symbols if s.name in binding})
-    if e is sympy.true or e is sympy.false:
-        return bool(e)
-    raise InterpError(f"{where}: condition {expr} does not evaluate to true or false ({e})")
-
-
-def unify_shape(meta_shape: Iterable, actual: Iterable[int], binding: dict[str, int], where: str) -> None:
-    """Bind the symbols of ``meta_shape`` so that it equals ``actual``; raise on a contradiction."""
-    meta_shape, actual = tuple(meta_shape), tuple(int(a) for a in actual)
-    if len(meta_shape) != len(actual):
-        raise ShapeMismatch(f"{where}: expected {len(meta_shape)} dims {_fmt_shape(meta_shape)}, got shape {list(actual)}")
-    pending = list(zip(meta_shape, actual))
-    while pending:
-        rest = []
-        for m, a in pending:
-            if isinstance(m, int) or (isinstance(m, sympy.Basic) and m.is_Integer):
-                if int(m) != a:
-                    raise ShapeMismatch(f"{where}: expected shape {_fmt_shape(meta_shape)}, got {list(actual)}")
-                continue
-            free = [s for s in m.free_symbols if s.name not in binding]
-            if not free:
-                v = eval_size(m, binding, where)
-                if v != a:
-                    raise ShapeMismatch(f"{where}: expected shape {_fmt_shape(meta_shape)} "
-                                        f"= {_fmt_shape([_try_eval(x, binding) for x in meta_shape])}, got {list(actual)}")
-            elif len(free) == 1:
-                s = free[0]
-                if m == s:
-                    binding[s.name] = a
-                else:
-                    sols = _solve_int(m.xreplace({x: sympy.Integer(binding[x.name]) for x in m.free_symbols if x.name in binding}), s, a)
-                    if sols is None:
-                        rest.append((m, a))
-                    else:
-                        binding[s.name] = sols
-            else:
-                rest.append((m, a))
-        if len(rest) == len(pending):
-            return   # nothing more can be bound from this shape; later uses report unbound symbols
-        pending = rest
-
-
-def _solve_int(expr, sym, value):
-    try:
-        sols = sympy.solve(sympy.Eq(expr, value), sym)
-    except (NotImplementedError, TypeError, ValueError):
-        sols = []
-    ints = [int(x) for x in sols if getattr(x, "is_Integer", False) and int(x) > 0]
-    if len(ints) == 1:
-        return ints[0]
-    # small brute force for FloorDiv / Mod expressions sympy cannot invert
-    for v in range(1, 1 << 16):
-        try:
-            if int(expr.xreplace({sym: sympy.Integer(v)})) == value:
-                return v
-        except TypeError:
-            return None
-    return None
-
-
-def _try_eval(x, binding):
-    try:
-        return eval_size(x, binding)
-    except InterpError:
-        return x
-
-
-def _fmt_shape(shape) -> str:
-    return "[" + ", ".join(str(d) for d in shape) + "]"
-
-
-# ----------------------------------------------------------------------------- collectives
-
-_REDUCE_OPS = ("sum", "avg", "max", "min", "product")
-
-
-@dataclass
-class _Request:
-    """A rank stopped at a communication op."""
-    rank: int
-    node: G.Node
-    kind: str                     # all_reduce, all_gather, reduce_scatter, all_to_all, broadcast,
-                                  # shard_dim_alltoall, *_coalesced, recv, batch_recv
-    members: tuple = ()           # global ranks of the group, in group-rank order
-    tensors: list = field(default_factory=list)
-    params: dict = field(default_factory=dict)
-    comm: tuple = ()              # the communicator: (group name, members)
-    value: Any = None             # the result, once every member issued its matching collective
-    done: bool = False
-
-    def describe(self) -> str:
-        shapes = ", ".join(str(list(t.shape)) for t in self.tensors if isinstance(t, torch.Tensor))
-        extra = ", ".join(f"{k}={v}" for k, v in self.params.items() if k not in ("recvs",))
-        return f"{self.node.target} on ranks {list(self.members)} [{shapes}]" + (f" {extra}" if extra else "")
-
-
-def _load_collective_ops() -> None:
-    """Python-registered collective ops (legacy c10d_functional, _dtensor) exist after these imports."""
-    for mod in ("torch.distributed._functional_collectives", "torch.distributed.tensor._collective_utils"):
-        try:
-            __import__(mod)
-        except Exception:   # pragma: no cover - a torch without distributed
-            pass
-
-
-def _positional(target: str, args: list, kwargs: dict) -> list:
-    """Arguments in schema order (kwargs placed by name, defaults filled in)."""
-    try:
-        fn = resolve_op(target)
-    except UnsupportedOp:
-        _load_collective_ops()
-        try:
-            fn = resolve_op(target)
-        except UnsupportedOp:
-            return list(args) + list(kwargs.values())
-    out = list(args)
-    for a in fn._schema.arguments[len(args):]:
-        if a.name in kwargs:
-            out.append(kwargs[a.name])
-        elif a.has_default_value():
-            out.append(a.default_value)
-        else:
-            break
-    return out
-
-
-def _reduce(tensors: list, op: str, where: str):
-    if op not in _REDUCE_OPS:
-        raise UnsupportedOp(f"{where}: reduce op {op!r} is not supported ({', '.join(_REDUCE_OPS)})")
-    if op == "sum" or op == "avg":
-        out = functools.reduce(torch.add, tensors)
-        return out / len(tensors) if op == "avg" else out
-    if op == "product":
-        return functools.reduce(torch.mul, tensors)
-    return functools.reduce(torch.maximum if op == "max" else torch.minimum, tensors)
-
-
-def _split_sizes(sizes, total, n, where):
-    if sizes is None or len(sizes) == 0:
-        if total % n:
-            raise CollectiveMismatch(f"{where}: dim 0 of size {total} does not split evenly over {n} ranks")
-        return [total // n] * n
-    sizes = [int(s) for s in sizes]
-    if len(sizes) != n or sum(sizes) != total:
-        raise CollectiveMismatch(f"{where}: split sizes {sizes} do not tile dim 0 of size {total} over {n} ranks")
-    return sizes
-
-
-def _complete(reqs: list[_Request]) -> list:
-    """Results of one collective, in group-rank order; ``reqs`` agree on kind and members."""
-    first = reqs[0]
-    n = len(reqs)
-    kind = first.kind
-    where = f"{first.node.target} (rank {first.rank} node {first.node.name!r})"
-    if kind in ("all_reduce", "all_reduce_coalesced"):
-        nt = len(first.tensors)
-        outs = [_reduce([r.tensors[i] for r in reqs], first.params["reduce_op"], where) for i in range(nt)]
-        return [[o.clone() for o in outs] if kind.endswith("coalesced") else outs[0].clone() for _ in reqs]
-    if kind in ("all_gather", "all_gather_coalesced"):
-        outs = [torch.cat([r.tensors[i] for r in reqs], dim=0) for i in range(len(first.tensors))]
-        return [[o.clone() for o in outs] if kind.endswith("coalesced") else outs[0].clone() for _ in reqs]
-    if kind in ("reduce_scatter", "reduce_scatter_coalesced"):
-        per_tensor = []
-        for i in range(len(first.tensors)):
-            full = _reduce([r.tensors[i] for r in reqs], first.params["reduce_op"], where)
-            if full.shape[0] % n:
-                raise CollectiveMismatch(f"{where}: dim 0 of size {full.shape[0]} does not split evenly over {n} ranks")
-            per_tensor.append([c.clone() for c in torch.chunk(full, n, dim=0)] if full.shape[0] else [full] * n)
-        return [[pt[j] for pt in per_tensor] if kind.endswith("coalesced") else per_tensor[0][j] for j in range(n)]
-    if kind == "broadcast":
-        src = first.params["src"]
-        if not 0 <= src < n:
-            raise CollectiveMismatch(f"{where}: broadcast source {src} is not a rank of the {n}-rank group "
-                                     f"(src is the rank within the group)")
-        return [reqs[src].tensors[0].clone() for _ in reqs]
-    if kind == "all_to_all":
-        chunks = []
-        for r in reqs:
-            t = r.tensors[0]
-            sizes = _split_sizes(r.params.get("input_split_sizes"), t.shape[0], n,
-                                 f"{r.node.target} (rank {r.rank} node {r.node.name!r}) input")
-            chunks.append(list(torch.split(t, sizes, dim=0)))
-        outs = []
-        for j, r in enumerate(reqs):
-            out = torch.cat([chunks[i][j] for i in range(n)], dim=0)
-            want = r.params.get("output_split_sizes")
-            got = [chunks[i][j].shape[0] for i in range(n)]
-            if want and [int(w) for w in want] != got:
-                raise CollectiveMismatch(f"{r.node.target} (rank {r.rank} node {r.node.name!r}): output split sizes "
-                                         f"{[int(w) for w in want]} but the peers send {got}")
-            outs.append(out)
-        return outs
-    if kind == "shard_dim_alltoall":
-        gd, sd = first.params["gather_dim"], first.params["shard_dim"]
-        full = torch.cat([r.tensors[0] for r in reqs], dim=gd)
-        if full.shape[sd] % n:
-            raise CollectiveMismatch(f"{where}: dim {sd} of size {full.shape[sd]} does not split evenly over {n} ranks")
-        return [c.contiguous() for c in torch.chunk(full, n, dim=sd)]
-    raise UnsupportedOp(f"{where}: collective kind {kind!r}")
-
-
-def _check_match(reqs: list[_Request]) -> None:
-    a = reqs[0]
-    for b in reqs[1:]:
-        problem = None
-        if b.kind != a.kind:
-            problem = "different collectives"
-        elif b.members != a.members:
-            problem = "different group rank order"
-        elif {k: v for k, v in a.params.items() if k not in ("input_split_sizes", "output_split_sizes")} != \
-                {k: v for k, v in b.params.items() if k not in ("input_split_sizes", "output_split_sizes")}:
-            problem = "different parameters"
-        elif len(a.tensors) != len(b.tensors):
-            problem = "different numbers of tensors"
-        elif any(x.dtype != y.dtype for x, y in zip(a.tensors, b.tensors)):
-            problem = "different dtypes"
-        elif a.kind not in ("all_to_all", "shard_dim_alltoall", "all_gather", "all_gather_coalesced") and \
-                any(x.shape != y.shape for x, y in zip(a.tensors, b.tensors)):
-            problem = "different shapes"
-        elif a.kind in ("all_gather", "all_gather_coalesced") and \
-                any(x.shape[1:] != y.shape[1:] for x, y in zip(a.tensors, b.tensors)):
-            problem = "different shapes"
-        if problem:
-            raise CollectiveMismatch(
-                f"collective mismatch ({problem}): rank {a.rank} is at node {a.node.name!r} ({a.describe()}) "
-                f"but rank {b.rank} is at node {b.node.name!r} ({b.describe()})")
+from entangle_py.oracle.collectives import Request, check_match, collective_results, positional_args
+from entangle_py.oracle.graph_values import (CollectiveMismatch, InterpError, ShapeMismatch, UnsupportedOp, eval_condition,
+                                             eval_size, resolve_op, split_target, torch_const, try_eval, unify_shape)
 
 
 # ----------------------------------------------------------------------------- the interpreter
@@ -404,8 +87,8 @@ class Runner:
                     e = n.val.expr
                     if isinstance(e, sympy.Symbol) and e.name not in binding:
                         binding[e.name] = v
-                    elif _try_eval(e, binding) not in (v, e):
-                        raise ShapeMismatch(f"rank {r} input {port!r}: given {v} but the shapes say {e} = {_try_eval(e, binding)}")
+                    elif try_eval(e, binding) not in (v, e):
+                        raise ShapeMismatch(f"rank {r} input {port!r}: given {v} but the shapes say {e} = {try_eval(e, binding)}")
                 env[n.name] = v
             elif isinstance(n.val, G.SymIntMeta):
                 env[n.name] = eval_size(n.val.expr, binding, f"rank {r} SymInt input {port!r}")
@@ -420,14 +103,14 @@ class Runner:
             except KeyError:
                 raise InterpError(f"rank {r} node {node.name!r}: argument {v.name!r} has not been computed") from None
         if isinstance(v, G.TorchConst):
-            return _torch_const(v, self.float_dtype)
+            return torch_const(v, self.float_dtype)
         if isinstance(v, (list, tuple)):
             return [self._arg(r, x, node) for x in v]
         if isinstance(v, sympy.Basic):
             if v is sympy.true or v is sympy.false:
                 return bool(v)
             if isinstance(v, (sympy.core.relational.Relational, sympy.logic.boolalg.BooleanFunction)):  # u0 <= 8
-                return _eval_condition(v, self.bindings[r], f"rank {r} node {node.name!r}")
+                return eval_condition(v, self.bindings[r], f"rank {r} node {node.name!r}")
             return eval_size(v, self.bindings[r], f"rank {r} node {node.name!r}")
         return v
 
@@ -436,7 +119,7 @@ class Runner:
         kwargs = {k: self._arg(r, v, node) for k, v in node.kwargs.items() if k != "pin_memory"}
         return args, kwargs
 
-    def _finish_collective(self, r, req: _Request, name: str):
+    def _finish_collective(self, r, req: Request, name: str):
         """A collective's value replaces its request in the rank's environment."""
         self.envs[r][name] = req.value
         if self.check_shapes:
@@ -445,8 +128,8 @@ class Runner:
     def _comm_of(self, r, node) -> tuple:
         """The communicator a collective runs on: its group's name and members (two groups with
         the same members are two communicators, each with its own order of collectives)."""
-        A = _positional(node.target, *self._args(r, node))
-        op = _split_target(node.target)[1]
+        A = positional_args(node.target, *self._args(r, node))
+        op = split_target(node.target)[1]
         idx = ops.GROUP_ARG.get(op.replace("_coalesced", ""))
         name = A[idx] if idx is not None and idx < len(A) else None
         members = tuple(self._group(r, node, name))
@@ -472,11 +155,11 @@ class Runner:
         return members
 
     def _collective(self, r, node, args, kwargs):
-        ns, op, _ = _split_target(node.target)
+        ns, op, _ = split_target(node.target)
         if op == "wait_tensor":
             return None, args[0]
         legacy = ns == ops.LEGACY_COLLECTIVE_NAMESPACE
-        A = _positional(node.target, args, kwargs)
+        A = positional_args(node.target, args, kwargs)
 
         def grp(i_name, i_ranks):
             return self._group(r, node, A[i_ranks] if legacy else A[i_name])
@@ -486,31 +169,31 @@ class Runner:
 
         if op in ("all_reduce", "all_reduce_", "all_reduce_coalesced", "all_reduce_coalesced_"):
             kind = "all_reduce_coalesced" if "coalesced" in op else "all_reduce"
-            return _Request(r, node, kind, grp(2, 3), tens(A[0]), {"reduce_op": str(A[1]).lower()}), None
+            return Request(r, node, kind, grp(2, 3), tens(A[0]), {"reduce_op": str(A[1]).lower()}), None
         if op in ("all_gather_into_tensor", "all_gather_into_tensor_coalesced"):
             members = grp(2, 2)
             size = int(A[3] if legacy else A[1])
             self._check_group_size(r, node, members, size)
-            return _Request(r, node, "all_gather_coalesced" if "coalesced" in op else "all_gather", members,
+            return Request(r, node, "all_gather_coalesced" if "coalesced" in op else "all_gather", members,
                             tens(A[0]), {"group_size": size}), None
         if op in ("reduce_scatter_tensor", "reduce_scatter_tensor_coalesced"):
             members = grp(3, 3)
             size = int(A[4] if legacy else A[2])
             self._check_group_size(r, node, members, size)
-            return _Request(r, node, "reduce_scatter_coalesced" if "coalesced" in op else "reduce_scatter", members,
+            return Request(r, node, "reduce_scatter_coalesced" if "coalesced" in op else "reduce_scatter", members,
                             tens(A[0]), {"reduce_op": str(A[1]).lower(), "group_size": size}), None
         if op == "all_to_all_single":
             members = grp(3, 4)
-            return _Request(r, node, "all_to_all", members, [A[0]],
+            return Request(r, node, "all_to_all", members, [A[0]],
                             {"output_split_sizes": A[1], "input_split_sizes": A[2]}), None
         if op in ("broadcast", "broadcast_"):
             # src is a GROUP rank (torch passes it to the process group as its root rank): on the
             # group [1, 0], src=0 sends global rank 1's tensor (tests/test_interp_gloo.py, on gloo).
             # dist.broadcast's src is global, but Dynamo does not remap it to this op.
             members = grp(2, 3)
-            return _Request(r, node, "broadcast", members, [A[0]], {"src": int(A[1])}), None
+            return Request(r, node, "broadcast", members, [A[0]], {"src": int(A[1])}), None
         if op == "shard_dim_alltoall":
-            return _Request(r, node, "shard_dim_alltoall", grp(3, 3), [A[0]],
+            return Request(r, node, "shard_dim_alltoall", grp(3, 3), [A[0]],
                             {"gather_dim": int(A[1]), "shard_dim": int(A[2])}), None
         if op in ("isend", "irecv", "batch_p2p_ops"):
             return self._p2p(r, node, op, A), None
@@ -527,7 +210,7 @@ class Runner:
             self._post(r, int(A[1]), int(A[2]), A[0])
             return ("value", A[0].new_empty(0))
         if op == "irecv":
-            return _Request(r, node, "recv", (int(A[1]), r), [A[0]], {"recvs": [(0, int(A[1]), int(A[2]), A[0])]})
+            return Request(r, node, "recv", (int(A[1]), r), [A[0]], {"recvs": [(0, int(A[1]), int(A[2]), A[0])]})
         ops, peers, tags, tensors = A[0], A[1], A[2], A[3]
         recvs = []
         for i, (o, p, t, x) in enumerate(zip(ops, peers, tags, tensors)):
@@ -537,7 +220,7 @@ class Runner:
                 recvs.append((i, int(p), int(t), x))
             else:
                 raise UnsupportedOp(f"rank {r} node {node.name!r}: p2p op {o!r}")
-        return _Request(r, node, "batch_recv", tuple(sorted({p for _, p, _, _ in recvs} | {r})), list(tensors),
+        return Request(r, node, "batch_recv", tuple(sorted({p for _, p, _, _ in recvs} | {r})), list(tensors),
                         {"recvs": recvs})
 
     def _post(self, src, dst, tag, t):
@@ -545,7 +228,7 @@ class Runner:
             raise InterpError(f"rank {src}: send to rank {dst} outside the world")
         self.mailbox.setdefault((src, dst, tag), deque()).append(t.clone())
 
-    def _try_recv(self, req: _Request):
+    def _try_recv(self, req: Request):
         recvs = req.params["recvs"]
         if not all(self.mailbox.get((p, req.rank, t)) for _, p, t, _ in recvs):
             return False, None
@@ -578,7 +261,7 @@ class Runner:
                 continue
             for ref in node.refs():
                 held = env.get(ref)
-                if isinstance(held, _Request):
+                if isinstance(held, Request):
                     if not held.done:
                         yield ("wait", held)
                     self._finish_collective(r, held, ref)
@@ -610,13 +293,13 @@ class Runner:
             except Exception as e:   # a torch error: name the node
                 raise InterpError(f"rank {r} node {node.name!r} ({target}) failed: {type(e).__name__}: "
                                   f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}") from e
-            if self.check_shapes and not isinstance(v, _Request):
+            if self.check_shapes and not isinstance(v, Request):
                 self._check_val(r, node, node.val, v)
             env[node.name] = v
-            if goal is not None and not isinstance(v, _Request):
+            if goal is not None and not isinstance(v, Request):
                 goal.discard(node.name)
         for name, held in list(env.items()):     # collectives nobody read: wait for them too
-            if isinstance(held, _Request):
+            if isinstance(held, Request):
                 if not held.done:
                     yield ("wait", held)
                 self._finish_collective(r, held, name)
@@ -687,8 +370,8 @@ class Runner:
             done = False
             while all(per.get(m) for m in members):
                 reqs = [per[m].popleft() for m in members]
-                _check_match(reqs)
-                for req, val in zip(reqs, _complete(reqs)):
+                check_match(reqs)
+                for req, val in zip(reqs, collective_results(reqs)):
                     req.value, req.done = val, True
                 done = True
             return done
@@ -734,7 +417,7 @@ class Runner:
             raise self._deadlock(stuck, state, blocked, queues)
         for env in self.envs:       # a rank stopped early (upto): its finished collectives' values
             for name, held in list(env.items()):
-                if isinstance(held, _Request):
+                if isinstance(held, Request):
                     if held.done:
                         env[name] = held.value
                     else:

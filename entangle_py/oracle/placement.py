@@ -13,7 +13,7 @@ from typing import Any
 from entangle_py.lazy import sympy, torch
 from entangle_py.check import spec as S
 from entangle_py.ir import graph as G
-from entangle_py.oracle.interp import InterpError, _solve_int, eval_size
+from entangle_py.oracle.graph_values import InterpError, eval_size, solve_int
 
 
 # ----------------------------------------------------------------------------- random inputs
@@ -106,7 +106,7 @@ def _solve_sizes(exprs: list, total: int, where: str) -> list[int]:
         sizes = [total // len(exprs)] * len(exprs)
     elif len(free) == 1:
         s = next(iter(free))
-        v = _solve_int(sympy.Add(*exprs), s, total)
+        v = solve_int(sympy.Add(*exprs), s, total)
         if v is None:
             raise InterpError(f"{where}: cannot solve {' + '.join(map(str, exprs))} = {total}")
         sizes = [int(e.xreplace({s: sympy.Integer(v)})) for e in exprs]

@@ -35,6 +35,7 @@ from entangle_py.frontend.capture_errors import CaptureError
 from entangle_py.frontend.convert import Converter, DynamoInfo, target_name
 from entangle_py.frontend.functionalize import FunctionalizeError, functionalize
 from entangle_py.oracle import interp
+from entangle_py.oracle import graph_values
 from entangle_py.semantics import lower as L
 from entangle_py.semantics import terms
 
@@ -412,7 +413,7 @@ def _nondeterministic(g: G.RankGraph) -> bool:
             return True
         if n.namespace == "aten":
             try:
-                if torch.Tag.nondeterministic_seeded in interp.resolve_op(n.target).tags:
+                if torch.Tag.nondeterministic_seeded in graph_values.resolve_op(n.target).tags:
                     return True
             except Exception:   # noqa: BLE001
                 pass
@@ -425,7 +426,7 @@ def _mutates(n: G.Node) -> bool:
     if n.target in ops.MUTATES_UNANNOTATED:
         return True
     try:
-        return interp.resolve_op(n.target)._schema.is_mutable
+        return graph_values.resolve_op(n.target)._schema.is_mutable
     except Exception:   # noqa: BLE001
         return False
 

@@ -30,17 +30,9 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-import torch
 
 from entangle_py.ir import graph as G
 from entangle_py.ir import ops
-from entangle_py.check import spec as S
-from entangle_py.check.checker import Checker
-from entangle_py.config import Limits
-from entangle_py.errors import InputError
-from entangle_py.oracle import interp
-from entangle_py.oracle import placement
-from entangle_py.semantics import terms as T
 
 KINDS = ("drop_collective", "dup_collective", "ar_to_ag", "ag_to_ar", "reduce_op", "group_reversed",
          "group_split", "swap_ranks", "swap_inputs", "slice_shift", "scalar", "swap_operands",
@@ -129,12 +121,12 @@ def _result_name(g: G.RankGraph, coll: G.Node) -> str:
     return w.name if w is not None else coll.name
 
 
-def _tensor(n: G.Node) -> G.TensorMeta | None:
+def tensor_meta(n: G.Node) -> G.TensorMeta | None:
     return n.val if isinstance(n.val, G.TensorMeta) else None
 
 
 def _same_meta(a: G.Node, b: G.Node) -> bool:
-    return _tensor(a) is not None and _tensor(a) == _tensor(b)
+    return tensor_meta(a) is not None and tensor_meta(a) == tensor_meta(b)
 
 
 def _group_arg_index(n: G.Node) -> int | None:
@@ -223,7 +215,7 @@ def _ar_to_ag(b: G.Bundle, k: int):
             for r, g in enumerate(m.ranks):
                 c = _collectives(g)[_index_in(b, row, r)]
                 x = c.args[0]
-                meta = _tensor(c)
+                meta = tensor_meta(c)
                 if not isinstance(x, G.Ref) or meta is None or not meta.shape or len(c.args) < 3:
                     ok = False
                     break
@@ -267,11 +259,11 @@ def _ag_to_ar(b: G.Bundle, k: int):
             for r, g in enumerate(m.ranks):
                 c = _collectives(g)[_index_in(b, row, r)]
                 x = c.args[0]
-                out = _tensor(c)
-                if not isinstance(x, G.Ref) or out is None or _tensor(g.node(x.name)) is None:
+                out = tensor_meta(c)
+                if not isinstance(x, G.Ref) or out is None or tensor_meta(g.node(x.name)) is None:
                     ok = False
                     break
-                xin = _tensor(g.node(x.name))
+                xin = tensor_meta(g.node(x.name))
                 group = c.args[2]
                 members = g.groups.get(group)
                 if members is None or r not in members:
@@ -383,7 +375,7 @@ def _swap_ranks(b: G.Bundle, k: int):
 
 def _swap_inputs(b: G.Bundle, k: int):
     g0 = b.ranks[0]
-    ins = [(p, g0.node(p.node)) for p in g0.inputs if _tensor(g0.node(p.node)) is not None]
+    ins = [(p, g0.node(p.node)) for p in g0.inputs if tensor_meta(g0.node(p.node)) is not None]
     pairs = []
     for i in range(len(ins)):
         for j in range(i + 1, len(ins)):
@@ -409,7 +401,7 @@ def _slice_shift(b: G.Bundle, k: int):
     for name in _pick(_local_sites(b, ok), k):
         g = b.ranks[0]
         n = g.node(name)
-        src = _tensor(g.node(n.args[0].name)) if isinstance(n.args[0], G.Ref) else None
+        src = tensor_meta(g.node(n.args[0].name)) if isinstance(n.args[0], G.Ref) else None
         if src is None:
             continue
         d, start, end = n.args[1], n.args[2], n.args[3]
@@ -468,7 +460,7 @@ def _scalar(b: G.Bundle, k: int):
         mn.args = tuple(new if j == i else a for j, a in enumerate(mn.args))
         yield Mutant("scalar", f"rank 0 {n.target} {name!r}: constant {n.args[i]!r} -> {new!r}", m)
     # an equivalent one: multiply a float tensor by 1.0
-    for name in _pick(_local_sites(b, lambda n: _tensor(n) is not None and _tensor(n).dtype.startswith("float")), 1):
+    for name in _pick(_local_sites(b, lambda n: tensor_meta(n) is not None and tensor_meta(n).dtype.startswith("float")), 1):
         m = _copy(b)
         g = m.ranks[0]
         n = g.node(name)
@@ -488,13 +480,13 @@ def _swap_operands(b: G.Bundle, k: int):
         a, c = n.args[0], n.args[1]
         if not (isinstance(a, G.Ref) and isinstance(c, G.Ref)):
             return False
-        ta, tc = _tensor(g.node(a.name)), _tensor(g.node(c.name))
+        ta, tc = tensor_meta(g.node(a.name)), tensor_meta(g.node(c.name))
         if ta is None or tc is None:
             return False
         if "mm" in n.target:
             # (a b) @ (b c) swapped is (b c) @ (a b): needs c == a, and the result (b, b) == (a, c)
             return ta.shape == tc.shape and ta.shape[-1] == ta.shape[-2]
-        return ta.shape == tc.shape == _tensor(n).shape
+        return ta.shape == tc.shape == tensor_meta(n).shape
     for name in _pick(_local_sites(b, site), k):
         m = _copy(b)
         mn = m.ranks[0].node(name)
@@ -506,10 +498,10 @@ def _change_dim(b: G.Bundle, k: int):
     g = b.ranks[0]
     sites = []
     for n in g.nodes:
-        t = _tensor(n)
+        t = tensor_meta(n)
         if n.is_placeholder or t is None:
             continue
-        src = _tensor(g.node(n.args[0].name)) if n.args and isinstance(n.args[0], G.Ref) else None
+        src = tensor_meta(g.node(n.args[0].name)) if n.args and isinstance(n.args[0], G.Ref) else None
         if n.target in ("aten._softmax.default", "aten._log_softmax.default", "aten.softmax.int") and src:
             nd = len(src.shape)
             d = n.args[1] % nd if nd else 0
@@ -523,7 +515,7 @@ def _change_dim(b: G.Bundle, k: int):
             if alts:
                 sites.append((n.name, 1, [alts[0]]))
         elif n.target == "aten.cat.default" and isinstance(n.args[0], list):
-            parts = [_tensor(g.node(a.name)) for a in n.args[0] if isinstance(a, G.Ref)]
+            parts = [tensor_meta(g.node(a.name)) for a in n.args[0] if isinstance(a, G.Ref)]
             if len(parts) != len(n.args[0]) or any(p is None for p in parts):
                 continue
             nd = len(t.shape)
@@ -555,14 +547,14 @@ def _dropout(b: G.Bundle, k: int):
     g = b.ranks[0]
 
     def site(n):
-        t = _tensor(n)
+        t = tensor_meta(n)
         return (t is not None and t.dtype.startswith("float") and len(t.shape) >= 1
                 and all(isinstance(s, int) for s in t.shape) and t.shape[-1] >= 2 and n.namespace == "aten")
     for name in _pick(_local_sites(b, site), k):
         m = _copy(b)
         g = m.ranks[0]
         n = g.node(name)
-        t = _tensor(n)
+        t = tensor_meta(n)
         ones, zeros, mask, out = (_fresh(g, s) for s in ("ones", "zeros", "mask", "drop"))
         zshape = list(t.shape[:-1]) + [1]
         dt = G.TorchConst("dtype", t.dtype)
@@ -606,304 +598,3 @@ def mutants(bundle: G.Bundle, kinds=KINDS, per_kind: int = 2) -> list[Mutant]:
                 _reindex(g)
             out.append(mu)
     return out
-
-
-# ----------------------------------------------------------------------------- labelling
-
-EQUIVALENT, NON_EQUIVALENT, INVALID = "equivalent", "non-equivalent", "invalid"
-
-
-@dataclass
-class Draw:
-    """One random draw: G_s inputs and outputs, the ranks' inputs, the original G_d's values."""
-    seq_values: dict          # G_s node / port name -> value
-    dist_inputs: list         # per rank: port name -> tensor
-    orig_values: list         # per rank: named values of the original distributed program
-
-
-def _clone(x):
-    return x.clone() if isinstance(x, torch.Tensor) else x
-
-
-def draws(seq: G.Bundle, dist: G.Bundle, spec, n: int = 2, seed: int = 0, default_size: int = 4) -> list[Draw]:
-    """``n`` draws of float64 inputs for G_s, distributed to the ranks through the spec's input
-    relation, with G_s and the original G_d run on them."""
-    spec = _draw_spec(seq, dist, spec)
-    try:
-        return _draws(seq, dist, spec, n, seed, default_size, _int_ranges(seq))
-    except Exception:
-        return _draws(seq, dist, spec, n, seed, default_size, {})
-
-
-def _int_ranges(seq: G.Bundle) -> dict:
-    """Integer inputs (token ids) range over the rows of the smallest 2-D+ float input (a table),
-    so that ids reach every rank's shard of it."""
-    g = seq.ranks[0]
-    rows = [t.shape[0] for p in g.inputs if (t := _tensor(g.node(p.node))) is not None
-            and t.dtype.startswith("float") and len(t.shape) >= 2 and isinstance(t.shape[0], int)]
-    if not rows:
-        return {}
-    return {p.name: (0, min(rows)) for p in g.inputs
-            if (t := _tensor(g.node(p.node))) is not None and t.dtype.startswith(("int", "uint"))}
-
-
-def _draws(seq, dist, spec, n, seed, default_size, int_ranges):
-
-    out = []
-    for i in range(n):
-        gen = torch.Generator().manual_seed(seed + i)
-        seq_in = placement.random_inputs(seq.ranks[0], gen, float_dtype=torch.float64, default_size=default_size,
-                                      int_ranges=int_ranges)
-        dist_in = placement.distribute_inputs(seq_in, spec, dist, gen, float_dtype=torch.float64)
-        senv = interp.run_bundle(seq, [{k: _clone(v) for k, v in seq_in.items()}], float_dtype=torch.float64)
-        denv = interp.run_bundle(dist, [{k: _clone(v) for k, v in d.items()} for d in dist_in],
-                                 float_dtype=torch.float64)
-        out.append(Draw(interp.named_values(seq, senv)[0], dist_in, interp.named_values(dist, denv)))
-    return out
-
-
-def _draw_spec(seq: G.Bundle, dist: G.Bundle, spec):
-    """The spec with a relation for every G_s input it leaves out whose ranks' shapes differ from
-    G_s's (a joint graph's tangents under a forward spec): shard along the one differing dim, as
-    the checker infers it.  Inputs of equal shapes stay replicated (distribute_inputs' default)."""
-    inputs = dict(spec.inputs)
-    g0 = dist.ranks[0]
-    for p in seq.ranks[0].inputs:
-        if p.name in inputs or g0.input_node(p.name) is None:
-            continue
-        a, b = _tensor(seq.ranks[0].node(p.node)), _tensor(g0.input_node(p.name))
-        if a is None or b is None or len(a.shape) != len(b.shape):
-            continue
-        diff = [d for d in range(len(a.shape)) if a.shape[d] != b.shape[d]]
-        if len(diff) == 1:
-            inputs[p.name] = S.Relation(placements=(S.Shard(diff[0]),))
-    return copy.copy(spec) if inputs == spec.inputs else _with_inputs(spec, inputs)
-
-
-def _with_inputs(spec, inputs):
-    s = copy.copy(spec)
-    s.inputs = inputs
-    return s
-
-
-def _close(a, b) -> bool:
-    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
-        return a == b
-    if a.shape != b.shape:
-        return False
-    if a.is_floating_point() or b.is_floating_point():
-        return torch.allclose(a.double(), b.double(), rtol=1e-6, atol=1e-8, equal_nan=True)
-    return torch.equal(a, b)
-
-
-def _checked_outputs(seq: G.Bundle, spec) -> list[str]:
-    names = [p.name for p in seq.ranks[0].outputs]
-    return [c for c in (spec.check or names)]
-
-
-def _leaf_value(leaf: str, values: list, port_of: list | None):
-    """Value of the G_d leaf 'r<rank>.<node>'; with ``port_of`` the node is read through the port
-    naming it in the original program (a mutant may have renamed the node behind a port)."""
-    rank, node = leaf[1:].split(".", 1)
-    r = int(rank)
-    name = port_of[r].get(node, node) if port_of else node
-    return values[r][name]
-
-
-def eval_certificate(sexpr: str, values: list, port_of: list | None = None):
-    """Evaluate a certificate (s-expression over ``(Gd "r<rank>.<node>")`` leaves) with torch."""
-
-    def subst(e):
-        if isinstance(e, tuple):
-            if len(e) == 2 and isinstance(e[0], T.Var) and e[0].name == "Gd":
-                return _leaf_value(e[1], values, port_of)
-            return tuple(subst(x) for x in e)
-        return e
-    return T.evaluate(subst(T.parse_sexpr(sexpr)), {})
-
-
-def _port_maps(dist: G.Bundle, values: list | None = None, certificates: dict | None = None) -> list[dict]:
-    """Per rank: node -> the port that names it.  A certificate leaf that is no port's node (a
-    collective whose wait_tensor is the output) maps to the output port holding the same value."""
-    maps = [{p.node: p.name for p in g.inputs + g.outputs} for g in dist.ranks]
-    if values is None or not certificates:
-        return maps
-
-    def leaves(e):
-        if isinstance(e, tuple):
-            if len(e) == 2 and isinstance(e[0], T.Var) and e[0].name == "Gd":
-                yield e[1]
-            else:
-                for x in e:
-                    yield from leaves(x)
-    for cert in certificates.values():
-        for leaf in leaves(T.parse_sexpr(cert)):
-            r, node = int(leaf[1:].split(".", 1)[0]), leaf.split(".", 1)[1]
-            if node in maps[r] or node not in values[r]:
-                continue
-            v = values[r][node]
-            for p in dist.ranks[r].outputs:
-                w = values[r].get(p.name)
-                if isinstance(v, torch.Tensor) and isinstance(w, torch.Tensor) and v.shape == w.shape \
-                        and torch.equal(v, w):
-                    maps[r][node] = p.name
-                    break
-    return maps
-
-
-def relations_hold(seq: G.Bundle, dist: G.Bundle, spec, draw_seq: dict, values: list,
-                   certificates: dict, port_of: list | None) -> tuple[bool, str]:
-    """Do the certificates and the spec's [expect] relations hold on ``values`` (per-rank named
-    values)?  Returns (ok, reason of the first that does not)."""
-    for out, cert in certificates.items():
-        want = draw_seq.get(out)
-        try:
-            got = eval_certificate(cert, values, port_of)
-        except Exception as e:    # a leaf the mutant lacks, a shape that no longer fits...
-            return False, f"certificate of {out} does not evaluate: {type(e).__name__}: {str(e)[:120]}"
-        if not _close(want, got):
-            return False, f"certificate of {out} differs"
-    for name, rel in spec.expect.items():
-        want = draw_seq.get(name)
-        if want is None:
-            return False, f"[expect] {name}: no G_s value"
-        try:
-            terms = S.relation_terms(rel, name, dist.world_size, spec.mesh, getattr(want, "ndim", None))
-            for t in terms:
-                if not _close(want, placement.eval_term(t, values)):
-                    return False, f"[expect] {name} = {rel} does not hold"
-        except Exception as e:
-            return False, f"[expect] {name}: {type(e).__name__}: {str(e)[:120]}"
-    return True, ""
-
-
-def label(seq: G.Bundle, orig: G.Bundle, spec, mutant: G.Bundle, dws: list[Draw],
-          certificates: dict | None) -> tuple[str, str]:
-    """(label, reason).  A mutant is equivalent iff on every draw the relations the original
-    program satisfies hold for it: the original's certificates (read through the output ports)
-    and the [expect] relations; without certificates (the original does not refine), iff every
-    rank's every output equals the original's.  A mutant the interpreter cannot run is invalid."""
-
-    port_of = _port_maps(orig, dws[0].orig_values if dws else None, certificates)
-    for d in dws:
-        try:
-            env = interp.run_bundle(mutant, [{k: _clone(v) for k, v in x.items()} for x in d.dist_inputs],
-                                    float_dtype=torch.float64)
-        except Exception as e:
-            return INVALID, f"{type(e).__name__}: {str(e)[:200]}"
-        values = interp.named_values(mutant, env)
-        if certificates:
-            ok, why = relations_hold(seq, orig, spec, d.seq_values, values, certificates, port_of)
-            if not ok:
-                return NON_EQUIVALENT, why
-        else:
-            for r, g in enumerate(orig.ranks):
-                for p in g.outputs:
-                    if p.name not in values[r] or not _close(d.orig_values[r][p.name], values[r][p.name]):
-                        return NON_EQUIVALENT, f"r{r}.{p.name} differs from the original's"
-            ok, why = relations_hold(seq, orig, spec, d.seq_values, values, {}, None)
-            if not ok:
-                return NON_EQUIVALENT, why
-    return EQUIVALENT, ""
-
-
-# ----------------------------------------------------------------------------- isolated checks
-
-def _check_child(conn, seq, dist, spec, limits, mem_bytes):
-    import resource
-    import time
-    try:
-        if mem_bytes:
-            resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
-        t0 = time.perf_counter()
-        try:
-            res = Checker(seq, dist, spec, limits=limits).run()
-            out = {"exit": res.exit_code, "status": res.status, "certificates": dict(res.certificates),
-                   "reason": res.failure.reason if res.failure else "",
-                   "node": res.failure.node if res.failure else ""}
-        except InputError as e:
-            out = {"exit": 2, "status": "bad-input", "reason": str(e).splitlines()[0][:300] if str(e) else ""}
-        except MemoryError:
-            out = {"exit": None, "status": "oom", "reason": "MemoryError"}
-        except Exception as e:
-            import traceback
-            out = {"exit": None, "status": "crash", "reason": f"{type(e).__name__}: {str(e)[:300]}",
-                   "traceback": traceback.format_exc()[-2000:]}
-        out["seconds"] = time.perf_counter() - t0
-        out["maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        conn.send(out)
-    except BaseException as e:   # noqa: BLE001 - anything, reported to the parent
-        try:
-            conn.send({"exit": None, "status": "crash", "reason": f"{type(e).__name__}: {e}"})
-        except BaseException:
-            pass
-    finally:
-        conn.close()
-
-
-def _vm_size() -> int:
-    try:
-        for line in open("/proc/self/status"):
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-def start_check(seq, dist, spec, limits=None, mem_budget: int = 3 << 30):
-    """Start a check in a child process whose address space is capped at the parent's plus
-    ``mem_budget`` bytes.  Returns a handle for ``finish_check``."""
-    import multiprocessing as mp
-    import time
-
-    limits = limits or Limits(seconds=20, nodes=200_000)
-    # forkserver, not fork: a fork of a process whose egglog / torch threads hold a lock can hang
-    # (seen when the test suite had run checks before).  The server preloads nothing: a child
-    # forked from a process that has loaded egglog's core hangs in its first (pop) (egglog 13.2)
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload([])
-    parent, child = ctx.Pipe(duplex=False)
-    p = ctx.Process(target=_check_child, args=(child, seq, dist, spec, limits,
-                                               _vm_size() + mem_budget if mem_budget else 0), daemon=True)
-    p.start()
-    child.close()
-    return {"proc": p, "conn": parent, "t0": time.perf_counter()}
-
-
-def poll_check(h, timeout: float) -> dict | None:
-    """The child's result if it ended (or was killed for overrunning ``timeout`` wall seconds),
-    else None."""
-    import time
-    p, conn = h["proc"], h["conn"]
-    elapsed = time.perf_counter() - h["t0"]
-    if conn.poll(0):
-        try:
-            out = conn.recv()
-        except EOFError:
-            out = None
-        p.join(5)
-        if out is not None:
-            return out
-    if not p.is_alive():
-        code = p.exitcode
-        # an allocation failing under RLIMIT_AS aborts Rust code (SIGABRT) or kills the process
-        return {"exit": None, "status": "oom" if code in (-6, -9) else "crash",
-                "reason": f"child died (exit code {code})", "seconds": elapsed}
-    if elapsed > timeout:
-        p.kill()
-        p.join(5)
-        return {"exit": None, "status": "timeout", "reason": f"no verdict after {timeout:.0f} s wall", "seconds": elapsed}
-    return None
-
-
-def check_isolated(seq, dist, spec, limits=None, mem_budget: int = 3 << 30, timeout: float = 300) -> dict:
-    """Check in a memory-capped child process: {'exit': 0..4 or None, 'status', 'reason', ...};
-    status 'oom' / 'crash' / 'timeout' when the check did not end with a verdict."""
-    import time
-    h = start_check(seq, dist, spec, limits, mem_budget)
-    while True:
-        out = poll_check(h, timeout)
-        if out is not None:
-            return out
-        time.sleep(0.05)

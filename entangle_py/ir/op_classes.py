@@ -337,7 +337,6 @@ OPS = {
     'prims.div.default': (('pointwise',), False, (('self', 'Tensor'), ('other', 'Tensor')), ('Tensor',)),
     'prims.erfcx.default': (('pointwise',), False, (('self', 'Tensor'),), ('Tensor',)),
     'prims.exp2.default': (('pointwise',), False, (('self', 'Tensor'),), ('Tensor',)),
-    'prims.fma.default': (('pointwise',), False, (('a', 'Tensor'), ('b', 'Tensor'), ('c', 'Tensor')), ('Tensor',)),
     'prims.fmax.default': (('pointwise',), False, (('self', 'Tensor'), ('other', 'Tensor')), ('Tensor',)),
     'prims.fmin.default': (('pointwise',), False, (('self', 'Tensor'), ('other', 'Tensor')), ('Tensor',)),
     'prims.frexp.default': (('pointwise',), False, (('self', 'Tensor'),), ('Tensor', 'Tensor')),

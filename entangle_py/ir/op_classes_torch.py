@@ -28,14 +28,22 @@ def _functional(op) -> bool:
     return not op._opname.endswith("_") or op._opname.startswith("__") and not op._opname.startswith("__i")
 
 
+def _fresh_op_names() -> list[str]:
+    """The ops a fresh process has after importing torch and its references: the table must not
+    depend on what else this process imported first (inductor registers prims of its own, such
+    as prims.fma, which captured graphs never hold)."""
+    import json
+    import subprocess
+    code = ("import json, torch, torch._refs; "
+            "print(json.dumps(sorted(torch._C._dispatch_get_all_op_names())))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def _overloads():
     """Every registered overload of the namespaces (torch.ops.<ns> lists only the packets used so far)."""
     import torch
-    # ops registered on import (inductor's prims: prims.fma, ...): imported here, so the table
-    # does not depend on what else the process happened to import first
-    import torch._inductor.inductor_prims  # noqa: F401
-    import torch._refs  # noqa: F401
-    for full in sorted(torch._C._dispatch_get_all_op_names()):
+    for full in _fresh_op_names():
         ns, _, rest = full.partition("::")
         if ns not in NAMESPACES:
             continue

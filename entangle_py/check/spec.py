@@ -257,7 +257,30 @@ def parse_relation(text: str, where: str, mesh: "Mesh") -> Relation:
         if len(set(groups)) != len(groups):
             raise SpecError(f"{where}: two placements for the same mesh dimension in {text!r}")
         return Relation(placements=tuple(placements))
+    if not re.search(r"\br\d+\.", text):     # no rank's tensor named: meant as placements
+        raise SpecError(f"{where}: {text!r} is not a placement{_did_you_mean(parts or [text])}: write "
+                        "shard(D), replicate, partial or partial(max) (each optionally @mesh_dim; one per "
+                        "mesh dimension, comma-separated), or a term over the ranks' tensors such as "
+                        "concat(r0.x, r1.x, dim=0)")
     return Relation(term=parse_term(text, where))
+
+
+def _did_you_mean(parts: list[str]) -> str:
+    """'; did you mean 'shard(0)'?' for a misspelt placement (shrad(0), shard(O), replicated)."""
+    import difflib
+    fixed = []
+    for p in parts:
+        m = re.match(r"^\s*([A-Za-z_]+)(.*)$", p)
+        if m is None:
+            return ""
+        close = difflib.get_close_matches(m.group(1).lower(), ["shard", "replicate", "partial"], n=1, cutoff=0.6)
+        if not close:
+            return ""
+        guess = close[0] + re.sub(r"\(\s*[oO]\s*\)", "(0)", m.group(2))
+        if not _PLACEMENT.match(guess):
+            return ""
+        fixed.append(guess.strip())
+    return f" (did you mean {', '.join(fixed)!r}?)"
 
 
 @dataclass(frozen=True)

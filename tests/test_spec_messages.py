@@ -1,0 +1,28 @@
+"""A misspelt placement is answered in placements, with a guess (issue 27 item 7)."""
+import pytest
+
+from entangle_py.check import spec as S
+
+
+@pytest.mark.parametrize("text, guess", [("shrad(0)", "shard(0)"), ("shard(O)", "shard(0)"),
+                                         ("replicated", "replicate"), ("parital", "partial"),
+                                         ("shard(1), replicat", "shard(1), replicate")])
+def test_a_misspelt_placement_gets_a_guess(text, guess):
+    with pytest.raises(S.SpecError) as err:
+        S.parse_spec({"inputs": {"x": text}})
+    msg = str(err.value)
+    assert f"{text!r} is not a placement (did you mean {guess!r}?)" in msg
+    assert "shard(D), replicate, partial or partial(max)" in msg
+
+
+@pytest.mark.parametrize("text", ["bogus", "partial(mean)", "shard(x)"])
+def test_no_guess_where_none_is_close(text):
+    with pytest.raises(S.SpecError) as err:
+        S.parse_spec({"inputs": {"x": text}})
+    assert f"{text!r} is not a placement:" in str(err.value)
+
+
+def test_placements_and_terms_still_parse():
+    sp = S.parse_spec({"inputs": {"a": "shard(0)", "b": "replicate", "c": "partial(max)",
+                                  "d": "concat(r0.d, r1.d, dim=0)"}})
+    assert str(sp.inputs["a"]) == "shard(0)" and sp.inputs["d"].term is not None

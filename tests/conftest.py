@@ -43,15 +43,17 @@ def example():
 # is in the sample when a hash of its id falls in 1/N: the sample does not change between runs or
 # machines, and a new entry lands in one tier or the other by its name alone.
 SAMPLE_ONE_IN = {
-    "test_program_corpus.py": 40,
-    "test_opinfo_conformance.py": 12,
-    "test_lemmas.py": 8,
-    "test_lemma_properties.py": 8,
-    "test_lemma_goals.py": 8,
-    "test_adversary.py": 10,
-    "test_soundness_corpus.py": 5,
-    "test_random_draws.py": 3,
+    "test_program_corpus.py": 100,
+    "test_opinfo_conformance.py": 20,
+    "test_lemmas.py": 12,
+    "test_lemma_properties.py": 12,
+    "test_lemma_goals.py": 12,
+    "test_adversary.py": 20,
+    "test_soundness_corpus.py": 10,
+    "test_random_draws.py": 5,
 }
+# Integration files that spawn gloo ranks or a process per mutant: the corpus tier, whole.
+CORPUS_FILES = {"test_capture_isolation.py", "test_interp_gloo.py", "test_gloo_ranks.py", "test_mutations.py"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -59,5 +61,7 @@ def pytest_collection_modifyitems(config, items):
     corpus = pytest.mark.corpus
     for item in items:
         n = SAMPLE_ONE_IN.get(item.path.name)
-        if n and zlib.crc32(item.nodeid.encode()) % n and not item.get_closest_marker("corpus"):
+        if item.get_closest_marker("corpus"):
+            continue
+        if item.path.name in CORPUS_FILES or (n and zlib.crc32(item.nodeid.encode()) % n):
             item.add_marker(corpus)

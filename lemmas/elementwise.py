@@ -9,6 +9,7 @@ from lemmas._instances.elementwise import (
     div_binary, div_binary_bad, div_rsum, div_rsum_zero, mul_rsum, mul_rsum_inf, map_binary, map_binary_l_nil,
     map_scalar, map_unary, neg_neg, iscalar_concat_arith, neg_sub, rsum_pair, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat,
     unary_concat, zip_binary, zip_binary_mismatch, zip_ranks, add_zeros_bcast, add_zeros_bcast_bad, add_zeros_bcast_terms, iscalar_zeros, iscalar_zeros_big)
+from lemmas._instances.elementwise import iscalar_strict, iscalar_strict_bad
 from lemmas._instances.elementwise import (
     cast_not, cast_not_bad, cast_same, cast_other, div_int_cast, div_int_cast_bad, cast_dtype_terms, add_mul_neg,
     add_mul_neg_bool, sub_rsum_neg, compare_dtype_terms, zip_aligned_terms, iscalar_concat, logical_not_dtype_terms,
@@ -60,6 +61,13 @@ LEMMAS = [
           when=_SMALL_K, instances=iscalar_zeros, rejects=iscalar_zeros_big),
     Lemma("iscalar-add-zeros", '(iscalar "add" (cst "0" s "int64") k)', '(cst (to-string k) s "int64")',
           when=_SMALL_K, instances=iscalar_zeros, rejects=iscalar_zeros_big),
+    # an integer strict comparison is the non-strict one at the next integer (x > c is x >= c + 1,
+    # x <= c is x < c + 1): a range mask written either way (a block's inclusive last id) meets
+    # one form.  int64 only, c far from its top (c + 1 must not wrap)
+    *(Lemma(f"iscalar-{a}-{b}", f'(iscalar "{a}" x c)', f'(iscalar "{b}" x (+ c 1))',
+            when=('(= "int64" (dtype x))', f"(< c {INT64_FAR})", f"(> c -{INT64_FAR})"),
+            instances=iscalar_strict, rejects=iscalar_strict_bad)
+      for a, b in (("gt", "ge"), ("le", "lt"))),
     Lemma("map-iscalar-nil", "(map_iscalar op (Nil) c)", "(Nil)", instances=fixed({"op": "ne", "c": 0})),
     Lemma("map-iscalar-cons", "(map_iscalar op (Cons x r) c)", "(Cons (iscalar op x c) (map_iscalar op r c))",
           instances=map_iscalar),

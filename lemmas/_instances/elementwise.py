@@ -679,3 +679,20 @@ def neg_rsum(rng):
         if rng.random() < 0.3 and shape:
             l[0] = torch.full(shape, -2 ** 63, dtype=torch.int64)
     return {"l": l}
+
+
+@repeat(10)
+def iscalar_strict(rng):
+    """int64 values around the constant (equal to it, one either side), any shape (0-D, empty)."""
+    c = rng.choice([-2**40, -7, -1, 0, 1, 5, 31, 2**40])
+    shape = [rng.randint(0, 4) for _ in range(rng.randint(0, 3))]
+    g = torch.Generator().manual_seed(rng.randrange(2**31))
+    return {"x": torch.randint(c - 2, c + 3, tuple(shape), generator=g, dtype=torch.int64), "c": c}
+
+
+def iscalar_strict_bad(rng):
+    """Another integer dtype (the next integer may not be one of its values), or a constant at
+    int64's top (the next integer wraps around)."""
+    yield {"x": torch.tensor([5, 6, 7], dtype=torch.int32), "c": 6}
+    yield {"x": torch.tensor([True, False]), "c": 0}
+    yield {"x": torch.tensor([2**63 - 1, 0]), "c": 2**63 - 1}

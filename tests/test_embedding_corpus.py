@@ -1,6 +1,7 @@
 """Masked vocab-parallel lookups written as DTensor writes them (``local[mask] = 0``, lookup,
 ``out[mask] = 0.0``, all-reduce) over uneven blocks of the table, at 2 and 4 ranks
-(tests/corpus/embedding): the correct program refines, each wrong twin (the mask off by one at the
+(tests/corpus/embedding), and as torchtitan writes it (ids clamped into the block, rows multiplied
+by the owner mask): the correct program refines under the assumptions its spec states, each wrong twin (the mask off by one at the
 block's end, the output rows not zeroed, the ids shifted by another block's start) fails at the
 lookup; every label confirmed on gloo."""
 from __future__ import annotations
@@ -49,12 +50,15 @@ def test_masked_lookup_verdict(entry, tmp_path):
         assert "embedding" in text, text
 
 
-def test_masked_lookup_needs_valid_indices(tmp_path):
-    """Without the assumption the correct program does not refine: a negative id wraps in the
-    whole table's W[ids] while every rank masks it."""
-    entry = next(e for e in CORPUS if e.label == "correct")
-    spec = tmp_path / "no_assumption.toml"
-    spec.write_text(Path(entry.spec).read_text().replace("valid_indices = true", ""))
+@pytest.mark.parametrize("form,assumption", [("masked", "valid_indices"), ("clamp_mul", "valid_indices"),
+                                             ("clamp_mul", "finite_values")])
+def test_masked_lookup_needs_its_assumptions(form, assumption, tmp_path):
+    """Without either assumption the correct program does not refine: a negative id wraps in the
+    whole table's W[ids] while every rank masks it; a foreign row holding inf, multiplied by the
+    mask, is nan (inf * 0) in the sum over ranks."""
+    entry = next(e for e in CORPUS if e.label == "correct" and e.name.startswith(form))
+    spec = tmp_path / "fewer_assumptions.toml"
+    spec.write_text(Path(entry.spec).read_text().replace(f"{assumption} = true", ""))
     rc, text = _check(type(entry)(entry.name, entry.script, str(spec), entry.label, entry.mode,
                                   entry.world_size, entry.bug), tmp_path)
     assert rc == 1, text

@@ -9,6 +9,10 @@ and last of every block included.  Bugs (each in one line):
 * ``unzeroed``: the output rows of foreign ids are not zeroed (they read row 0 of every rank);
 * ``wrong_offset``: the offset of an even split (rank * (V // ws)) with the uneven blocks: ids are
   shifted by another block's start.
+
+``form="clamp_mul"`` writes it as torchtitan does: the shifted ids clamped into the block's rows,
+the looked-up rows multiplied by the owner mask (``~mask``) cast to float -- equal only for a
+finite table (inf * 0 is nan), so its spec also states ``finite_values``.
 """
 import torch
 import torch.nn as nn
@@ -25,9 +29,9 @@ def block(rank, ws):
 
 
 class MaskedEmbedding(nn.Module):
-    def __init__(self, rank, ws, bug):
+    def __init__(self, rank, ws, bug, form):
         super().__init__()
-        self.rank, self.ws, self.bug = rank, ws, bug
+        self.rank, self.ws, self.bug, self.form = rank, ws, bug, form
         self.weight = nn.Parameter(torch.empty(block(rank, ws)[1], HIDDEN))
 
     def forward(self, ids):
@@ -41,18 +45,26 @@ class MaskedEmbedding(nn.Module):
             mask = (ids < lo) | (ids >= last)  # BUG: >= at the inclusive end masks the block's last id
         else:
             mask = (ids < lo) | (ids > last)
+        if self.form == "clamp_mul":          # torchtitan's: ids clamped into the block, rows times the owner mask
+            own = ~mask
+            out = F.embedding((ids - lo).clamp(0, n - 1), self.weight)
+            if self.bug == "unzeroed":
+                out = out * torch.ones_like(own).unsqueeze(-1).float()  # BUG: the rows of foreign ids kept (times one)
+            else:
+                out = out * own.unsqueeze(-1).float()
+            return funcol.all_reduce(out, "sum", dist.group.WORLD)
         local = ids - lo
         local[mask] = 0
         out = F.embedding(local, self.weight)
         if self.bug == "unzeroed":
-            out = out * 1.0  # BUG: the rows of foreign ids are not zeroed
+            out = out * 1.0  # BUG: the rows of foreign ids are not zeroed (index_put form)
         else:
             out[mask] = 0.0
         return funcol.all_reduce(out, "sum", dist.group.WORLD)
 
 
-def make_build(bug=None):
+def make_build(bug=None, form="index_put"):
     def build(rank, world_size):
         ids = (torch.arange(3 * VOCAB) * 7 % VOCAB).view(3, VOCAB)
-        return MaskedEmbedding(rank, world_size, bug), {"ids": ids}
+        return MaskedEmbedding(rank, world_size, bug, form), {"ids": ids}
     return build

@@ -9,6 +9,7 @@ from lemmas._instances.elementwise import (
     div_binary, div_binary_bad, div_rsum, div_rsum_zero, mul_rsum, mul_rsum_inf, map_binary, map_binary_l_nil,
     map_scalar, map_unary, neg_neg, iscalar_concat_arith, neg_sub, rsum_pair, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat,
     unary_concat, zip_binary, zip_binary_mismatch, zip_ranks, add_zeros_bcast, add_zeros_bcast_bad, add_zeros_bcast_terms, iscalar_zeros, iscalar_zeros_big)
+from lemmas._instances.elementwise import iscalar_strict, iscalar_strict_bad, mul_rows_mask, mul_rows_mask_bad, not_and_bool, not_and_ints, not_compare, mul_rows_mask_terms, not_not_bool, not_not_other
 from lemmas._instances.elementwise import (
     cast_not, cast_not_bad, cast_same, cast_other, div_int_cast, div_int_cast_bad, cast_dtype_terms, add_mul_neg,
     add_mul_neg_bool, sub_rsum_neg, compare_dtype_terms, zip_aligned_terms, iscalar_concat, logical_not_dtype_terms,
@@ -60,6 +61,24 @@ LEMMAS = [
           when=_SMALL_K, instances=iscalar_zeros, rejects=iscalar_zeros_big),
     Lemma("iscalar-add-zeros", '(iscalar "add" (cst "0" s "int64") k)', '(cst (to-string k) s "int64")',
           when=_SMALL_K, instances=iscalar_zeros, rejects=iscalar_zeros_big),
+    # an integer strict comparison is the non-strict one at the next integer (x > c is x >= c + 1,
+    # x <= c is x < c + 1): a range mask written either way (a block's inclusive last id) meets
+    # one form.  int64 only, c far from its top (c + 1 must not wrap)
+    *(Lemma(f"iscalar-{a}-{b}", f'(iscalar "{a}" x c)', f'(iscalar "{b}" x (+ c 1))',
+            when=('(= "int64" (dtype x))', f"(< c {INT64_FAR})", f"(> c -{INT64_FAR})"),
+            instances=iscalar_strict, rejects=iscalar_strict_bad)
+      for a, b in (("gt", "ge"), ("le", "lt"))),
+    # the negation of an integer comparison is the complementary comparison (exact: no nan in ints)
+    *(Lemma(f"not-iscalar-{a}", f'(unary "logical_not" (iscalar "{a}" x c))', f'(iscalar "{b}" x c)',
+            instances=not_compare)
+      for a, b in (("ge", "lt"), ("lt", "ge"), ("gt", "le"), ("le", "gt"), ("eq", "ne"), ("ne", "eq"))),
+    # a bool mask negated twice is itself (an owner mask written ~foreign, negated again)
+    Lemma("not-not-bool", '(unary "logical_not" (unary "logical_not" m))', "m", when=('(= "bool" (dtype m))',),
+          instances=not_not_bool, rejects=not_not_other),
+    # De Morgan for bool masks (an owner's range mask negated is the foreign one)
+    Lemma("not-and-or", '(unary "logical_not" (binary "bitwise_and" a b))',
+          '(binary "bitwise_or" (unary "logical_not" a) (unary "logical_not" b))',
+          when=('(= "bool" (dtype a))', '(= "bool" (dtype b))'), instances=not_and_bool, rejects=not_and_ints),
     Lemma("map-iscalar-nil", "(map_iscalar op (Nil) c)", "(Nil)", instances=fixed({"op": "ne", "c": 0})),
     Lemma("map-iscalar-cons", "(map_iscalar op (Cons x r) c)", "(Cons (iscalar op x c) (map_iscalar op r c))",
           instances=map_iscalar),
@@ -208,6 +227,14 @@ LEMMAS = [
     # a bool mask cast to a float dtype is 0 or 1: 1 - float(not b) = float(b) exactly, in every float
     # dtype (torch.all combined over ranks as 1 - max(1 - float(all_r))).  Only for a bool b (1 -
     # float(not 0.5) = 1) and a cast to a float dtype (1 - exp(not b) is not exp(b)).
+    # rows of x multiplied by a bool mask of its rows cast to x's dtype (mask[..., None].to(x.dtype))
+    # are x with the other rows zeroed -- only for finite x (inf * 0 is nan), either operand order
+    *(Lemma(f"mul-rows-mask{k}", lhs, '(binary "masked_fill:0.0" x (view (unary "logical_not" m) s))',
+            when=('(= "bool" (dtype m))', "(fcast op)", "(= f (dtype x))", "(fdtype f)", "(= f (dtype (unary op (view m s))))",
+                  "(= k (ndim x))",
+                  "(= (dlen s) k)", "(= (dlast s) (DLit 1))", "(vpfx x s (- k 1))"),
+            assumes=("finite_values",), instances=mul_rows_mask, rejects=mul_rows_mask_bad)
+      for k, lhs in (("", '(binary "mul" x (unary op (view m s)))'), ("-swapped", '(binary "mul" (unary op (view m s)) x)'))),
     Lemma("rsub-one-cast-not", f'(scalar "rsub" {_CAST_NOT} "1.0")', "(unary op b)", when=_BOOL_TO_FLOAT,
           instances=cast_not, rejects=cast_not_bad),
     Lemma("cast-not-rsub-one", _CAST_NOT, '(scalar "rsub" (unary op b) "1.0")', when=_BOOL_TO_FLOAT,
@@ -232,6 +259,11 @@ LEMMAS += [Lemma(f"div-int-cast-{f}", f'(binary "div" x (unary "to_{f}" y))', '(
 # logical_not's dtype is bool whatever its operand's (torch.all lowered as not amax(not x)); so is a
 # comparison's with a constant (a mask counted: (t != c).sum())
 RULES = [
+    # the leading dims of x and a row mask it is multiplied by, compared one by one (mul-rows-mask)
+    Rule("ask-vpfx-mul-rows", (
+        '(rule ((= y (binary "mul" x (unary op (view m s))))) ((vpfx x s 0)) :ruleset shapes)\n'
+        '(rule ((= y (binary "mul" (unary op (view m s)) x))) ((vpfx x s 0)) :ruleset shapes)'),
+         check_terms=mul_rows_mask_terms),
     # a cast's dtype is the one it casts to (whatever its operand's)
     Rule("dtype-cast", "\n".join(f'(rule ((= y (unary "to_{t}" x))) ((set (dtype y) "{t}")) :ruleset shapes)'
                                   for t in CASTS), check_terms=cast_dtype_terms),

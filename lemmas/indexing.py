@@ -29,6 +29,7 @@ from lemmas._instances.indexing import (
 from lemmas._instances.indexing import (
     mplace_intro, mplace_intro_bad, mplace_split, mplace_split_bad, place_mplace, place_sum, place_sum_bad,
     tcount_div_any, tcount_div_any_bad, tplace_ignored, tplace_terms, tplace_valid)
+from lemmas._instances.indexing import clampop_terms, mtake_intro_clamp, mtake_intro_clamp_bad
 from lemmas._instances.indexing import itext_terms, tpick_local, tpick_local_bad, tplace_local, tplace_local_bad
 from lemmas._instances.indexing import map_place_each, map_place_each_nil, place_rsum
 from lemmas._instances.indexing import (
@@ -107,6 +108,15 @@ LEMMAS = [
                 "(= (dlen s) (+ (ndim ids) 1))", "(= (dlast s) (DLit 1))",
                 f"(vpfx {_mask_text('ids', 'lo', 'hi')} s (ndim ids))"),
           instances=mtake_intro, rejects=mtake_intro_bad),
+    # ... and torchtitan's: the ids clamped into the table's rows [0, n) instead of set to 0 (own
+    # ids are unchanged by the clamp; the rows of the others are zeroed whatever they read)
+    Lemma("mtake-intro-clamp",
+          f'(binary "masked_fill:0.0" (take W (unary op (iscalar "sub" ids lo))) (view {_mask_text("ids", "lo", "hi")} s))',
+          "(mtake W ids lo)",
+          when=("(= (ndim W) 2)", "(= (dim W 0) (DLit n))", "(> n 0)", "(= op (clampop n))", "(= hi (+ lo n))",
+                "(= (dlen s) (+ (ndim ids) 1))", "(= (dlast s) (DLit 1))",
+                f"(vpfx {_mask_text('ids', 'lo', 'hi')} s (ndim ids))"),
+          instances=mtake_intro_clamp, rejects=mtake_intro_clamp_bad),
     # a lookup of rows of a table split along another dim (its columns: x column-sharded) looks up
     # every part at the same ids; the parts' axis d moves to where take puts it (after ids' dims).
     # Exact for any ids (a negative one wraps alike in every part: they have the table's rows)
@@ -315,6 +325,10 @@ RULES = [
         "(rule ((= y (cst c s t)) (= n (dlen s))) ((set (ndim y) n)) :ruleset shapes)\n"
         "(rule ((= y (cst c s t)) (= v (dat s i))) ((set (dim y i) v)) :ruleset shapes)\n"
         "(rule ((= y (cst c s t))) ((set (dtype y) t)) :ruleset shapes)"), check_terms=cst_terms),
+    # the clamp text of a table's rows, asked by a lookup at shifted ids (mtake-intro-clamp)
+    Rule("ask-clampop-take", '(rule ((= z (take W (unary op (iscalar "sub" ids lo)))) (= (dim W 0) (DLit n))) '
+         '((set (clampop n) (+ "clamp.default(_, 0, " (+ (to-string (- n 1)) ")")))) :ruleset shapes)',
+         check_terms=clampop_terms),
     # a nonzero result is [count, ndim of its input] int64, its count the term's own DRows; a write
     # at positions has its buffer's shape and dtype
     Rule("shape-nonzero", (

@@ -255,6 +255,8 @@ PRIMITIVES: dict[str, Callable] = {
     # rules where a pattern asks: lemmas/indexing.py)
     "itext": lambda c: str(int(c)),
     "fillop": lambda c: MASKED_FILL + str(int(c)),
+    # the clamp of an index into a table's n rows, [0, n - 1], as the op text its call lowers to
+    "clampop": lambda n: f"clamp.default(_, 0, {int(n) - 1})",
     "%": lambda a, b: a % b,
     "/": lambda a, b: a // b,
     "ihas": lambda l, i: int(i in l),
@@ -379,6 +381,7 @@ FUNCTIONS_TEXT = """
 (function cmul (String String) String :merge old)
 (function itext (i64) String :merge old)
 (function fillop (i64) String :merge old)
+(function clampop (i64) String :merge old)
 (relation iask (IList i64))
 (function ihas (IList i64) i64 :merge old)
 (function ibelow (IList i64) i64 :merge old)

@@ -679,3 +679,93 @@ def neg_rsum(rng):
         if rng.random() < 0.3 and shape:
             l[0] = torch.full(shape, -2 ** 63, dtype=torch.int64)
     return {"l": l}
+
+
+@repeat(10)
+def iscalar_strict(rng):
+    """int64 values around the constant (equal to it, one either side), any shape (0-D, empty)."""
+    c = rng.choice([-2**40, -7, -1, 0, 1, 5, 31, 2**40])
+    shape = [rng.randint(0, 4) for _ in range(rng.randint(0, 3))]
+    g = torch.Generator().manual_seed(rng.randrange(2**31))
+    return {"x": torch.randint(c - 2, c + 3, tuple(shape), generator=g, dtype=torch.int64), "c": c}
+
+
+def iscalar_strict_bad(rng):
+    """Another integer dtype (the next integer may not be one of its values), or a constant at
+    int64's top (the next integer wraps around)."""
+    yield {"x": torch.tensor([5, 6, 7], dtype=torch.int32), "c": 6}
+    yield {"x": torch.tensor([True, False]), "c": 0}
+    yield {"x": torch.tensor([2**63 - 1, 0]), "c": 2**63 - 1}
+
+
+def _rows_mask(rng, dtype=None):
+    """x and a bool mask of its rows (its leading shape), viewed with a trailing 1; op the cast of
+    the mask to x's dtype f."""
+    dtype = dtype or rng.choice([torch.float64, torch.float32, torch.float16])
+    lead = [rng.randint(0, 4) for _ in range(rng.randint(0, 3))]
+    x = tensor(rng, *lead, rng.randint(1, 4)).to(dtype)
+    g = torch.Generator().manual_seed(rng.randrange(2**31))
+    m = torch.rand(tuple(lead), generator=g) < 0.5
+    f = str(dtype).removeprefix("torch.")
+    return {"x": x, "m": m, "s": lead + [1], "op": f"to_{f}", "f": f, "k": len(lead) + 1}
+
+
+@repeat(10)
+def mul_rows_mask(rng):
+    return _rows_mask(rng)
+
+
+def mul_rows_mask_bad(rng):
+    """Each with an inf in a zeroed row (inf * 0 is nan: the finite_values counterexample), and
+    each outside the condition: a cast to another dtype than x's (the product promotes), a mask
+    over x's whole shape (not its rows), a float mask."""
+    x = torch.tensor([[float("inf"), 1.0], [2.0, 3.0]], dtype=torch.float64)
+    m = torch.tensor([False, True])
+    yield {"x": x.float(), "m": m, "s": [2, 1], "op": "to_float64", "f": "float32", "k": 2}
+    yield {"x": x, "m": torch.tensor([[False, True], [True, True]]), "s": [2, 2], "op": "to_float64", "f": "float64", "k": 2}
+    yield {"x": x, "m": m.double(), "s": [2, 1], "op": "to_float64", "f": "float64", "k": 2}
+
+
+@repeat(8)
+def not_and_bool(rng):
+    shape = [rng.randint(0, 4) for _ in range(rng.randint(0, 3))]
+    g = torch.Generator().manual_seed(rng.randrange(2**31))
+    return {"a": torch.rand(tuple(shape), generator=g) < 0.5, "b": torch.rand(tuple(shape[rng.randint(0, len(shape)):]), generator=g) < 0.5}
+
+
+def not_and_ints(rng):
+    """Integer operands: bitwise and of ints is not a logical and (not of 1 & 2 = 0 is true)."""
+    yield {"a": torch.tensor([1, 2]), "b": torch.tensor([2, 2])}
+    yield {"a": torch.tensor([True, False]), "b": torch.tensor([3, 0])}
+
+
+@repeat(8)
+def not_compare(rng):
+    c = rng.choice([-2**40, -3, 0, 7, 2**40])
+    shape = [rng.randint(0, 4) for _ in range(rng.randint(0, 3))]
+    g = torch.Generator().manual_seed(rng.randrange(2**31))
+    dtype = rng.choice([torch.int64, torch.int32]) if abs(c) < 2**31 else torch.int64
+    return {"x": torch.randint(c - 2, c + 3, tuple(shape), generator=g, dtype=torch.int64).to(dtype), "c": c}
+
+
+def mul_rows_mask_terms(rng):
+    """(vpfx x s n) asked for x multiplied by a cast mask viewed to s: true where x has s's dims."""
+    for xs, s in (([2, 3], [2, 1]), ([2, 3, 4], [2, 3, 1]), ([2, 3], [1, 1])):
+        m = torch.ones(s[:-1], dtype=torch.bool)
+        env = {"x": tensor(rng, *xs), "m": m}
+        for term in (f'(binary "mul" x (unary "to_float64" (view m {dlist(s)})))',
+                     f'(binary "mul" (unary "to_float64" (view m {dlist(s)})) x)'):
+            yield term, env, [f"(vpfx x {dlist(s)} {len(s) - 1})"]
+
+
+@repeat(6)
+def not_not_bool(rng):
+    shape = [rng.randint(0, 4) for _ in range(rng.randint(0, 3))]
+    g = torch.Generator().manual_seed(rng.randrange(2**31))
+    return {"m": torch.rand(tuple(shape), generator=g) < 0.5}
+
+
+def not_not_other(rng):
+    """Not bool: logical_not of ints or floats is a bool (not not 3 is True, not 3)."""
+    yield {"m": torch.tensor([3, 0])}
+    yield {"m": torch.tensor([0.5, 0.0])}

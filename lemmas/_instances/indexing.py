@@ -838,3 +838,33 @@ def map_scatter(rng):
 
 def map_scatter_nil(rng):
     return [{"ids": _ids(rng, [3], 0, 4), "n": 4}]
+
+
+@repeat(10)
+def mtake_intro_clamp(rng):
+    """Ids around the block [lo, lo + n) (many outside, some negative), the clamp text of n rows."""
+    inst = _mtake_instance(rng)
+    return {**inst, "op": f"clamp.default(_, 0, {inst['n'] - 1})"}
+
+
+def mtake_intro_clamp_bad(rng):
+    """A clamp past the table's last row (an own id still wraps... or reads past it), a block that
+    is not the table's rows, a mask that is not a trailing unsqueeze."""
+    for k in range(6):
+        inst = next(mtake_intro_clamp(rng))
+        if k % 3 == 0:
+            inst["op"] = f"clamp.default(_, 0, {inst['n']})"
+        elif k % 3 == 1:
+            inst["hi"] = inst["hi"] - 1                          # the block's last id masked
+        else:
+            inst["s"] = inst["s"][:-1]
+        yield inst
+
+
+def clampop_terms(rng):
+    """The clamp text of a table's rows, asked by a lookup at shifted ids."""
+    for n in (1, 4, 9):
+        lead = _lead(rng)
+        facts = [f'(= (clampop {n}) "clamp.default(_, 0, {n - 1})")', f'(= (clampop {n}) "clamp.default(_, 0, {n})")']
+        yield (f'(take W (unary "clamp.default(_, 0, {n - 1})" (iscalar "sub" ids 3)))',
+               {"W": tensor(rng, n, 2), "ids": _ids(rng, lead, 3, 3 + n)}, facts)

@@ -339,12 +339,38 @@ class LowererBase:
                 return p.name
         return None
 
-    def _const_value(self, ref):
-        """The declared value of a tensor constant ``ref`` reads (None: not a declared constant)."""
+    def _const_value(self, ref, dtype=None):
+        """The value of a tensor constant ``ref`` reads: a declared constant, or (``dtype`` given) a
+        0-D literal of that dtype -- ``full([], c)`` / ``scalar_tensor(c)``, what capture writes a
+        lifted constant it knows as (DTensor's ``x[mask] = 0``).  None: neither."""
         if not isinstance(ref, Ref):
             return None
-        port = self._const_port(self._source(ref.name))
-        return self.constants.get(port) if port is not None else None
+        src = self._source(ref.name)
+        port = self._const_port(src)
+        if port is not None:
+            return self.constants.get(port)
+        return self._literal_scalar(src, dtype) if dtype is not None else None
+
+    def _literal_scalar(self, node, dtype):
+        """The number a 0-D ``node`` of ``dtype`` holds when it is one literal; of another dtype,
+        declined (a float16 0.1 is not the float32 0.1 it would be written into)."""
+        v = node.val
+        if not isinstance(v, TensorMeta) or tuple(v.shape) != () or v.dtype != dtype:
+            return None
+        if node.target == ops.FULL and set(node.kwargs) <= {"dtype", "layout", "device", "pin_memory"}:
+            layout = node.kwargs.get("layout")
+            if layout is not None and not (isinstance(layout, TorchConst) and layout.value == "strided"):
+                return None
+            value = self._arg(node, 1, "fill_value")
+        elif node.target == "aten.scalar_tensor.default":
+            value = self._arg(node, 0, "s")
+        else:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        if isinstance(value, float) and dtype in ("int64", "int32", "int16", "int8", "uint8", "bool"):
+            return None                    # torch truncates it to the integer dtype
+        return value
 
     def _lift_const(self, n):
         src = n.args[0]

@@ -307,7 +307,7 @@ class IndexingLowering:
         vv = self.g.node(values.name).val if isinstance(values, Ref) else None
         if not isinstance(vv, TensorMeta) or tuple(vv.shape) != ():
             return None
-        c = self._const_value(values)
+        c = self._const_value(values, n.val.dtype)
         text = fill_text(c, n.val.dtype) if c is not None else None
         if text is None:
             return None       # an undeclared (or unrepresentable) value: congruence only

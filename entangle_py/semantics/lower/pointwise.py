@@ -146,7 +146,7 @@ class PointwiseLowering:
     @lowers("aten.masked_fill.Tensor")
     def _h_masked_fill_Tensor(self, n):
         x, mask, value = n.args[:3]
-        c = self._const_value(value)
+        c = self._const_value(value, n.val.dtype)
         text = fill_text(c, n.val.dtype) if c is not None else None
         if text is None:
             return None

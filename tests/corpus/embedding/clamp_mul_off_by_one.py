@@ -1,0 +1,4 @@
+"""See _masked.py."""
+from _masked import make_build
+
+build = make_build('off_by_one', form='clamp_mul')

@@ -36,7 +36,7 @@ def gloo_report():
     return report
 
 
-@pytest.mark.corpus   # every label re-run on gloo: the corpus tier
+@pytest.mark.gloo   # every label re-run on real gloo ranks: opt-in (pytest -m gloo)
 def test_labels_confirmed_on_gloo(gloo_report):
     assert set(gloo_report) == {a.name for a in ATTEMPTS}
     wrong = {n: r for n, r in gloo_report.items() if r["gloo"] != r["label"]}

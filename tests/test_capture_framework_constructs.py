@@ -39,7 +39,7 @@ def gloo_report():
     return run_gloo.run(CORPUS, verbose=False)
 
 
-@pytest.mark.corpus   # every label re-run on gloo: the corpus tier (about 35 s wall)
+@pytest.mark.gloo   # every label re-run on real gloo ranks: opt-in (pytest -m gloo)
 def test_labels_confirmed_on_gloo(gloo_report):
     assert set(gloo_report) == {e.id for e in CORPUS}
     wrong = {n: r for n, r in gloo_report.items() if r["gloo"] != r["label"]}

@@ -64,6 +64,7 @@ def test_masked_lookup_needs_its_assumptions(form, assumption, tmp_path):
     assert rc == 1, text
 
 
+@pytest.mark.gloo   # every label re-run on real gloo ranks: opt-in (pytest -m gloo)
 def test_labels_confirmed_on_gloo():
     from run_gloo import run
     res = run(CORPUS, verbose=False)

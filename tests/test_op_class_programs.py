@@ -54,6 +54,7 @@ def test_checker_verdict(name, label, tmp_path):
         assert BY_CLASS[name] <= related, BY_CLASS[name] - related
 
 
+@pytest.mark.gloo   # every label re-run on real gloo ranks: opt-in (pytest -m gloo)
 @pytest.mark.parametrize("name,label", CASES, ids=[f"{n}-{l}" for n, l in CASES])
 def test_label_confirmed_on_gloo(name, label):
     entry = {"script": str(HERE / f"{name}_{label}.py"), "spec": {"forward": str(HERE / f"{name}.toml")},

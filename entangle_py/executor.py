@@ -218,9 +218,12 @@ class RayExecutor:
 
     def __init__(self, workers: int | None = None, address: str | None = None,
                  object_store_memory: int = 200 << 20):
+        import importlib.util
         try:
-            import ray  # noqa: F401
-        except ImportError:
+            found = importlib.util.find_spec("ray") is not None
+        except (ImportError, ValueError):     # ValueError: sys.modules["ray"] is None
+            found = False
+        if not found:
             raise InputError("--ray needs Ray, which is not installed: pip install 'entangle-py[ray]' "
                              "(in a checkout: pip install -e '.[ray]')") from None
         self.address = address
@@ -228,6 +231,10 @@ class RayExecutor:
         self.object_store_memory = object_store_memory
 
     def run(self, tasks: list[Task], on_result: Callable[[int, TaskResult], None] | None = None) -> list[TaskResult]:
+        if not self.address:
+            # a cluster of this machine only: Ray then takes the loopback for the node's address
+            # (by default it resolves even 127.0.0.1 to a network address and talks over it)
+            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         import ray
         started = False
         if not ray.is_initialized():

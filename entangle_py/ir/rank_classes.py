@@ -4,7 +4,7 @@ A rank's *canonical form* is its graph with node names replaced by their positio
 *rank constant* taken out into a list beside it: the number literals in operator arguments (a
 vocab shard's offset ``rank * rows``, a slice's start, a scale), which process group an argument
 names (its size stays in the form; its name, members and this rank's index in it are constants),
-and the rank's random stream (seed and generator state).  Everything else is the form: targets,
+and the rank's random stream (seed and generator state) when its graph draws.  Everything else is the form: targets,
 the order and wiring of operators, shapes and dtypes, port names, symbols and guards.  Ranks
 with equal forms are one class; within a class the constants that differ between members are
 listed (where, and each member's value).
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from entangle_py.ir import graph as G
 from entangle_py.ir.bundle_meta import rng_streams
+from entangle_py.ir.ops import RANDOM_OPS
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def canonical_form(g: G.RankGraph, stream=None) -> tuple[tuple, list[tuple[str, 
             tuple((p.name, index.get(p.node)) for p in g.outputs),
             tuple(sorted((k, repr(v)) for k, v in g.symbols.items())),
             tuple(repr(x) for x in g.guards))
-    if stream is not None:
+    if stream is not None and any(n.target in RANDOM_OPS for n in g.nodes):    # a stream no draw reads is no constant
         constants.append(("random stream", (stream.seeded, stream.seed, stream.state)))
     return form, constants
 
@@ -81,23 +82,71 @@ def _node_form(n: G.Node, arg) -> tuple:
 
 
 def rank_classes(bundle: G.Bundle) -> list[RankClass]:
-    """The bundle's ranks grouped by canonical form, classes in order of their first rank."""
+    """The bundle's ranks grouped by canonical form, then split where a number literal's values
+    over a group's members are neither one value nor affine in the rank (``c = a * rank + b``, as
+    a shard's offset is): a replica scaling by 3 where the others scale by 1 is a class of its
+    own.  Classes in order of their first rank."""
     streams = rng_streams(bundle) or {}
     forms: dict[tuple, list[tuple[int, list]]] = {}
     for g in bundle.ranks:
         form, constants = canonical_form(g, streams.get(g.rank))
         forms.setdefault(form, []).append((g.rank, constants))
+    groups = [part for members in forms.values() for part in _split(members)]
+    groups.sort(key=lambda members: members[0][0])
+    first = groups[0] if groups else None
     classes = []
-    first = bundle.ranks[0] if bundle.ranks else None
-    for members in forms.values():
+    for members in groups:
         ranks = tuple(r for r, _ in members)
         rep = members[0][1]
         varying = tuple((where, tuple(c[k][1] for _, c in members))
                         for k, (where, _) in enumerate(rep)
                         if any(c[k][1] != rep[k][1] for _, c in members))
-        differs = None if ranks[0] == first.rank else first_difference(first, bundle.rank(ranks[0]))
+        differs = None if members is first else _difference(bundle, first, members)
         classes.append(RankClass(ranks, varying, differs))
     return classes
+
+
+def _split(members: list[tuple[int, list]]) -> list[list[tuple[int, list]]]:
+    """Members of one form, split by the first number literal whose values are not rank constants."""
+    for k, (where, _) in enumerate(members[0][1]):
+        values = [c[k][1] for _, c in members]
+        if not _is_number(values[0]) or _affine([r for r, _ in members], values):
+            continue
+        parts: dict = {}
+        for m in members:
+            parts.setdefault(m[1][k][1], []).append(m)
+        return [p for part in parts.values() for p in _split(part)]
+    return [members]
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _affine(ranks: list[int], values: list) -> bool:
+    """Whether values[i] = a * ranks[i] + b for one a and b (one value: a = 0)."""
+    from fractions import Fraction
+    if not all(_is_number(v) and v == v for v in values):    # v == v: not nan
+        return False
+    if len(set(values)) == 1:
+        return True
+    try:
+        v = [Fraction(x) for x in values]
+    except (OverflowError, ValueError):     # inf
+        return False
+    a = (v[1] - v[0]) / (ranks[1] - ranks[0])
+    return all(v[i] == v[0] + a * (ranks[i] - ranks[0]) for i in range(len(v)))
+
+
+def _difference(bundle, first, members) -> str:
+    """Where a class departs from the first one: its graph, or the literals that split it off."""
+    a, b = bundle.rank(first[0][0]), bundle.rank(members[0][0])
+    if canonical_form(a)[0] != canonical_form(b)[0]:
+        return first_difference(a, b)
+    ca, cb = first[0][1], members[0][1]
+    diffs = [f"{where} = {vb!r} where rank {a.rank} has {va!r}"
+             for (where, va), (_, vb) in zip(ca, cb) if _is_number(va) and va != vb]
+    return "; ".join(diffs[:3]) + (f" (+{len(diffs) - 3} more)" if len(diffs) > 3 else "")
 
 
 def first_difference(a: G.RankGraph, b: G.RankGraph) -> str:
@@ -111,8 +160,13 @@ def first_difference(a: G.RankGraph, b: G.RankGraph) -> str:
                     f"{a.nodes[k].name} = {a.nodes[k].target}" + ("" if x[0] != y[0] else " with other arguments"))
     if len(fa[0]) != len(fb[0]):
         return f"rank {b.rank} has {len(fb[0])} operators, rank {a.rank} {len(fa[0])}"
-    parts = ["inputs", "outputs", "symbols", "guards"]
-    for name, x, y in zip(parts, fa[1:], fb[1:]):
+    for kind, pa, pb in (("inputs", a.inputs, b.inputs), ("outputs", a.outputs, b.outputs)):
+        na, nb = [p.name for p in pa], [p.name for p in pb]
+        if na != nb:
+            only_b, only_a = [n for n in nb if n not in na], [n for n in na if n not in nb]
+            return (f"rank {b.rank}'s {kind} " + (f"{', '.join(only_b)}" if only_b else "(in another order)")
+                    + (f" where rank {a.rank} has {', '.join(only_a)}" if only_a else ""))
+    for name, x, y in zip(["inputs", "outputs", "symbols", "guards"], fa[1:], fb[1:]):
         if x != y:
             return f"rank {b.rank}'s {name} differ from rank {a.rank}'s"
     return f"rank {b.rank} and rank {a.rank} differ"     # not reached: their forms differ somewhere

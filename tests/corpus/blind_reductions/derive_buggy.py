@@ -42,6 +42,8 @@ BUGS = {
                         "var = sq_dev / (self.local_seq - 1)  # BUG: Bessel's correction with the rank's sequence length"),
     "hf_num_items": ('num_items_in_batch = funcol.all_reduce(num_items_in_batch, "sum", dist.group.WORLD)',
         'num_items_in_batch = num_items_in_batch * self.world_size  # BUG: assumes every rank holds as many targets'),
+    "tp_layernorm_autograd": ('return funcol.all_reduce(grad, "sum", dist.group.WORLD)',
+        "return grad  # BUG: identity backward (Megatron's reduce-from-region), right only when every rank reads the sum alike"),
 }
 
 

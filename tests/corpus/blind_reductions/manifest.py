@@ -22,6 +22,7 @@ _blind = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_blind)
 
 F = ("forward",)
+JOINT_ONLY = ("joint",)  # the bug is in a backward: the forward is the specification's
 
 PAIRS = [
     # gradient-norm clipping
@@ -60,6 +61,8 @@ PAIRS = [
          bug="softmax denominator all-reduced with MAX instead of SUM"),
     dict(name="sp_variance_std", world_size=2, modes=F, style="sequence-parallel activation statistics",
          parallelism="SP", bug="Bessel's correction with the rank's sequence length"),
+    dict(name="tp_layernorm_autograd", world_size=2, modes=JOINT_ONLY, style="Megatron autograd.Function reduce",
+         parallelism="TP (hidden)", bug="the statistics' all-reduce has an identity backward (backward only)"),
 ]
 
 ENTRIES = _blind.entries(PAIRS, HERE)

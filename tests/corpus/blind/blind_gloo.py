@@ -305,6 +305,18 @@ def confirm(entry: dict, mode: str, timeout: float = 300) -> dict:
     return {"matches": all(v["holds"] for v in verdicts.values()), "outputs": verdicts}
 
 
+def assert_label_confirmed(entry: dict, mode: str) -> None:
+    """Fail unless the gloo ranks agree with the entry's label: a correct program matches its
+    specification at every checked output, a buggy one differs at some."""
+    result = confirm(entry, mode)
+    assert "error" not in result, result.get("error")
+    differing = [k for k, v in result["outputs"].items() if not v["holds"]]
+    if entry["label"] == "correct":
+        assert not differing, f"a correct program differs from its specification at {differing}"
+    else:
+        assert differing, "a buggy program computes what its specification does"
+
+
 def main(argv=None) -> int:
     from manifest import load_entries
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -1,5 +1,5 @@
 """The blind reductions corpus: every label is what real gloo ranks compute (opt-in: ``pytest -m
-gloo``; about 7 minutes on 2 cores), and every buggy twin is its correct program with ONE line
+gloo``; 940 s wall for the 30 runs on the shared 2-core machine under load), and every buggy twin is its correct program with ONE line
 replaced, marked ``# BUG`` (default tier).  The checker's verdicts are not asserted here: they are
 the first-run table in docs/blind-corpus.md."""
 from __future__ import annotations

@@ -50,10 +50,16 @@ def test_corpus_labels_confirmed_on_gloo(gloo_report):
 
 def test_corpus_shape():
     from corpus import bug_line
+    from entangle_py.frontend.capture_target import load_script
     scripts = {e.script for e in CORPUS}
     assert len(scripts) >= 30
     for e in CORPUS:
-        assert Path(e.script).is_file() and Path(e.spec).is_file(), e.id
+        assert Path(e.file).is_file() and Path(e.spec).is_file(), e.id
+        assert e.builder == e.name, e.id        # a program is the builder its family module names
+    for file in sorted({e.file for e in CORPUS}):
+        named = [e for e in CORPUS if e.file == file]
+        for e in named[:1]:     # the target form imports the family module and finds the builder
+            assert callable(load_script(e.script).build), e.id
         assert (e.label == "buggy") == (bug_line(e) is not None), e.id
     assert set(XFAIL) <= {e.id for e in CORPUS}
 
@@ -163,16 +169,13 @@ AGREE = ["vllm_mlp_correct[forward]", "vllm_mlp_swapped_halves[forward]", "tp_ml
 
 @pytest.mark.parametrize("entry", [e for e in CORPUS if e.id in AGREE], ids=lambda e: e.id)
 def test_assert_refines_agrees_with_the_cli(entry, tmp_path):
-    import importlib
-
     from entangle_py.testing import assert_refines
     assert len(AGREE) == len({e.id for e in CORPUS if e.id in AGREE})
-    # imported by its name (the corpus directory is on sys.path): the ranks' processes import
-    # build the same way, instead of being forked from this one, which has run egglog and torch
-    module = importlib.import_module(Path(entry.script).stem)
+    # the entry's capture target (``_family.py:name``): the ranks' processes import the builder
+    # by it, instead of being forked from this one, which has run egglog and torch
     cli = _check(entry, tmp_path)
     try:
-        res = assert_refines(module, world_size=entry.world_size, spec=entry.spec,
+        res = assert_refines(entry.script, world_size=entry.world_size, spec=entry.spec,
                              joint=entry.mode == "joint")
         exit_code, text = res.exit_code, ""
     except AssertionError as err:

@@ -27,11 +27,17 @@ XFAIL = {
 XFAIL = {k: v for k, v in XFAIL.items() if v}
 
 
+def _same_worker(e):
+    """The tests of one program and mode run on one xdist worker (``--dist loadgroup``), where
+    they share its checks and its sequential capture (``_check``)."""
+    return pytest.mark.xdist_group(f"{e.builder}[{e.mode}]")
+
+
 def _params():
     out = []
     for e in CORPUS:
         marks = [pytest.mark.xfail(strict=True, reason=XFAIL[e.id])] if e.id in XFAIL else []
-        out.append(pytest.param(e, id=e.id, marks=marks))
+        out.append(pytest.param(e, id=e.id, marks=[*marks, _same_worker(e)]))
     return out
 
 
@@ -83,13 +89,15 @@ def test_every_correct_program_has_both_modes_or_a_reason():
 
 
 _CHECKED: dict = {}
+_SEQ_CAPTURES: dict = {}
 
 
 def _check(entry, tmp_path):
-    """``check_entry`` once per entry (the location test reuses the verdict test's run)."""
+    """``check_entry`` once per entry (the soundness and location tests reuse the verdict test's
+    run); an entry at another world size reuses its program's sequential capture."""
     from program_table import check_entry
     if entry.id not in _CHECKED:
-        _CHECKED[entry.id] = check_entry(entry, tmp_path)
+        _CHECKED[entry.id] = check_entry(entry, tmp_path, _SEQ_CAPTURES)
     return _CHECKED[entry.id]
 
 
@@ -103,7 +111,8 @@ def test_checker_verdict(entry, tmp_path):
                                f"{r['exit']}, expected {want}:\n{r['text']}")
 
 
-@pytest.mark.parametrize("entry", [e for e in CORPUS if e.label == "buggy"], ids=lambda e: e.id)
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e.id, marks=_same_worker(e)) for e in CORPUS
+                                   if e.label == "buggy"])
 def test_no_buggy_program_refines(entry, tmp_path):
     """Soundness, for every buggy entry, xfailed ones included (a strict xfail would hide a buggy
     program stopped today at exit 2 or 3 that starts to refine)."""
@@ -144,7 +153,7 @@ def _located():
         if e.label != "buggy" or e.id in XFAIL:
             continue
         marks = [pytest.mark.xfail(strict=True, reason=FAR[e.id])] if e.id in FAR else []
-        out.append(pytest.param(e, id=e.id, marks=marks))
+        out.append(pytest.param(e, id=e.id, marks=[*marks, _same_worker(e)]))
     return out
 
 
@@ -167,7 +176,7 @@ AGREE = ["vllm_mlp_correct[forward]", "vllm_mlp_swapped_halves[forward]", "tp_ml
          "tp_mlp2d_missing_allreduce[forward]", "adv_vllm_rope_gptj[forward]", "adv_slice_head_correct[forward]"]
 
 
-@pytest.mark.parametrize("entry", [e for e in CORPUS if e.id in AGREE], ids=lambda e: e.id)
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e.id, marks=_same_worker(e)) for e in CORPUS if e.id in AGREE])
 def test_assert_refines_agrees_with_the_cli(entry, tmp_path):
     from entangle_py.testing import assert_refines
     assert len(AGREE) == len({e.id for e in CORPUS if e.id in AGREE})

@@ -71,7 +71,7 @@ def _add_check(sub):
                    help=f"wall seconds per attempt at an operator before giving up, a last resort (exit 3; default {d.seconds:g})")
     p.add_argument("--max-memory", type=_bytes, default=d.memory, metavar="BYTES",
                    help=f"resident memory of the check before giving up, e.g. 4G (exit 3; default "
-                        f"{MEMORY_FRACTION * 100:.0f}%% of the machine's)")
+                        f"{MEMORY_FRACTION * 100:.0f}%% of the memory this process may use: the machine's, its container's or ulimit -v)")
 
     p.add_argument("--no-numeric", action="store_true",
                    help="skip the interpreter's re-check of a proof and the witness of a failure")

@@ -56,13 +56,6 @@ SAMPLE_ONE_IN = {
 CORPUS_FILES = {"test_capture_isolation.py", "test_interp_gloo.py", "test_gloo_ranks.py", "test_mutations.py"}
 
 
-def _plain_id(item) -> str:
-    """The test's id without the ``@group`` xdist's loadgroup appends (the sample stays the same)."""
-    group = item.get_closest_marker("xdist_group")
-    suffix = f"@{group.args[0] if group.args else group.kwargs.get('name', '')}" if group else ""
-    return item.nodeid[:-len(suffix)] if suffix and item.nodeid.endswith(suffix) else item.nodeid
-
-
 def pytest_collection_modifyitems(config, items):
     import zlib
     corpus = pytest.mark.corpus
@@ -70,5 +63,5 @@ def pytest_collection_modifyitems(config, items):
         n = SAMPLE_ONE_IN.get(item.path.name)
         if item.get_closest_marker("corpus"):
             continue
-        if item.path.name in CORPUS_FILES or (n and zlib.crc32(_plain_id(item).encode()) % n):
+        if item.path.name in CORPUS_FILES or (n and zlib.crc32(item.nodeid.encode()) % n):
             item.add_marker(corpus)

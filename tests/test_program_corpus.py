@@ -27,18 +27,11 @@ XFAIL = {
 XFAIL = {k: v for k, v in XFAIL.items() if v}
 
 
-def _same_worker(e):
-    """The tests of one program and mode run on one xdist worker (``--dist loadgroup``), where
-    they share its checks and its sequential capture (``_check``).  xdist reads a group only
-    after the last ``]`` of the test's id: the name has no brackets."""
-    return pytest.mark.xdist_group(f"{e.builder}.{e.mode}")
-
-
 def _params():
     out = []
     for e in CORPUS:
         marks = [pytest.mark.xfail(strict=True, reason=XFAIL[e.id])] if e.id in XFAIL else []
-        out.append(pytest.param(e, id=e.id, marks=[*marks, _same_worker(e)]))
+        out.append(pytest.param(e, id=e.id, marks=marks))
     return out
 
 
@@ -93,18 +86,38 @@ _CHECKED: dict = {}
 _SEQ_CAPTURES: dict = {}
 
 
-def _check(entry, tmp_path):
-    """``check_entry`` once per entry (the soundness and location tests reuse the verdict test's
-    run); an entry at another world size reuses its program's sequential capture."""
+@pytest.fixture(scope="session")
+def checks_dir(tmp_path_factory, worker_id):
+    """A directory every xdist worker of this run shares (the parent of their base temps)."""
+    root = tmp_path_factory.getbasetemp()
+    d = (root if worker_id == "master" else root.parent) / "program_checks"
+    d.mkdir(exist_ok=True)
+    return d
+
+
+def _check(entry, tmp_path, checks_dir):
+    """``check_entry`` once per entry in the whole run: the soundness and location tests read
+    the verdict test's result, whichever worker ran it (a worker that finds another one checking
+    the entry waits for its result instead of checking it again).  An entry at another world
+    size reuses its program's sequential capture (in the worker)."""
+    import fcntl
+    import hashlib
+    import json
+
     from program_table import check_entry
     if entry.id not in _CHECKED:
-        _CHECKED[entry.id] = check_entry(entry, tmp_path, _SEQ_CAPTURES)
+        done = checks_dir / (hashlib.sha1(entry.id.encode()).hexdigest() + ".json")
+        with open(done.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not done.exists():
+                done.write_text(json.dumps(check_entry(entry, tmp_path, _SEQ_CAPTURES)))
+        _CHECKED[entry.id] = json.loads(done.read_text())
     return _CHECKED[entry.id]
 
 
 @pytest.mark.parametrize("entry", _params())
-def test_checker_verdict(entry, tmp_path):
-    r = _check(entry, tmp_path)
+def test_checker_verdict(entry, tmp_path, checks_dir):
+    r = _check(entry, tmp_path, checks_dir)
     if entry.label == "buggy":
         assert r["exit"] != 0, f"SOUNDNESS: {entry.id} is buggy (confirmed on gloo) but refines:\n{r['text']}"
     want = 0 if entry.label == "correct" else 1
@@ -112,12 +125,11 @@ def test_checker_verdict(entry, tmp_path):
                                f"{r['exit']}, expected {want}:\n{r['text']}")
 
 
-@pytest.mark.parametrize("entry", [pytest.param(e, id=e.id, marks=_same_worker(e)) for e in CORPUS
-                                   if e.label == "buggy"])
-def test_no_buggy_program_refines(entry, tmp_path):
+@pytest.mark.parametrize("entry", [e for e in CORPUS if e.label == "buggy"], ids=lambda e: e.id)
+def test_no_buggy_program_refines(entry, tmp_path, checks_dir):
     """Soundness, for every buggy entry, xfailed ones included (a strict xfail would hide a buggy
     program stopped today at exit 2 or 3 that starts to refine)."""
-    r = _check(entry, tmp_path)
+    r = _check(entry, tmp_path, checks_dir)
     assert r["exit"] != 0, f"SOUNDNESS: {entry.id} is buggy (confirmed on gloo) but refines:\n{r['text']}"
 
 
@@ -148,18 +160,18 @@ def _located():
         if e.label != "buggy" or e.id in XFAIL:
             continue
         marks = [pytest.mark.xfail(strict=True, reason=FAR[e.id])] if e.id in FAR else []
-        out.append(pytest.param(e, id=e.id, marks=[*marks, _same_worker(e)]))
+        out.append(pytest.param(e, id=e.id, marks=marks))
     return out
 
 
 @pytest.mark.parametrize("entry", _located())
-def test_buggy_failure_is_reported_at_the_bug(entry, tmp_path):
+def test_buggy_failure_is_reported_at_the_bug(entry, tmp_path, checks_dir):
     """The failing operator, or the distributed program's culprit the report names, is within a
     few lines of the bug.  A failure at an output (its certificate names what the distributed
     program does not return, or breaks an expectation) has no operator: the witness names where
     each rank computes that output."""
     from program_table import distance_to_bug
-    r = _check(entry, tmp_path)
+    r = _check(entry, tmp_path, checks_dir)
     assert r["exit"] == 1
     d = distance_to_bug(entry, r["lines"])
     assert d is not None and d <= NEAR, (entry.id, r["lines"], d)
@@ -171,13 +183,13 @@ AGREE = ["vllm_mlp_correct[forward]", "vllm_mlp_swapped_halves[forward]", "tp_ml
          "tp_mlp2d_missing_allreduce[forward]", "adv_vllm_rope_gptj[forward]", "adv_slice_head_correct[forward]"]
 
 
-@pytest.mark.parametrize("entry", [pytest.param(e, id=e.id, marks=_same_worker(e)) for e in CORPUS if e.id in AGREE])
-def test_assert_refines_agrees_with_the_cli(entry, tmp_path):
+@pytest.mark.parametrize("entry", [e for e in CORPUS if e.id in AGREE], ids=lambda e: e.id)
+def test_assert_refines_agrees_with_the_cli(entry, tmp_path, checks_dir):
     from entangle_py.testing import assert_refines
     assert len(AGREE) == len({e.id for e in CORPUS if e.id in AGREE})
     # the entry's capture target (``_family.py:name``): the ranks' processes import the builder
     # by it, instead of being forked from this one, which has run egglog and torch
-    cli = _check(entry, tmp_path)
+    cli = _check(entry, tmp_path, checks_dir)
     try:
         res = assert_refines(entry.script, world_size=entry.world_size, spec=entry.spec,
                              joint=entry.mode == "joint")

@@ -634,7 +634,7 @@ CORPUS = [
     # Megatron's own SwitchMLP dispatch: out_total[(max_ind == e).nonzero(), :] = expert(gx[...]),
     # a size counted from the values (the checker's DRows); at 4 ranks joint the experts' input
     # gradients, added in backward order, are the reduce-scatter's sum in rank order (the peer sums,
-    # lemmas/collective.py)
+    # entangle_py/lemmas/collective.py)
     _e("moe_sinkhorn_nonzero_correct", "moe_sinkhorn"),
     _e("moe_sinkhorn_nonzero_correct", "moe_sinkhorn", "joint"),
     _e("moe_sinkhorn_nonzero_correct", "moe_sinkhorn", ws=4),
@@ -726,7 +726,7 @@ CORPUS = [
     # helper-hf: Hugging Face's MoE block as a training step.  The routing weights' gradient is
     # accumulated over the experts in reverse order by the sequential program; each rank pushes
     # the sum of its own experts' through the renormalisation, top-k and softmax backward before
-    # the all-reduce (peers summed over ranks, lemmas/collective.py)
+    # the all-reduce (peers summed over ranks, entangle_py/lemmas/collective.py)
     *[_e("moe_hf_correct", "moe_hf", "joint", ws=w) for w in (2, 4)],
     _e("moe_hf_offset", "moe_hf", "joint", bug=("_moe_hf.py", "BUG (offset)")),
     *[_e("moe_hf_index", "moe_hf", "joint", bug=("_moe_hf.py", "BUG (index)"), ws=w) for w in (2, 4)],

@@ -1,10 +1,10 @@
-"""Instances of the linalg lemmas (lemmas/linalg.py): matrix products versus concat and sums over
+"""Instances of the linalg lemmas (entangle_py/lemmas/linalg.py): matrix products versus concat and sums over
 ranks, batched matmul over views."""
 from __future__ import annotations
 
 from entangle_py.lazy import torch
 
-from lemmas._instances import dlist, repeat, sizes, tensor
+from entangle_py.lemmas._instances import dlist, repeat, sizes, tensor
 
 @repeat(6)
 def col(rng):

@@ -1,9 +1,9 @@
-"""Instances of the position lemmas (lemmas/positions.py)."""
+"""Instances of the position lemmas (entangle_py/lemmas/positions.py)."""
 from __future__ import annotations
 
 from entangle_py.lazy import torch
 
-from lemmas._instances import repeat
+from entangle_py.lemmas._instances import repeat
 
 
 def _arange(rng):

@@ -1,9 +1,9 @@
-"""Instances of the movement lemmas (lemmas/movement.py): slice / concat / transpose / view algebra."""
+"""Instances of the movement lemmas (entangle_py/lemmas/movement.py): slice / concat / transpose / view algebra."""
 from __future__ import annotations
 
 from entangle_py.lazy import torch
 
-from lemmas._instances import concat_parts, dlist, ilist, repeat, tensor
+from entangle_py.lemmas._instances import concat_parts, dlist, ilist, repeat, tensor
 
 
 @repeat(6)

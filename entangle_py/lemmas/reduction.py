@@ -5,24 +5,24 @@ along d: a reduction over dims without d acts part by part (d renumbered when ke
 (max) over dims with d is the sum (max) over ranks of the parts' sums (maxima).  A mean over d is
 NOT the sum of the parts' means (different counts): no lemma for it.  (A data-parallel mean loss
 over ranks of equal, static row counts meets the global one without it: the picks of row parts,
-pick-concat-rows, and constant folding of the two divisions, lemmas/arith.py.)
+pick-concat-rows, and constant folding of the two divisions, entangle_py/lemmas/arith.py.)
 """
 from entangle_py.engine.lemma import Lemma, Rule
-from lemmas._instances import fixed
-from lemmas._instances.reduction import (
+from entangle_py.lemmas._instances import fixed
+from entangle_py.lemmas._instances.reduction import (
     map_rowwise, rowwise_concat, rowwise_concat_last,
     amax_concat_other, amax_concat_with_d, layernorm_concat, layernorm_concat_bad, map_layernorm, map_layernorm_nil,
     map_reduce, map_softmax, reduce_not_size1, reduce_size1, reduce_concat_other_drop, reduce_concat_other_keep, reduce_concat_with_d_drop,
     reduce_concat_with_d_keep, reduce_rsum, reduce_view_merged, reduce_view_not_merged, softmax_other, softmax_same, sum_concat_other, sum_concat_with_d)
-from lemmas._instances.reduction import (
+from entangle_py.lemmas._instances.reduction import (
     amax_dtype_terms, int_sum_dtype_terms, cast_rmax_bool, cast_rmax_float, pick_concat_rows, pick_log_softmax, pick_log_softmax_overflow,
     place_concat_rows, tplace_concat_rows, zip_tplace, zip_tplace_misaligned, zip_pick, zip_pick_misaligned, zip_place, zip_place_misaligned)
-from lemmas._instances.reduction import exp_log_softmax, exp_log_softmax_int, softmax_mul, softmax_mul_bad
-from lemmas._instances.reduction import softmax_mul_unshifted, softmax_mul_unshifted_bad
-from lemmas._instances.reduction import (
+from entangle_py.lemmas._instances.reduction import exp_log_softmax, exp_log_softmax_int, softmax_mul, softmax_mul_bad
+from entangle_py.lemmas._instances.reduction import softmax_mul_unshifted, softmax_mul_unshifted_bad
+from entangle_py.lemmas._instances.reduction import (
     amin_cast_bool, amin_cast_bool_bad, reduce_drop_view, reduce_drop_view_bad, cast_count, cast_count_past_exact, tcount_count, tcount_count_bad,
     tpick_concat_rows, zip_tpick, zip_tpick_misaligned)
-from lemmas._instances.reduction import div_sum, div_sum_bad
+from entangle_py.lemmas._instances.reduction import div_sum, div_sum_bad
 from entangle_py.semantics.terms import FLOAT_DTYPES
 
 # s is x with its dims a and a+1 merged: the other dims of x, before and after, are kept

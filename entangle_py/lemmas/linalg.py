@@ -2,13 +2,13 @@
 batched matmul: bmm over [b*h, m, k] tensors that are views of [b, h, m, k] ones is a batched matmul
 over the 4-D (or any n-D) forms; heads split across ranks are a concat along a batch dim of those."""
 from entangle_py.engine.lemma import Lemma, Rule
-from lemmas._instances import fixed
-from lemmas._instances.linalg import (
+from entangle_py.lemmas._instances import fixed
+from entangle_py.lemmas._instances.linalg import (
     bmm_concat_batch, bmm_inner, bmm_rows, bmm_terms, bmm_view, bmm_view_batch_terms, map_bmm_l, map_bmm_l_nil, bmm_view_swapped, col, div_mm,
     div_mm_bad, inner, map_mm_l, map_mm_l_nil, map_mm_r,
     map_mm_r_nil, bmm_matmul, matmul_concat, matmul_concat_rows, matmul_terms, row, rsum_left, rsum_right, zip_bmm, zip_bmm_mismatch, zip_matmul,
     zip_matmul_mismatch, zip_mm, zip_mm_mismatch)
-from lemmas._instances.linalg import mm_batch_one, mm_batch_one_bad
+from entangle_py.lemmas._instances.linalg import mm_batch_one, mm_batch_one_bad
 
 LEMMAS = [
     # column parallel: x @ [W0 W1 ...] = [x@W0  x@W1 ...]

@@ -1,11 +1,11 @@
-"""Instances of the elementwise lemmas (lemmas/elementwise.py): unary, scalar and binary ops versus
+"""Instances of the elementwise lemmas (entangle_py/lemmas/elementwise.py): unary, scalar and binary ops versus
 concat and sums over ranks."""
 from __future__ import annotations
 
 from entangle_py.lazy import torch
 
 from entangle_py.semantics.terms import MASKED_FILL, UNARY_NAMES
-from lemmas._instances import concat_parts, dlist, repeat, tensor
+from entangle_py.lemmas._instances import concat_parts, dlist, repeat, tensor
 
 _POSITIVE = {"log", "sqrt", "rsqrt", "reciprocal"}
 

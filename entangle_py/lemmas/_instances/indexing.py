@@ -1,9 +1,9 @@
-"""Instances of the indexing lemmas (lemmas/indexing.py): table lookups and their masked forms."""
+"""Instances of the indexing lemmas (entangle_py/lemmas/indexing.py): table lookups and their masked forms."""
 from __future__ import annotations
 
 from entangle_py.lazy import torch
 
-from lemmas._instances import concat_parts, dlist, repeat, shard_count, tensor
+from entangle_py.lemmas._instances import concat_parts, dlist, repeat, shard_count, tensor
 
 
 def _ids(rng, shape, lo, hi):

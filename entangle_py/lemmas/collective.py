@@ -1,14 +1,14 @@
 """Sums and maxima over ranks (the meaning of all-reduce / reduce-scatter)."""
 from entangle_py.engine.lemma import Lemma, Rule
 from entangle_py.semantics.terms import NTEXT_MAX
-from lemmas._instances.collective import (
+from entangle_py.lemmas._instances.collective import (
     add_rsum_shared, add_rsum_shared_bad, single, slice_rsum_concat, slice_rsum_fold, slice_rsum_part, tlen_terms,
     view_unary_rsum)
-from lemmas._instances.collective import rsum_nested, rsum_zero_first, rsum_zero_second
-from lemmas._instances.collective import rsum_add_bsame_terms, rsum_add_first, rsum_add_first_bad
-from lemmas._instances.collective import (
+from entangle_py.lemmas._instances.collective import rsum_nested, rsum_zero_first, rsum_zero_second
+from entangle_py.lemmas._instances.collective import rsum_add_bsame_terms, rsum_add_first, rsum_add_first_bad
+from entangle_py.lemmas._instances.collective import (
     add_assoc_peer, add_assoc_peer_mixed, add_assoc_peer_rsum, add_assoc_peer_rsum_mixed, rsum_peer_add, rsum_peer_add_bad, rsum_peer_extend, rsum_peer_extend_bad)
-from lemmas._instances.movement import ZERO_TEXTS
+from entangle_py.lemmas._instances.movement import ZERO_TEXTS
 
 LEMMAS = [
     # one rank: the sum (max) over ranks is its own value

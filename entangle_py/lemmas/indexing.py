@@ -17,27 +17,27 @@ active only when the spec enables it.  So does dropping a loss's ignore index: a
 class ids in [0, C), so a negative ignore index ignores none of them (nll_loss's default -100).
 """
 from entangle_py.engine.lemma import Lemma, Rule
-from lemmas._instances.indexing import (
+from entangle_py.lemmas._instances.indexing import (
     cst_terms, iscalar_terms, map_mpick, map_mpick_bad, map_mpick_nil, map_mtake, map_mtake_bad, map_mtake_nil,
     mpick_concat, mpick_concat_bad, mpick_intro, mpick_intro_bad, mpick_terms, mtake_concat, mtake_concat_bad,
     mtake_intro, mtake_intro_bad, mtake_terms, pick_bcast, pick_bcast_bad, pick_bsame_terms, pick_negative, pick_terms, pick_valid,
     take_negative, take_terms, take_valid, tcount_div, tcount_div_bad, tcount_terms, tpick_ignored, tpick_terms,
     tpick_valid)
-from lemmas._instances.indexing import (
+from entangle_py.lemmas._instances.indexing import (
     mscatter_intro, mscatter_intro_bad, place_terms, mscatter_split, mscatter_split_bad, slice_mscatter, slice_mscatter_bad, scatter_invalid, scatter_terms,
     scatter_valid)
-from lemmas._instances.indexing import (
+from entangle_py.lemmas._instances.indexing import (
     mplace_intro, mplace_intro_bad, mplace_split, mplace_split_bad, place_mplace, place_sum, place_sum_bad,
     tcount_div_any, tcount_div_any_bad, tplace_ignored, tplace_terms, tplace_valid)
-from lemmas._instances.indexing import clampop_terms, mtake_intro_clamp, mtake_intro_clamp_bad
-from lemmas._instances.indexing import itext_terms, tpick_local, tpick_local_bad, tplace_local, tplace_local_bad
-from lemmas._instances.indexing import map_place_each, map_place_each_nil, place_rsum
-from lemmas._instances.indexing import (
+from entangle_py.lemmas._instances.indexing import clampop_terms, mtake_intro_clamp, mtake_intro_clamp_bad
+from entangle_py.lemmas._instances.indexing import itext_terms, tpick_local, tpick_local_bad, tplace_local, tplace_local_bad
+from entangle_py.lemmas._instances.indexing import map_place_each, map_place_each_nil, place_rsum
+from entangle_py.lemmas._instances.indexing import (
     add_iput, add_iput_bad, add_rsum_scatter, add_rsum_scatter_bad, add_scatter, add_scatter_bad, iput_disjoint, iput_disjoint_bad, take_iput_disjoint, take_iput_disjoint_bad, iput_rsum_disjoint, iput_rsum_disjoint_bad, iput_terms, nonzero_terms)
-from lemmas._instances.movement import ZERO_TEXTS
-from lemmas._instances import cons
-from lemmas._instances.indexing import map_take, map_take_nil, take_concat_other, take_concat_rows
-from lemmas._instances.indexing import map_scatter, map_scatter_nil, scatter_concat_last, scatter_concat_lead
+from entangle_py.lemmas._instances.movement import ZERO_TEXTS
+from entangle_py.lemmas._instances import cons
+from entangle_py.lemmas._instances.indexing import map_take, map_take_nil, take_concat_other, take_concat_rows
+from entangle_py.lemmas._instances.indexing import map_scatter, map_scatter_nil, scatter_concat_last, scatter_concat_lead
 
 
 def _iput(base, c, vals):

@@ -5,8 +5,8 @@ of x are the first i entries of s, (vsfx x s j) the same for the last j (both de
 (view x s) by the RULES below); (ipos p d) is where the permutation p puts dim d.
 """
 from entangle_py.engine.lemma import Lemma, Rule
-from lemmas._instances import cons, fixed, ilist
-from lemmas._instances.movement import (
+from entangle_py.lemmas._instances import cons, fixed, ilist
+from entangle_py.lemmas._instances.movement import (
     binary_expand, binary_expand_bcast, binary_expand_terms, scalar_expand, scalar_slice, scalar_transpose,
     binary_view_bcast, binary_view_bcast_merged, concat_interchange, concat_interchange_same, concat_nest, concat_nest_bad,
     cover, cover_empty, dset, dset_last_lists, expand_concat,
@@ -22,19 +22,19 @@ from lemmas._instances.movement import (
     transpose_view_prefix, transpose_view_suffix, unary_view, view_keep_prefix, view_keep_suffix,
     view_kept_dims_terms, expand_not_self, view_last, view_last_bad, view_merge, view_merge_into_axis, view_not_self, view_rsum,
     view_self, view_split, view_view)
-from lemmas._instances.movement import concat_nest_cst, concat_nest_cst_bad, concat2_terms
-from lemmas._instances.movement import slice_tiles, stile_terms
-from lemmas._instances.movement import permute_inverse, permute_not_inverse, expand_split_absent, expand_split_absent_bad
-from lemmas._instances.movement import concat_zpad, concat_zpad_bad, map_zpad, map_zpad_bad, zpad_terms
-from lemmas._instances.movement import map_zpad_each, zpad_concat_other, zpad_concat_same, zpad_rsum
-from lemmas._instances.movement import zpad_zeros, zpad_zeros_bad
-from lemmas._instances.movement import binary_expand_not_scalar, binary_expand_scalar, expand_split_rest, expand_split_rest_bad
-from lemmas._instances.movement import (slices_whole, slices_not_whole, zpad_reassoc, zpad_reassoc_apart)
-from lemmas._instances.movement import (
+from entangle_py.lemmas._instances.movement import concat_nest_cst, concat_nest_cst_bad, concat2_terms
+from entangle_py.lemmas._instances.movement import slice_tiles, stile_terms
+from entangle_py.lemmas._instances.movement import permute_inverse, permute_not_inverse, expand_split_absent, expand_split_absent_bad
+from entangle_py.lemmas._instances.movement import concat_zpad, concat_zpad_bad, map_zpad, map_zpad_bad, zpad_terms
+from entangle_py.lemmas._instances.movement import map_zpad_each, zpad_concat_other, zpad_concat_same, zpad_rsum
+from entangle_py.lemmas._instances.movement import zpad_zeros, zpad_zeros_bad
+from entangle_py.lemmas._instances.movement import binary_expand_not_scalar, binary_expand_scalar, expand_split_rest, expand_split_rest_bad
+from entangle_py.lemmas._instances.movement import (slices_whole, slices_not_whole, zpad_reassoc, zpad_reassoc_apart)
+from entangle_py.lemmas._instances.movement import (
     ZERO_TEXTS, permute_zpad, permute_zpad_bad, transpose_zpad_d_is_a,
     transpose_zpad_d_is_b, transpose_zpad_d_not_a, transpose_zpad_d_not_b, transpose_zpad_d_other,
     transpose_zpad_d_swapped, zeros_around, zeros_around_bad)
-from lemmas._instances.movement import (slice_zpad_apart, slice_zpad_inner, slice_zpad_outer, slice_zpad_straddle,
+from entangle_py.lemmas._instances.movement import (slice_zpad_apart, slice_zpad_inner, slice_zpad_outer, slice_zpad_straddle,
     zpad_add_adjacent, zpad_add_apart, zpad_add_bsame_terms, zpad_none)
 
 # Conditions for a view of a concat along d (parts bound as (Cons x r): lemmas match only concrete part

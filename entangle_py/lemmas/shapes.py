@@ -5,7 +5,7 @@ terms (concat of parts, slices, elementwise results, products).  A shape fact ga
 tests insert random terms, run these rules and compare every derived fact with torch.
 """
 from entangle_py.engine.lemma import Rule
-from lemmas._instances.shapes import (
+from entangle_py.lemmas._instances.shapes import (
     binary_0d_terms, binary_bcast_terms, dtype_float_arith_terms, binary_terms, concat_terms, dlen_terms, dtype_terms, elementwise_terms, ilist_query_terms, layernorm_terms, mm_terms,
     reduce_terms, rmax_terms, rsum_terms, scalar_terms, slice_terms, softmax_terms, transpose_terms,
     view_and_dat_terms, where_terms)

@@ -7,7 +7,7 @@ one inside another (same step, on its grid) is the slice of it there -- with ``s
 (a mask) follows the slice.
 """
 from entangle_py.engine.lemma import Lemma, Rule
-from lemmas._instances.positions import (
+from entangle_py.lemmas._instances.positions import (
     adjacent, apart, arange_terms, inside, inside_bad, iscalar_slice, offset, slice_inside, slice_outside)
 
 LEMMAS = [

@@ -1,8 +1,8 @@
-"""Checks of the shape rules (lemmas/shapes.py): terms over random leaves, with the facts the rules
-must derive for them (see lemmas/_instances/__init__.py for the two forms)."""
+"""Checks of the shape rules (entangle_py/lemmas/shapes.py): terms over random leaves, with the facts the rules
+must derive for them (see entangle_py/lemmas/_instances/__init__.py for the two forms)."""
 from __future__ import annotations
 
-from lemmas._instances import concat_parts, dlist, ilist, repeat, tensor
+from entangle_py.lemmas._instances import concat_parts, dlist, ilist, repeat, tensor
 
 @repeat(3)
 def elementwise_terms(rng):

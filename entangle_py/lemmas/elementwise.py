@@ -1,24 +1,24 @@
 """Elementwise unary, scalar and binary ops versus concat and sums over ranks."""
 from entangle_py.engine.lemma import Lemma, Rule
 from entangle_py.semantics.terms import CASTS, FLOAT_DTYPES, WHERE_PATTERNS
-from lemmas._instances import cons, fixed
-from lemmas._instances.elementwise import (
+from entangle_py.lemmas._instances import cons, fixed
+from entangle_py.lemmas._instances.elementwise import (
     add_comm, add_rsum, add_zero, add_zero_int, bcast_absent,
     bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat,
     binary_concat_rejected,
     div_binary, div_binary_bad, div_rsum, div_rsum_zero, mul_rsum, mul_rsum_inf, map_binary, map_binary_l_nil,
     map_scalar, map_unary, neg_neg, iscalar_concat_arith, neg_sub, rsum_pair, rsum_rsum, rsum_scalar, rsum_scalar_with, scalar_concat,
     unary_concat, zip_binary, zip_binary_mismatch, zip_ranks, add_zeros_bcast, add_zeros_bcast_bad, add_zeros_bcast_terms, iscalar_zeros, iscalar_zeros_big)
-from lemmas._instances.elementwise import iscalar_strict, iscalar_strict_bad, mul_rows_mask, mul_rows_mask_bad, not_and_bool, not_and_ints, not_compare, mul_rows_mask_terms, not_not_bool, not_not_other
-from lemmas._instances.elementwise import (
+from entangle_py.lemmas._instances.elementwise import iscalar_strict, iscalar_strict_bad, mul_rows_mask, mul_rows_mask_bad, not_and_bool, not_and_ints, not_compare, mul_rows_mask_terms, not_not_bool, not_not_other
+from entangle_py.lemmas._instances.elementwise import (
     cast_not, cast_not_bad, cast_same, cast_other, div_int_cast, div_int_cast_bad, cast_dtype_terms, add_mul_neg,
     add_mul_neg_bool, sub_rsum_neg, compare_dtype_terms, zip_aligned_terms, iscalar_concat, logical_not_dtype_terms,
     map_iscalar)
-from lemmas._instances.elementwise import binary_concat_cst, binary_concat_cst_bad, cst_parts_cons, cst_parts_cons_bad, cst_parts_nil
-from lemmas._instances.elementwise import add_zeros, add_zeros_bad, add_zeros_terms
-from lemmas._instances.elementwise import neg_rsum
-from lemmas._instances.movement import ZERO_TEXTS
-from lemmas._instances.where import (
+from entangle_py.lemmas._instances.elementwise import binary_concat_cst, binary_concat_cst_bad, cst_parts_cons, cst_parts_cons_bad, cst_parts_nil
+from entangle_py.lemmas._instances.elementwise import add_zeros, add_zeros_bad, add_zeros_terms
+from entangle_py.lemmas._instances.elementwise import neg_rsum
+from entangle_py.lemmas._instances.movement import ZERO_TEXTS
+from entangle_py.lemmas._instances.where import (
     bc_like_cons, bc_like_nil, bc_like_varying, where_concat, where_concat_misaligned, zip_where_cons, zip_where_misaligned, zip_where_nil)
 
 # (unary op (not b)) with b a bool tensor and op a cast to a float dtype

@@ -1,10 +1,10 @@
-"""Instances of the elementwise lemmas over where (lemmas/elementwise.py): where and zip_where
+"""Instances of the elementwise lemmas over where (entangle_py/lemmas/elementwise.py): where and zip_where
 versus concats of their operands, and bc_like."""
 from __future__ import annotations
 
 from entangle_py.lazy import torch
 
-from lemmas._instances import repeat, tensor
+from entangle_py.lemmas._instances import repeat, tensor
 
 
 # An instance of pattern p (L: that operand of where(c, a, b) is a concat along the axis k from the

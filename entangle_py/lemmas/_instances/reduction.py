@@ -1,11 +1,11 @@
-"""Instances of the reduction lemmas (lemmas/reduction.py): softmax, reductions over dims and layer
+"""Instances of the reduction lemmas (entangle_py/lemmas/reduction.py): softmax, reductions over dims and layer
 norm versus concat and sums over ranks."""
 from __future__ import annotations
 
 from entangle_py.lazy import torch
 
 from entangle_py.semantics import terms
-from lemmas._instances import concat_parts, ilist, repeat, tensor
+from entangle_py.lemmas._instances import concat_parts, ilist, repeat, tensor
 
 @repeat(6)
 def softmax_other(rng):

@@ -1,4 +1,4 @@
-"""Lemma checks on drawn bindings (``run``): a binding applied the way egglog would (see _draw.py),
+"""Lemma checks on drawn bindings (``run``): a binding applied the way egglog would (see lemma_draw.py),
 and the helper walks (``Walks``) that finish the helper terms a right side leaves, as the walk
 lemmas do in the e-graph."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import random
 import zlib
 
 from entangle_py.semantics.terms import EvalError, Var, evaluate, parse_sexpr
-from lemmas._draw import Drawer, _holds, _match, pattern_vars, same
+from tooling.lemma_draw import Drawer, _holds, _match, pattern_vars, same
 
 
 class Stuck(Exception):

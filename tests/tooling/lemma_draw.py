@@ -10,7 +10,7 @@ permutation or sorted dims).  Draws are *structure-aware* (tensors of one bindin
 shape, concat dim and part sizes, so that conditions can accept them) but never consult the
 lemma's condition: the condition filters.
 
-``_walk.run`` (lemmas/_walk.py) applies a binding the way egglog would: variables that only occur in the
+``_walk.run`` (tests/tooling/lemma_walk.py) applies a binding the way egglog would: variables that only occur in the
 condition are bound by it (``(= v e)`` / ``(= e (DLit v))``), every other condition must hold (an
 undefined condition rejects), trigger terms must be defined (a relation true), and an undefined left side discards
 the binding.  On an accepted binding the right side must be defined and equal the left side in

@@ -5,8 +5,8 @@ positive goal must be in the start's e-class, a negative one must not (after sat
 import pytest
 
 from entangle_py.engine.egraph import STEP, Engine
-from entangle_py.engine.lemma import load_library
-from lemmas._instances import dlist, ilist
+from entangle_py.lemmas import load_library
+from entangle_py.lemmas._instances import dlist, ilist
 
 LIB = load_library()
 STEPS = 12

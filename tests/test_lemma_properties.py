@@ -1,4 +1,4 @@
-"""Lemmas checked on bindings drawn from their variables' sorts (lemmas/_draw.py), not on the
+"""Lemmas checked on bindings drawn from their variables' sorts (tests/tooling/lemma_draw.py), not on the
 instances their authors wrote: the condition filters a broad space of shapes (0-4 dims, sizes 0-4,
 broadcasting, negative dims, int and bool tensors) and every accepted binding must give both sides
 the same value, shape and dtype.  Shape rules are checked the same way in a real e-graph."""
@@ -11,8 +11,9 @@ import torch
 
 from entangle_py.semantics import terms
 from entangle_py.engine.egraph import Engine
-from entangle_py.engine.lemma import Lemma, load_library
-from lemmas import _draw, _walk
+from entangle_py.engine.lemma import Lemma
+from entangle_py.lemmas import load_library
+from tooling import lemma_draw as _draw, lemma_walk as _walk
 
 LIB = load_library()
 WALKS = _walk.Walks(LIB.lemmas)

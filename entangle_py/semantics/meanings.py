@@ -206,7 +206,7 @@ BINARY_OPS: dict[str, Callable] = {
 }
 
 # The unary and binary ops the lemmas and the lowering name (lemma tests draw from these, and from
-# calls with constants, lemmas/_draw.py).  The pointwise backward ops are binary ops over (grad,
+# calls with constants, tests/tooling/lemma_draw.py).  The pointwise backward ops are binary ops over (grad,
 # saved tensor) with broadcasting, so every binary lemma holds for them (tests/test_backward_ops.py).
 UNARY_NAMES = ("gelu", "gelu_tanh", "relu", "silu", "sigmoid", "tanh", "exp", "log", "neg", "abs", "sqrt",
                "rsqrt", "erf", "reciprocal", "square", "logical_not") + tuple(f"to_{d}" for d in CASTS)

@@ -252,7 +252,7 @@ PRIMITIVES: dict[str, Callable] = {
     "dle": lambda a, b: a <= b,     # a relation on sizes, proven by egglog (literals) or Z3
     "cmul": lambda a, b: const_product(a, b),   # product of two constant texts (see const_product)
     # the text of an integer constant (a cst's value), and the masked_fill op filling it (filled by
-    # rules where a pattern asks: lemmas/indexing.py)
+    # rules where a pattern asks: entangle_py/lemmas/indexing.py)
     "itext": lambda c: str(int(c)),
     "fillop": lambda c: MASKED_FILL + str(int(c)),
     # the clamp of an index into a table's n rows, [0, n - 1], as the op text its call lowers to
@@ -267,7 +267,7 @@ PRIMITIVES: dict[str, Callable] = {
     "glinear": lambda op: op in GRAD_LINEAR,
     "fcast": lambda op: op in FLOAT_CASTS,
     "fexact": lambda op: _fexact(op),
-    # the length of a list of tensors (ranks of a sum; computed where a rule asks, lemmas/collective.py)
+    # the length of a list of tensors (ranks of a sum; computed where a rule asks, entangle_py/lemmas/collective.py)
     # and the text of a positive count as a float constant (a scalar term's divisor: "2.0")
     "tlen": lambda l: len(l),
     "ntext": lambda n: _ntext(n),
@@ -278,10 +278,10 @@ PRIMITIVES: dict[str, Callable] = {
     # (the checker declares it from the graphs' metadata, check/distributed.py): its meaning for
     # a lemma is the shape and dtype that the two share
     "peer": lambda a, b: a.shape == b.shape and a.dtype == b.dtype,
-    # (concat2 x y d): the e-graph holds the concat of x and y along d (lemmas/movement.py, a rule
+    # (concat2 x y d): the e-graph holds the concat of x and y along d (entangle_py/lemmas/movement.py, a rule
     # derives it from every such concat): its meaning for a lemma is that the concat is defined
     "concat2": lambda x, y, d: _concat_defined(x, y, d),
-    # (stile x d a l): the parts of l are x from a to its end along d, in order (lemmas/movement.py:
+    # (stile x d a l): the parts of l are x from a to its end along d, in order (entangle_py/lemmas/movement.py:
     # rules chain the slices of x the e-graph holds)
     "stile": lambda x, d, a, l: _tiles(x, d, a, l),
 }
@@ -307,7 +307,7 @@ def _concat_defined(x, y, d) -> bool:
 
 # Element types.  (dtype x) is the name of tensor x's dtype ("float32", "int64", "bool"): every
 # tensor of either program has one (check/sizes.py), and data movement passes it on
-# (lemmas/shapes.py).  (fdtype t) holds for the floating dtypes.  Scaling moves through an op only
+# (entangle_py/lemmas/shapes.py).  (fdtype t) holds for the floating dtypes.  Scaling moves through an op only
 # where every operand has one floating dtype: with an int, bool or lower-precision operand the
 # result's dtype or value differs (int overflow, float16 overflow of an intermediate quotient).
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -345,7 +345,7 @@ GRAD_LINEAR = ("mul", "div", "gelu_backward", "gelu_tanh_backward", "silu_backwa
                "tanh_backward", "threshold_backward:0.0")    # the last: relu's backward, g where x > 0
 
 # Functions (not constructors) and relations the engine maintains.  Queries on int lists
-# (reduction dims) are computed on demand by rules in lemmas/shapes.py: (iask l i) asks for
+# (reduction dims) are computed on demand by rules in entangle_py/lemmas/shapes.py: (iask l i) asks for
 # (ihas l i) = 1 if i is in l else 0 and (ibelow l i) = #{a in l : a < i}; (ilen l) is the
 # length (their Python meaning, for lemma conditions, is in PRIMITIVES).
 FUNCTIONS_TEXT = """

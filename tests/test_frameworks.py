@@ -36,10 +36,7 @@ from framework_corpus import BY_ID, CORPUS, bug_line, framework  # noqa: E402
 pytestmark = pytest.mark.frameworks
 
 # Correct entries the checker cannot prove today, and why (strict: they fail loudly once it can).
-_FUSED_QKV = ("torchtitan's fused-QKV reshape across the sharded dim: the check hits the e-node limit there "
-              "(exit 3) after its masked vocab-parallel embedding is proved")
 XFAIL = {
-    "torchtitan_llama3[forward]": _FUSED_QKV,
     "megatron_layer[joint]": "the fused-QKV weight's gradient: the backward reads the query, key and value "
                              "gradients concatenated per head group and viewed across the sharded dim "
                              "(megatron/core/tensor_parallel/layers.py:626); no lemma relates that reshape yet",

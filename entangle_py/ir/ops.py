@@ -144,6 +144,7 @@ RESULT_COUNTS = {
     "aten.std_mean.correction": 2, "aten.std_mean.dim": 2, "aten.std_mean.default": 2,
     "aten.aminmax.default": 2, "aten.frexp.Tensor": 2, "prims.frexp.default": 2,
     "aten._scaled_dot_product_flash_attention_for_cpu.default": 2,
+    "aten._scaled_dot_product_flash_attention_for_cpu_backward.default": 3,
     "aten._fused_adam.default": 5, "aten._fused_adam.tensor_lr": 5,
     "aten._fused_adamw.default": 5, "aten._fused_adamw.tensor_lr": 5,
 }

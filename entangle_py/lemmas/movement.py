@@ -13,15 +13,15 @@ from entangle_py.lemmas._instances.movement import (
     expand_concat_axis, expand_split, expand_split_bad, expand_terms, flatten, flatten_last, full_slice, group_head2, group_tail, ipos_terms, iscalar_view, lappend, lappend_nil, map_expand_at,
     map_expand_at_bad, map_permute, zip_concat, zip_concat_misaligned,
     map_slice, map_transpose, map_view, map_view_at, map_view_at_bad, map_view_last, map_view_last_bad,
-    map_view_merge, map_view_merge_bad, map_view_split, map_view_split_bad, partial_slice, permute_concat,
+    map_view_scale, map_view_scale_bad, partial_slice, permute_concat,
     permute_concat_bad, permute_terms, repl_more, repl_zero, scalar_view, single, slice_first, slice_other, slice_rest, slice_same,
     slice_straddling, transpose_concat_d_is_a, transpose_concat_d_is_b, transpose_concat_d_not_a,
     transpose_concat_d_not_b, transpose_concat_d_other, transpose_concat_d_swapped, transpose_merged_left,
     transpose_merged_left_bad, transpose_merged_right, transpose_merged_right_bad, transpose_rsum, permute_rsum,
     permute_slice, permute_slice_bad, transpose_slice, transpose_slice_bad, transpose_twice, transpose_view_mixing,
     transpose_view_prefix, transpose_view_suffix, unary_view, view_keep_prefix, view_keep_suffix,
-    view_kept_dims_terms, expand_not_self, view_last, view_last_bad, view_merge, view_merge_into_axis, view_not_self, view_rsum,
-    view_self, view_split, view_view)
+    view_kept_dims_terms, expand_not_self, view_last, view_last_bad, view_merge_into_axis, view_not_self, view_rsum,
+    view_self, view_regroup, view_regroup_bad, view_view)
 from entangle_py.lemmas._instances.movement import concat_nest_cst, concat_nest_cst_bad, concat2_terms
 from entangle_py.lemmas._instances.movement import slice_tiles, stile_terms
 from entangle_py.lemmas._instances.movement import permute_inverse, permute_not_inverse, expand_split_absent, expand_split_absent_bad
@@ -42,14 +42,10 @@ from entangle_py.lemmas._instances.movement import (slice_zpad_apart, slice_zpad
 _KEEP_PREFIX = ("(vpfx (concat (Cons x r) d) s (+ d 1))",)
 _KEEP_SUFFIX = ("(= n (ndim (concat (Cons x r) d)))", "(= m (dlen s))", "(vsfx (concat (Cons x r) d) s (- n d))",
                 "(= e (- (+ d m) n))")
-# the split (merged) entries of s must multiply to the axis (axis times the next dim): with a
-# size-0 dim elsewhere the view is defined whatever they are
-_SPLIT = ("(= n (ndim (concat (Cons x r) d)))", "(= (dlen s) (+ n 1))", "(vpfx (concat (Cons x r) d) s d)",
-          "(vsfx (concat (Cons x r) d) s (- n (+ d 1)))", "(= (dim (concat (Cons x r) d) d) (DLit t))",
-          "(= (dat s d) (DLit p))", "(= (dat s (+ d 1)) (DLit q))", "(= t (* p q))")
-_MERGE = ("(= n (ndim (concat (Cons x r) d)))", "(= (+ (dlen s) 1) n)", "(vpfx (concat (Cons x r) d) s d)",
-          "(vsfx (concat (Cons x r) d) s (- n (+ d 2)))", "(= (dim (concat (Cons x r) d) d) (DLit t))",
-          "(= (dim (concat (Cons x r) d) (+ d 1)) (DLit q))", "(= (dat s d) (DLit p))", "(= p (* t q))")
+# the dims before the concat axis kept, s[d] = p (a literal, not the axis' t: view-concat-keep-prefix
+# reads that one, literal or not); the view's own validity makes the rest of s regroup the rest
+_REGROUP = ("(vpfx (concat (Cons x r) d) s d)", "(= (dim (concat (Cons x r) d) d) (DLit t))", "(= (dat s d) (DLit p))",
+            "(> t 0)", "(!= p t)")
 
 # a + y + x for zero-padded blocks y, x of one float dtype with a, of one padded size along d:
 # the blocks adjacent (x before y, or after it).  Elementwise at most one of y, x is not a padding
@@ -183,26 +179,22 @@ LEMMAS = [
     # the concat axis and everything after it kept: the axis moves to its place in s
     Lemma("view-concat-keep-suffix", "(view (concat (Cons x r) d) s)", "(concat (map_view_at (Cons x r) s d e) e)",
           when=_KEEP_SUFFIX, instances=view_keep_suffix, rejects=view_merge_into_axis),
-    # the concat axis split in two (outer, inner): parts split alike if inner divides their size
-    Lemma("view-concat-split", "(view (concat (Cons x r) d) s)", "(concat (map_view_split (Cons x r) s d) d)",
-          when=_SPLIT, instances=view_split, rejects=view_merge_into_axis),
-    # the concat axis merged with the dim after it
-    Lemma("view-concat-merge", "(view (concat (Cons x r) d) s)", "(concat (map_view_merge (Cons x r) s d) d)",
-          when=_MERGE, instances=view_merge, rejects=view_merge_into_axis),
+    # the concat axis and the dims after it regrouped (split in any number of dims, merged with the
+    # dims after it, or both: a fused QKV projection [.., G * 3 * h] viewed [.., G, 3, h]), the
+    # axis staying the outermost: the flattened region [d:] of part k holds the rows [o_k, o_k + m_k)
+    # of the axis, whole rows of the view's dim d where p * m_k / t is whole (checked part by part
+    # by the walk, which stops otherwise).  A view merging the axis into a dim before it is not one
+    Lemma("view-concat-regroup", "(view (concat (Cons x r) d) s)", "(concat (map_view_scale (Cons x r) s d t) d)",
+          when=_REGROUP, instances=view_regroup, rejects=view_regroup_bad),
     Lemma("map-view-at-nil", "(map_view_at (Nil) s d j)", "(Nil)", instances=fixed({"s": [1], "d": 0, "j": 0})),
     Lemma("map-view-at-cons", "(map_view_at (Cons x r) s d j)",
           "(Cons (view x (dset s j v)) (map_view_at r s d j))", when=("(= v (dim x d))",),
           instances=map_view_at, rejects=map_view_at_bad),
-    Lemma("map-view-split-nil", "(map_view_split (Nil) s d)", "(Nil)", instances=fixed({"s": [1, 1], "d": 0})),
-    Lemma("map-view-split-cons", "(map_view_split (Cons x r) s d)",
-          "(Cons (view x (dset s d (DLit (/ m b)))) (map_view_split r s d))",
-          when=("(= (dim x d) (DLit m))", "(= (dat s (+ d 1)) (DLit b))", "(> b 0)", "(= (% m b) 0)"),
-          instances=map_view_split, rejects=map_view_split_bad),
-    Lemma("map-view-merge-nil", "(map_view_merge (Nil) s d)", "(Nil)", instances=fixed({"s": [1], "d": 0})),
-    Lemma("map-view-merge-cons", "(map_view_merge (Cons x r) s d)",
-          "(Cons (view x (dset s d (DLit (* m q)))) (map_view_merge r s d))",
-          when=("(= (dim x d) (DLit m))", "(= (dim x (+ d 1)) (DLit q))"),
-          instances=map_view_merge, rejects=map_view_merge_bad),
+    Lemma("map-view-scale-nil", "(map_view_scale (Nil) s d t)", "(Nil)", instances=fixed({"s": [1, 1], "d": 0, "t": 2})),
+    Lemma("map-view-scale-cons", "(map_view_scale (Cons x r) s d t)",
+          "(Cons (view x (dset s d (DLit (/ (* p m) t)))) (map_view_scale r s d t))",
+          when=("(= (dim x d) (DLit m))", "(= (dat s d) (DLit p))", "(> t 0)", "(= (% (* p m) t) 0)"),
+          instances=map_view_scale, rejects=map_view_scale_bad),
     Lemma("dset-here", "(dset (DCons a r) 0 v)", "(DCons v r)", instances=fixed({"a": 3, "r": [4], "v": 5})),
     Lemma("dset-later", "(dset (DCons a r) i v)", "(DCons a (dset r (- i 1) v))", when=("(> i 0)",),
           instances=dset, rejects=fixed({"a": 3, "r": [4], "i": 0, "v": 5})),

@@ -8,7 +8,7 @@ from entangle_py.engine.lemma import Rule
 from entangle_py.lemmas._instances.shapes import (
     binary_0d_terms, binary_bcast_terms, dtype_float_arith_terms, binary_terms, concat_terms, dlen_terms, dtype_terms, elementwise_terms, ilist_query_terms, layernorm_terms, mm_terms,
     reduce_terms, rmax_terms, rsum_terms, scalar_terms, slice_terms, softmax_terms, transpose_terms,
-    view_and_dat_terms, where_terms)
+    view_and_dat_terms, where_terms, where_bcast_terms)
 
 
 def _same_shape(pattern: str, src: str, name: str, check=None) -> Rule:
@@ -48,6 +48,12 @@ RULES = [
         "(rule ((= y (where c a b)) (= v (dim c i)) (= v (dim a i)) (= v (dim b i)) (= n (ndim c)) (= n (ndim a)) "
         "(= n (ndim b))) ((set (dim y i) v)) :ruleset shapes)"),
         check_terms=where_terms),
+    # ... and, for operands of other ndims (a causal mask [s, s] selecting among scores [b, h, s, s]
+    # and a 0-D fill), every dim an operand has that is not 1: broadcasting (right-aligned) makes
+    # it the result's, the program being valid
+    Rule("shape-where-bcast", "\n".join(
+        f"(rule ((= y (where c a b)) (= n (ndim y)) (= m (ndim {z})) (= (DLit k) (dim {z} i)) (!= k 1)) "
+        f"((set (dim y (+ i (- n m))) (DLit k))) :ruleset shapes)" for z in "cab"), check_terms=where_bcast_terms),
     Rule("shape-concat", (
         "(rule ((= y (concat (Cons x r) d)) (= n (ndim x))) ((set (ndim y) n)) :ruleset shapes)\n"
         "(rule ((= y (concat (Cons x r) d)) (= v (dim x i)) (!= i d)) ((set (dim y i) v)) :ruleset shapes)\n"

@@ -187,12 +187,10 @@ CONSTRUCTORS: list[Constructor] = [
     # each part viewed to s with s[j] := the part's size on its dim d
     _c("map_view_at", "TList DList i64 i64", "TList", BIG, False,
        lambda l, s, d, j: [x.reshape(tuple(_dset(s, j, x.shape[d]))) for x in l]),
-    # each part viewed to s with s[d] := part size on d divided by s[d+1] (dim d split in two)
-    _c("map_view_split", "TList DList i64", "TList", BIG, False,
-       lambda l, s, d: [x.reshape(tuple(_dset(s, d, _exact_div(x.shape[d], _dat(s, d + 1))))) for x in l]),
-    # each part viewed to s with s[d] := part size on d times its size on d+1 (dims d, d+1 merged)
-    _c("map_view_merge", "TList DList i64", "TList", BIG, False,
-       lambda l, s, d: [x.reshape(tuple(_dset(s, d, x.shape[d] * x.shape[d + 1]))) for x in l]),
+    # each part viewed to s with s[d] := s[d] * (the part's size on d) / t, t the concat's size on d:
+    # the concat axis and the dims after it regrouped, d staying the outermost (split, merged)
+    _c("map_view_scale", "TList DList i64 i64", "TList", BIG, False,
+       lambda l, s, d, t: [x.reshape(tuple(_dset(s, d, _exact_div(_dat(s, d) * x.shape[d], t)))) for x in l]),
     _c("map_slice", "TList i64 Dim Dim", "TList", BIG, False, lambda l, d, a, b: [_slice(x, d, a, b) for x in l]),
     _c("map_permute", "TList IList", "TList", BIG, False, lambda l, p: [x.permute(*p) for x in l]),
     _c("dset", "DList i64 Dim", "DList", BIG, False, lambda s, i, v: _dset(s, i, v)),
@@ -485,7 +483,7 @@ class EvalError(Exception):
 DIM_ARGS: dict[str, tuple[int, ...]] = {
     "concat": (1,), "slice": (1,), "transpose": (1, 2), "permute": (1,), "reduce": (2,),
     "softmax": (1,), "zip_binary": (3, 4), "lsum": (1,), "map_transpose": (1, 2), "map_softmax": (1,),
-    "zip_matmul": (2,), "map_view_at": (2, 3), "map_view_split": (2,), "map_view_merge": (2,),
+    "zip_matmul": (2,), "map_view_at": (2, 3), "map_view_scale": (2,),
     "map_slice": (1,), "map_permute": (1,), "map_reduce": (2,), "dset": (1,), "map_expand_at": (2, 3),
     "concat_nest": (2, 3), "zip_concat": (2, 3), "zpad": (1,), "map_zpad": (1,),
     "map_zpad_each": (1,),

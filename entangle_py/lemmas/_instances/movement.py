@@ -370,57 +370,70 @@ def _view_merge_into_axis(rng):
     return {"l": l, "d": 1, "s": [a * n, c], "n": 3, "m": 2, "e": 0}
 
 
-def _view_split_instance(rng):
-    nd = rng.randint(1, 3)
-    d = rng.randrange(nd)
-    b = rng.randint(1, 3)
-    base = [rng.randint(1, 3) for _ in range(nd)]
-    l = []
-    for k in sizes_on(rng, rng.randint(1, 6)):
-        s = list(base)
-        s[d] = k * b
-        l.append(tensor(rng, *s))
-    full = list(base)
-    full[d] = _total(l, d)
-    s = full[:d] + [full[d] // b, b] + full[d + 1:]
-    return {"l": l, "d": d, "s": s, "n": nd, "t": full[d], "p": full[d] // b, "q": b}
+def _regroup_instance(rng):
+    """A concat along d (1-8 parts, uneven multiples of a unit, now and then an empty one; size-1
+    dims) viewed with the dims before d kept and the region [d:] regrouped, d outermost: the
+    region's unit a * R (R the dims after d) cut into f rows of the view's dim d, each of a random
+    factorisation of a * R / f (split, merged, or both).  s[d] != t (keep-prefix's case)."""
+    while True:
+        nd = rng.randint(1, 4)
+        d = rng.randrange(nd)
+        before = [rng.randint(1, 3) for _ in range(d)]
+        after = [rng.randint(1, 3) for _ in range(nd - 1 - d)]
+        unit = rng.randint(1, 4)
+        ks = [0 if rng.random() < 0.1 else rng.randint(1, 3) for _ in range(rng.randint(1, 8))]
+        if not sum(ks):
+            continue
+        region = unit
+        for v in after:
+            region *= v
+        f = rng.choice([k for k in range(1, region + 1) if region % k == 0])
+        rest, factors = region // f, []
+        for _ in range(rng.randint(0 if rest == 1 else 1, 3)):
+            g = rng.choice([k for k in range(1, rest + 1) if rest % k == 0]) if len(factors) < 2 else rest
+            factors.append(g)
+            rest //= g
+        if rest > 1:
+            factors.append(rest)
+        t = unit * sum(ks)
+        p = sum(ks) * f
+        if p == t:
+            continue
+        l = [tensor(rng, *before, k * unit, *after) for k in ks]
+        return {"l": l, "d": d, "s": before + [p] + factors, "t": t, "p": p}
+
+
+@repeat(12)
+def _view_regroup(rng):
+    return _regroup_instance(rng)
+
+
+def _view_regroup_bad(rng):
+    """The axis merged into the dim before it (no prefix kept); s[d] = t (keep-prefix's); every part
+    empty along d (t = 0)."""
+    for inst in _view_merge_into_axis(rng):
+        yield {**inst, "t": _total(inst["l"], 1), "p": inst["s"][1]}
+    l = _parts_on(rng, [2, 3], 0, parts=3)
+    yield {"l": l, "d": 0, "s": [_total(l, 0), 3], "t": _total(l, 0), "p": _total(l, 0)}
+    yield {"l": [tensor(rng, 0, 4), tensor(rng, 0, 4)], "d": 0, "s": [2, 0, 2], "t": 0, "p": 2}
 
 
 @repeat(6)
-def _view_split(rng):
-    return _view_split_instance(rng)
-
-
-@repeat(6)
-def _view_merge(rng):
-    nd = rng.randint(2, 4)
-    d = rng.randrange(nd - 1)
-    base = [rng.randint(1, 3) for _ in range(nd)]
-    l = _parts_on(rng, base, d)
-    full = list(base)
-    full[d] = _total(l, d)
-    s = full[:d] + [full[d] * full[d + 1]] + full[d + 2:]
-    return {"l": l, "d": d, "s": s, "n": nd, "t": full[d], "q": full[d + 1], "p": full[d] * full[d + 1]}
-
-
-@repeat(4)
-def map_view_split(rng):
-    inst = _view_split_instance(rng)
+def map_view_scale(rng):
+    inst = _regroup_instance(rng)
     l = inst["l"]
-    return {"x": l[0], "r": l[1:], "s": inst["s"], "d": inst["d"], "m": l[0].shape[inst["d"]],
-            "b": inst["s"][inst["d"] + 1]}
+    return {"x": l[0], "r": l[1:], "s": inst["s"], "d": inst["d"], "t": inst["t"], "m": l[0].shape[inst["d"]],
+            "p": inst["p"]}
 
 
-@repeat(3)
-def map_view_split_bad(rng):
-    x = tensor(rng, 2, 3)
-    return {"x": x, "r": [], "s": [2, 1, 2], "d": 1, "m": 3, "b": 2}
-
-
-@repeat(4)
-def map_view_merge(rng):
-    x = tensor(rng, 2, rng.randint(1, 3), 3, 2)
-    return {"x": x, "r": [tensor(rng, 2, 2, 3, 2)], "s": [2, 99, 2], "d": 1, "m": x.shape[1], "q": 3}
+def map_view_scale_bad(rng):
+    """A part whose rows do not fill whole rows of the view: [3 | 1] rows of 2 viewed [2, 4] (the
+    first part ends in the middle of row 1); and t = 0."""
+    x = tensor(rng, 3, 2)
+    yield {"x": x, "r": [tensor(rng, 1, 2)], "s": [2, 4], "d": 0, "t": 4, "m": 3, "p": 2}
+    # [6 | 2] columns viewed [2, 4]: the first part ends inside the second row of 4
+    yield {"x": tensor(rng, 2, 6), "r": [tensor(rng, 2, 2)], "s": [2, 2, 4], "d": 1, "t": 8, "m": 6, "p": 2}
+    yield {"x": tensor(rng, 0, 2), "r": [], "s": [0, 1, 2], "d": 0, "t": 0, "m": 0, "p": 0}
 
 
 @repeat(4)
@@ -651,7 +664,8 @@ def _xr(gen):
 # bindings with the concat parts as (Cons x r)
 view_keep_prefix, view_keep_suffix, view_merge_into_axis = map(_xr, (_view_keep_prefix, _view_keep_suffix,
                                                                      _view_merge_into_axis))
-view_split, view_merge, slice_other, slice_same = map(_xr, (_view_split, _view_merge, _slice_other, _slice_same))
+view_regroup, view_regroup_bad, slice_other, slice_same = map(_xr, (_view_regroup, _view_regroup_bad, _slice_other,
+                                                                    _slice_same))
 permute_concat, permute_concat_bad = map(_xr, (_permute_concat_raw, _permute_concat_bad))
 
 # transpose of a concat, by where the concat axis d lies relative to the swapped dims a < b
@@ -673,10 +687,6 @@ def map_view_last_bad(rng):
 
 def map_view_at_bad(rng):
     return [{"x": tensor(rng, 2, 3), "r": [], "s": [2, 3], "d": 1, "j": 1, "v": 2}]
-
-
-def map_view_merge_bad(rng):
-    return [{"x": tensor(rng, 2, 3, 2), "r": [], "s": [2, 6], "d": 1, "m": 3, "q": 3}]
 
 
 def transpose_merged_left_bad(rng):

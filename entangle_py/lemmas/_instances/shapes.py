@@ -236,3 +236,18 @@ def where_terms(rng):
             facts = [f"(= (ndim t) {max(len(sc), len(sa), len(sb))})", f"(= (ndim t) {len(short)})"]
             facts += [f"(= (dim t {i}) (DLit {w}))" for i, w in enumerate(short)]
         yield ("(where c a b)", {"c": c, "a": a, "b": b}, facts)
+
+
+def where_bcast_terms(rng):
+    """Operands of other ndims and size-1 dims, broadcast: every dim derived is torch's (a causal
+    mask [s, s] over scores [b, h, s, s] with a 0-D fill; a [s, 1] column against [h, 1, s]; an
+    empty dim)."""
+    import torch
+    for sc, sa, sb in [((5, 5), (2, 3, 5, 5), ()), ((4, 1), (2, 1, 4), (1, 4)), ((), (3, 1), (2, 1, 4)),
+                       ((1,), (2, 3), (3,)), ((2, 1, 3), (3,), (1, 4, 1)), ((0, 1), (2, 1, 1, 3), (1,))]:
+        c, a, b = tensor(rng, *sc) > 0, tensor(rng, *sa), tensor(rng, *sb)
+        out = torch.where(c, a, b).shape
+        # a dim of 1 is not derived (every operand having it 1 is not looked for): not asked
+        facts = [f"(= (dim t {i}) (DLit {w}))" for i, w in enumerate(out) if w != 1]
+        facts += [f"(= (dim t {i}) (DLit 1))" for i, w in enumerate(out) if w != 1]
+        yield ("(where c a b)", {"c": c, "a": a, "b": b}, facts)

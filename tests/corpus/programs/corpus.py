@@ -132,6 +132,19 @@ CORPUS = [
     _e("swiglu_fused_correct", "swiglu_fused", "joint"),
     _e("swiglu_fused_swapped_halves", "swiglu_fused", "joint", bug=("_swiglu.py", "[up; gate] read from")),
     _e("swiglu_fused_rank1_swapped", "swiglu_fused", "joint", bug=("_swiglu.py", "rank 1 alone")),
+    # the CPU attention kernels with a hand-written backward, heads sharded
+    _e("attn_bwd_correct", "attn_bwd", "joint"),
+    _e("attn_bwd_not_causal", "attn_bwd", "joint", bug=("_attn_bwd.py", "without the mask")),
+    _e("attn_bwd_zero_out", "attn_bwd", "joint", bug=("_attn_bwd.py", "zeros for the output")),
+    # a fused QKV projection viewed into head groups across the sharded dim (2 and 4 ranks)
+    *(e for ws in (2, 4) for e in (
+        _e("fused_qkv_correct", "fused_qkv", ws=ws),
+        _e("fused_qkv_correct", "fused_qkv", "joint", ws=ws),
+        _e("fused_qkv_outer", "fused_qkv", bug=("_fused_qkv.py", "[3, G, h] rows sharded"), ws=ws),
+        _e("fused_qkv_outer", "fused_qkv", "joint", bug=("_fused_qkv.py", "[3, G, h] rows sharded"), ws=ws))),
+    # (at 4 ranks a rank holds one group: [3, 1, h] and [1, 3, h] read alike, so inner is right there)
+    _e("fused_qkv_inner", "fused_qkv", bug=("_fused_qkv.py", "q, k, v outermost")),
+    _e("fused_qkv_inner", "fused_qkv", "joint", bug=("_fused_qkv.py", "q, k, v outermost")),
     _e("swiglu_fused_t_correct", "swiglu_fused_t"),
     _e("swiglu_fused_t_swapped_halves", "swiglu_fused_t", bug=("_swiglu.py", "Conv1D weight")),
     _e("swiglu_fused_t_correct", "swiglu_fused_t", "joint"),

@@ -42,6 +42,7 @@ _FUNCS = {
     "fcast": (("String",), "bool"), "fexact": (("String",), "i64"), "given": (("T",), "bool"),
     "peer": (("T", "T"), "bool"), "concat2": (("T", "T", "i64"), "bool"),
     "stile": (("T", "i64", "i64", "TList"), "bool"),
+    "replace": (("String", "String", "String"), "String"), "count-matches": (("String", "String"), "i64"),
     "tlen": (("TList",), "i64"), "ntext": (("i64",), "String"), "to-string": (("i64",), "String"),
 }
 for _op in ("+", "-", "*", "/", "%"):
@@ -62,7 +63,7 @@ _STRING_KIND = {
     ("rowwise", 0): "rowwise", ("map_rowwise", 0): "rowwise",
     ("zip_where", 0): "where",
 }
-CONSTS = ("0.5", "-2.0", "3.0", "1e-05", "0.0", "-1.0", "2", "inf", "-inf")
+CONSTS = ("0.5", "-2.0", "3.0", "1e-05", "0.0", "-1.0", "2", "2.0", "inf", "-inf")
 # calls of torch's pointwise ops with constants (semantics/opcall.py): any op torch calls pointwise
 # is a unary or binary op of the term language, so every lemma over (unary op x) or (binary op a b)
 # must hold for these too
@@ -87,6 +88,7 @@ def string_domain(kind: str) -> list[str]:
                                              terms.THRESHOLD_BACKWARD + "0.0", terms.THRESHOLD_BACKWARD + "0.5"]
     if kind == "reduce":
         return ["sum", "mean", "amax", "amin", "prod", "nansum", "logsumexp", "norm:2.0", "norm:1.0", "norm:inf",
+                "norm:3.0", "norm:0.5", "norm:0.0", "norm:-1.0",
                 "var:1.0", "std:0.0"]
     if kind == "iscalar":
         return list(terms.INT_SCALAR_OPS)
@@ -139,6 +141,10 @@ def variable_sorts(lemma) -> tuple[dict[str, str], dict[str, str]]:
             for a in args:
                 walk(a, known)
             return "bool"
+        if head == "+" and any(isinstance(a, str) for a in args):    # egglog's string concatenation
+            for a in args:
+                walk(a, "String")
+            return "String"
         if head in _FUNCS:
             argsorts, res = _FUNCS[head]
             for a, s in zip(args, argsorts):
@@ -442,6 +448,10 @@ class Drawer:
                 env[v] = repr(float(math.prod(rng.choice(ctx.shapes))))    # the size of a drawn tensor
             elif s == "String" and self.kinds.get(v) in CALLS and v not in self.named_ops and rng.random() < 0.3:
                 env[v] = rng.choice(CALLS[self.kinds[v]])         # a call of a pointwise op
+            elif s == "String" and self.kinds.get(v, "const") == "const" and rng.random() < 0.3 and any(
+                    isinstance(w, str) and ":" in w for w in env.values()):
+                # the constant of a drawn op text ("norm:2.0" -> "2.0"): an op and its order drawn alike
+                env[v] = rng.choice([w for w in env.values() if isinstance(w, str) and ":" in w]).partition(":")[2]
             elif s == "String":
                 env[v] = rng.choice(string_domain(self.kinds.get(v, "const")))
             elif v in self.dimvars and ctx.base and rng.random() < 0.3:

@@ -8,6 +8,7 @@ from lemmas._instances.collective import rsum_nested, rsum_zero_first, rsum_zero
 from lemmas._instances.collective import rsum_add_bsame_terms, rsum_add_first, rsum_add_first_bad
 from lemmas._instances.collective import (
     add_assoc_peer, add_assoc_peer_mixed, add_assoc_peer_rsum, add_assoc_peer_rsum_mixed, rsum_peer_add, rsum_peer_add_bad, rsum_peer_extend, rsum_peer_extend_bad)
+from lemmas._instances.collective import add_rsum_part, add_rsum_part_bad, add_rsum_part_bsame_terms
 from lemmas._instances.movement import ZERO_TEXTS
 
 LEMMAS = [
@@ -102,7 +103,28 @@ LEMMAS = [
                         ("-second", f'(rsum (Cons (binary "add" w (cst "{z}" s t)) (Cons (binary "add" x y) (Nil))))'))),
 ]
 
+# (binary "add" a y) of a's shape and one dtype, not bool (added as an or): where a rank adds y to
+# its own part of a sum over ranks, a + y is the sum's part, and y broadcasts into a
+_ADDS_INTO = ('(= t (dtype {a}))', "(= t (dtype y))", '(!= "bool" t)', "(= n (ndim {a}))",
+              '(= n (ndim (binary "add" {a} y)))', '(bsame {a} (binary "add" {a} y) n)')
+
+# a sum over ranks plus y is the sum with y added to one rank's part, where that rank adds it (the
+# add is in the e-graph: the trigger): a replicated term (a duplicate parameter's squared norm, a
+# bias) counted by one rank before an all-reduce.  Reals (reassociation), as every sum over ranks
+LEMMAS += [
+    Lemma("add-rsum-part", '(binary "add" (rsum (Cons a r)) y)', '(rsum (Cons (binary "add" a y) r))',
+          trigger=('(binary "add" (rsum (Cons a r)) y)', '(binary "add" a y)'), when=tuple(c.format(a="a") for c in _ADDS_INTO),
+          instances=add_rsum_part(0), rejects=add_rsum_part_bad(0)),
+    Lemma("add-rsum-part-second", '(binary "add" (rsum (Cons a (Cons b r))) y)', '(rsum (Cons a (Cons (binary "add" b y) r)))',
+          trigger=('(binary "add" (rsum (Cons a (Cons b r))) y)', '(binary "add" b y)'),
+          when=tuple(c.format(a="b") for c in _ADDS_INTO), instances=add_rsum_part(1), rejects=add_rsum_part_bad(1)),
+]
+
 RULES = [
+    Rule("ask-bsame-add-rsum-part", (
+        '(rule ((= z (binary "add" (rsum (Cons a r)) y)) (= w (binary "add" a y))) ((bsame a w 0)) :ruleset shapes)\n'
+        '(rule ((= z (binary "add" (rsum (Cons a (Cons b r))) y)) (= w (binary "add" b y))) ((bsame b w 0)) :ruleset shapes)'),
+        check_terms=add_rsum_part_bsame_terms),
     Rule("ask-bsame-rsum-add", (
         '(rule ((= z (rsum (Cons (binary "add" x y) (Cons (binary "add" w (cst c s t)) (Nil)))))) '
         '((bsame x (binary "add" x y) 0) (vpfx y s 0) (bsame w x 0)) :ruleset shapes)\n'

@@ -280,3 +280,44 @@ def add_assoc_peer_rsum_mixed(rng):
     """Mixed dtypes: a float sum over ranks plus ints added first in int64 (wrapping) or in float."""
     yield {"w": torch.tensor([1.0]), "r": [], "a": torch.tensor([2]), "b": torch.tensor([3])}
     yield {"w": torch.tensor([1]), "r": [torch.tensor([1])], "a": torch.tensor([2]), "b": torch.tensor([0.5])}
+
+
+def add_rsum_part(pos):
+    """A sum over ranks plus y, where the part at ``pos`` (0, 1) plus y is of that part's shape
+    and dtype (y broadcasts into it, one dtype); the other parts alike."""
+    @repeat(10)
+    def gen(rng):
+        env = _part_plus(rng, dtype=rng.choice([torch.float64, torch.float32, torch.int64]))
+        x = env["x"]
+        others = [(tensor(rng, *x.shape) * 4).to(x.dtype) for _ in range(rng.randint(pos, 3))]
+        t = str(x.dtype).removeprefix("torch.")
+        if pos == 0:
+            return {"a": x, "r": others, "y": env["y"], "t": t, "n": env["n"]}
+        return {"a": others[0], "b": x, "r": others[1:], "y": env["y"], "t": t, "n": env["n"]}
+    return gen
+
+
+def add_rsum_part_bad(pos):
+    """y grows the part by broadcasting, or promotes it (an int part plus a float y), or bools."""
+    @repeat(4)
+    def gen(rng):
+        k = rng.randrange(3)
+        env = _part_plus(rng, grow=k == 0, dtype=torch.int64 if k == 1 else torch.float64)
+        x, y = env["x"], env["y"].to(torch.float64) if k == 1 else env["y"]
+        if k == 2:
+            x, y = x > 0, y > 0
+        others = [torch.zeros_like(x + y) for _ in range(pos + 1)]
+        if pos == 0:
+            return {"a": x, "r": others, "y": y, "t": str(x.dtype).removeprefix("torch."), "n": env["n"]}
+        return {"a": others[0], "b": x, "r": others[1:], "y": y, "t": str(x.dtype).removeprefix("torch."), "n": env["n"]}
+    return gen
+
+
+def add_rsum_part_bsame_terms(rng):
+    """(binary "add" (rsum (Cons x r)) y) beside x + y: bsame of x and x + y on every prefix."""
+    for grow in (False, True, False, True):
+        env = _part_plus(rng, grow=grow, dtype=torch.float64)
+        w = torch.zeros_like(env["x"] + env["y"])
+        yield ('(binary "add" (binary "add" (rsum (Cons x (Cons w (Nil)))) y) (binary "add" x y))',
+               {"x": env["x"], "y": env["y"], "w": w},
+               [f'(bsame x (binary "add" x y) {i})' for i in range(env["n"] + 1)])

@@ -8,7 +8,7 @@ from lemmas._instances.collective import rsum_nested, rsum_zero_first, rsum_zero
 from lemmas._instances.collective import rsum_add_bsame_terms, rsum_add_first, rsum_add_first_bad
 from lemmas._instances.collective import (
     add_assoc_peer, add_assoc_peer_mixed, add_assoc_peer_rsum, add_assoc_peer_rsum_mixed, rsum_peer_add, rsum_peer_add_bad, rsum_peer_extend, rsum_peer_extend_bad)
-from lemmas._instances.collective import add_rsum_part, add_rsum_part_bad, add_rsum_part_bsame_terms
+from lemmas._instances.collective import add_assoc_rsum, add_assoc_rsum_bad, add_rsum_part, add_rsum_part_bad, add_rsum_part_bsame_terms
 from lemmas._instances.movement import ZERO_TEXTS
 
 LEMMAS = [
@@ -118,6 +118,17 @@ LEMMAS += [
     Lemma("add-rsum-part-second", '(binary "add" (rsum (Cons a (Cons b r))) y)', '(rsum (Cons a (Cons (binary "add" b y) r)))',
           trigger=('(binary "add" (rsum (Cons a (Cons b r))) y)', '(binary "add" b y)'),
           when=tuple(c.format(a="b") for c in _ADDS_INTO), instances=add_rsum_part(1), rejects=add_rsum_part_bad(1)),
+]
+
+# an accumulation (x + a) + b (acc = 0; acc = acc + loss_i over micro-batches, in rank order) is
+# the sum over a pair of ranks of x and a + b where a + b is x's peer (the next rank accumulated
+# its own micro-batches: add-assoc-peer is the reverse order).  Reals (regrouping), one dtype, not
+# bool (a sum over ranks of bools is undefined)
+LEMMAS += [
+    Lemma("add-assoc-rsum", '(binary "add" (binary "add" x a) b)', '(rsum (Cons x (Cons (binary "add" a b) (Nil))))',
+          trigger=('(binary "add" (binary "add" x a) b)', '(peer x (binary "add" a b))'),
+          when=("(= t (dtype x))", "(= t (dtype a))", "(= t (dtype b))", '(!= "bool" t)'),
+          instances=add_assoc_rsum, rejects=add_assoc_rsum_bad),
 ]
 
 RULES = [

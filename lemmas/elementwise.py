@@ -2,6 +2,7 @@
 from entangle_py.engine.lemma import Lemma, Rule
 from entangle_py.semantics.terms import CASTS, FLOAT_DTYPES, WHERE_PATTERNS
 from lemmas._instances import cons, fixed
+from lemmas._instances.elementwise import div_add, div_add_bad
 from lemmas._instances.elementwise import (
     add_comm, add_rsum, add_zero, add_zero_int, bcast_absent,
     bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat,
@@ -135,6 +136,12 @@ LEMMAS = [
     Lemma("scalar-div-rsum", "(scalar \"div\" (rsum l) c)", "(rsum (map_scalar \"div\" l c))",
           when=_NONZERO, instances=rsum_scalar,
           rejects=rsum_scalar_with("inf", "0.0", "-0.0")),
+    # a sum divided by a constant is the sum of the quotients (real arithmetic; floats round each
+    # quotient): a micro-batch accumulator (acc + loss_i / steps) divided by the data-parallel size
+    # meets the global mean's terms.  One floating dtype (ints wrap before the division), finite
+    # non-zero c
+    Lemma("scalar-div-add", '(scalar "div" (binary "add" a b) c)', '(binary "add" (scalar "div" a c) (scalar "div" b c))',
+          when=("(= t (dtype a))", "(= t (dtype b))", "(fdtype t)") + _NONZERO, instances=div_add, rejects=div_add_bad),
     # a scaling of an op linear in its first operand (a product, a quotient, a pointwise backward op
     # of (grad, saved tensor)) scales that operand: the 1 / n of a mean's gradient moved down the
     # backward graph.  Only where both operands have one floating dtype: with ints the product may

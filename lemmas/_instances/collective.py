@@ -321,3 +321,16 @@ def add_rsum_part_bsame_terms(rng):
         yield ('(binary "add" (binary "add" (rsum (Cons x (Cons w (Nil)))) y) (binary "add" x y))',
                {"x": env["x"], "y": env["y"], "w": w},
                [f'(bsame x (binary "add" x y) {i})' for i in range(env["n"] + 1)])
+
+
+@repeat(10)
+def add_assoc_rsum(rng):
+    """x, a, b of one dtype (float or int), a + b of x's shape: the accumulation (x + a) + b."""
+    (a, b), kind = _assoc_operands(rng, ["float", "int"])
+    return {"x": _like(rng, a + b, kind), "a": a, "b": b}
+
+
+def add_assoc_rsum_bad(rng):
+    """Mixed dtypes (an int sum rounded in float), bools (a sum over ranks of bools is undefined)."""
+    yield {"x": torch.tensor([1.0]), "a": torch.tensor([2]), "b": torch.tensor([3])}
+    yield {"x": torch.tensor([True]), "a": torch.tensor([True]), "b": torch.tensor([False])}

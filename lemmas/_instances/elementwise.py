@@ -769,3 +769,23 @@ def not_not_other(rng):
     """Not bool: logical_not of ints or floats is a bool (not not 3 is True, not 3)."""
     yield {"m": torch.tensor([3, 0])}
     yield {"m": torch.tensor([0.5, 0.0])}
+
+
+@repeat(8)
+def div_add(rng):
+    """Operands of one floating dtype that broadcast together, a finite non-zero constant."""
+    s = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
+    dt = rng.choice([torch.float64, torch.float32])
+    a, b = tensor(rng, *s).to(dt), tensor(rng, *s[rng.randint(0, len(s)):]).to(dt)
+    if rng.random() < 0.5:
+        a, b = b, a
+    return {"a": a, "b": b, "c": rng.choice(["2.0", "8.0", "-0.5", "3.0", "6.0"]), "t": str(dt).removeprefix("torch.")}
+
+
+def div_add_bad(rng):
+    """int operands (their sum wraps, the quotients do not), mixed dtypes, a zero or inf constant."""
+    big = torch.tensor([2 ** 62, 3], dtype=torch.int64)
+    yield {"a": big, "b": big, "c": "2.0", "t": "int64"}
+    yield {"a": tensor(rng, 3), "b": tensor(rng, 3).to(torch.float32), "c": "2.0", "t": "float64"}
+    yield {"a": tensor(rng, 3), "b": tensor(rng, 3), "c": "0.0", "t": "float64"}
+    yield {"a": tensor(rng, 3), "b": tensor(rng, 3), "c": "inf", "t": "float64"}

@@ -63,7 +63,7 @@ _STRING_KIND = {
     ("rowwise", 0): "rowwise", ("map_rowwise", 0): "rowwise",
     ("zip_where", 0): "where",
 }
-CONSTS = ("0.5", "-2.0", "3.0", "1e-05", "0.0", "-1.0", "2", "2.0", "inf", "-inf")
+CONSTS = ("0.5", "-2.0", "3.0", "1e-05", "0.0", "0", "-1.0", "2", "2.0", "inf", "-inf")
 # calls of torch's pointwise ops with constants (semantics/opcall.py): any op torch calls pointwise
 # is a unary or binary op of the term language, so every lemma over (unary op x) or (binary op a b)
 # must hold for these too

@@ -5,11 +5,10 @@ from lemmas._instances.collective import (
     add_rsum_shared, add_rsum_shared_bad, single, slice_rsum_concat, slice_rsum_fold, slice_rsum_part, tlen_terms,
     view_unary_rsum)
 from lemmas._instances.collective import rsum_nested, rsum_zero_first, rsum_zero_second
-from lemmas._instances.collective import rsum_add_bsame_terms, rsum_add_first, rsum_add_first_bad
 from lemmas._instances.collective import (
     add_assoc_peer, add_assoc_peer_mixed, add_assoc_peer_rsum, add_assoc_peer_rsum_mixed, rsum_peer_add, rsum_peer_add_bad, rsum_peer_extend, rsum_peer_extend_bad)
 from lemmas._instances.collective import add_assoc_rsum, add_assoc_rsum_bad, add_rsum_part, add_rsum_part_bad, add_rsum_part_bsame_terms
-from lemmas._instances.movement import ZERO_TEXTS
+from lemmas._instances.movement import is_zero_text, with_zero_text
 
 LEMMAS = [
     # one rank: the sum (max) over ranks is its own value
@@ -27,9 +26,10 @@ LEMMAS = [
     # sum is then in that part's class, and sums over more ranks shortened one zero at a time
     # (or a one-rank sum) beside it are lists of other lengths in one class, which add-rsum-rsum
     # zips into stuck zip_ranks that nest without end
-    *(lem for z, k in zip(ZERO_TEXTS, ("", "-int")) for lem in (
-        Lemma(f"rsum-zero-first{k}", f'(rsum (Cons (cst "{z}" s t) (Cons y (Nil))))', "y", instances=rsum_zero_first),
-        Lemma(f"rsum-zero-second{k}", f'(rsum (Cons x (Cons (cst "{z}" s t) (Nil))))', "x", instances=rsum_zero_second))),
+    Lemma("rsum-zero-first", '(rsum (Cons (cst z s t) (Cons y (Nil))))', "y", when=(is_zero_text("z"),),
+          instances=with_zero_text(rsum_zero_first), rejects=with_zero_text(None, rsum_zero_first)),
+    Lemma("rsum-zero-second", '(rsum (Cons x (Cons (cst z s t) (Nil))))', "x", when=(is_zero_text("z"),),
+          instances=with_zero_text(rsum_zero_second), rejects=with_zero_text(None, rsum_zero_second)),
     # a value the ranks compute apart, summed by the sequential program: (peer a b) says b is the
     # same node as a on the next rank (check/distributed.py declares it from the graphs: one shape
     # and dtype).  Their sum is the sum over those ranks in rank order (b + a = a + b exactly; not
@@ -87,20 +87,6 @@ LEMMAS = [
           trigger=('(binary "add" (rsum l) y)', '(scalar "div" y c)'),
           when=("(= n (tlen l))", "(= c (ntext n))", "(= t (dtype y))", "(= t (dtype (rsum l)))", "(fdtype t)"),
           instances=add_rsum_shared, rejects=add_rsum_shared_bad),
-    # a tensor added by one rank of a pair to its part, zeros of its shape by the other, before the
-    # sum is added to the sum (a bias added by rank 0 only, zeros_like(bias) on rank 1: exact for
-    # reals).  Only where the add neither grows the part by broadcasting nor promotes it, and the
-    # other part is of the part's shape and dtype (bsame, asked by ask-bsame-rsum-add).
-    # The zeros name the pattern: any add to a part of a sum would meet add-rsum-shared's parts
-    # (x + y / n) and divide y by n again and again.
-    *(Lemma(f"rsum-add-one-rank{k}{side}", lhs, '(binary "add" (rsum (Cons ' + (f"x (Cons w (Nil))" if side == "" else "w (Cons x (Nil))") + ")) y)",
-            when=("(= n (ndim x))", '(= n (ndim (binary "add" x y)))', '(bsame x (binary "add" x y) n)',
-                  "(= u (dtype x))", '(= u (dtype (binary "add" x y)))', "(= t (dtype y))", "(= m (ndim y))",
-                  "(= m (dlen s))", "(vpfx y s m)", "(= u (dtype w))", "(= n (ndim w))", "(bsame w x n)"),
-            instances=rsum_add_first(side), rejects=rsum_add_first_bad(side))
-      for z, k in zip(ZERO_TEXTS, ("", "-int"))
-      for side, lhs in (("", f'(rsum (Cons (binary "add" x y) (Cons (binary "add" w (cst "{z}" s t)) (Nil))))'),
-                        ("-second", f'(rsum (Cons (binary "add" w (cst "{z}" s t)) (Cons (binary "add" x y) (Nil))))'))),
 ]
 
 # (binary "add" a y) of a's shape and one dtype, not bool (added as an or): where a rank adds y to
@@ -136,12 +122,6 @@ RULES = [
         '(rule ((= z (binary "add" (rsum (Cons a r)) y)) (= w (binary "add" a y))) ((bsame a w 0)) :ruleset shapes)\n'
         '(rule ((= z (binary "add" (rsum (Cons a (Cons b r))) y)) (= w (binary "add" b y))) ((bsame b w 0)) :ruleset shapes)'),
         check_terms=add_rsum_part_bsame_terms),
-    Rule("ask-bsame-rsum-add", (
-        '(rule ((= z (rsum (Cons (binary "add" x y) (Cons (binary "add" w (cst c s t)) (Nil)))))) '
-        '((bsame x (binary "add" x y) 0) (vpfx y s 0) (bsame w x 0)) :ruleset shapes)\n'
-        '(rule ((= z (rsum (Cons (binary "add" w (cst c s t)) (Cons (binary "add" x y) (Nil)))))) '
-        '((bsame x (binary "add" x y) 0) (vpfx y s 0) (bsame w x 0)) :ruleset shapes)'),
-         check_terms=rsum_add_bsame_terms),
     # (tlen l): the length of a list of ranks, asked where add-rsum-shared may fire; (ntext n) the
     # text of the divisor by that count ("2.0", as lowering writes a float constant)
     Rule("tlen", (

@@ -18,7 +18,7 @@ from lemmas._instances.elementwise import (
 from lemmas._instances.elementwise import binary_concat_cst, binary_concat_cst_bad, cst_parts_cons, cst_parts_cons_bad, cst_parts_nil
 from lemmas._instances.elementwise import add_zeros, add_zeros_bad, add_zeros_terms
 from lemmas._instances.elementwise import neg_rsum
-from lemmas._instances.movement import ZERO_TEXTS
+from lemmas._instances.movement import is_zero_text, with_zero_text
 from lemmas._instances.where import (
     bc_like_cons, bc_like_nil, bc_like_varying, where_concat, where_concat_misaligned, zip_where_cons, zip_where_misaligned, zip_where_nil)
 
@@ -163,18 +163,17 @@ LEMMAS = [
     # promotion casts it; -0.0 + 0.0 = +0.0: one zero).  Where x = x + 0 is proven (a block
     # followed by zeros, concat-zpad-rsum), a rule that spreads that add over x's parts (a concat's,
     # a sum's) gives each part + a zero block: they fold back here, or nest without end
-    *(lem for z, k in zip(ZERO_TEXTS, ("", "-int")) for lem in (
-        Lemma(f"add-zeros-right{k}", f'(binary "add" x (cst "{z}" s t))', "x",
-              when=("(= t (dtype x))", "(= n (ndim x))", "(= n (dlen s))", "(vpfx x s n)"),
-              instances=add_zeros("right"), rejects=add_zeros_bad("right")),
-        Lemma(f"add-zeros-left{k}", f'(binary "add" (cst "{z}" s t) x)', "x",
-              when=("(= t (dtype x))", "(= n (ndim x))", "(= n (dlen s))", "(vpfx x s n)"),
-              instances=add_zeros("left"), rejects=add_zeros_bad("left")),
-        # ... and a zero constant of fewer dims that broadcasts into x (its shape x's last dims:
-        # a bias's zeros_like added to a rank's partial sums) leaves x as it is
-        Lemma(f"add-zeros-bcast-right{k}", f'(binary "add" x (cst "{z}" s t))', "x",
-              when=("(= t (dtype x))", "(= m (dlen s))", "(< m (ndim x))", "(vsfx x s m)"),
-              instances=add_zeros_bcast, rejects=add_zeros_bcast_bad))),
+    Lemma("add-zeros-right", '(binary "add" x (cst z s t))', "x",
+          when=(is_zero_text("z"), "(= t (dtype x))", "(= n (ndim x))", "(= n (dlen s))", "(vpfx x s n)"),
+          instances=with_zero_text(add_zeros("right")), rejects=with_zero_text(add_zeros_bad("right"), add_zeros("right"))),
+    Lemma("add-zeros-left", '(binary "add" (cst z s t) x)', "x",
+          when=(is_zero_text("z"), "(= t (dtype x))", "(= n (ndim x))", "(= n (dlen s))", "(vpfx x s n)"),
+          instances=with_zero_text(add_zeros("left")), rejects=with_zero_text(add_zeros_bad("left"), add_zeros("left"))),
+    # ... and a zero constant of fewer dims that broadcasts into x (its shape x's last dims:
+    # a bias's zeros_like added to a rank's partial sums) leaves x as it is
+    Lemma("add-zeros-bcast-right", '(binary "add" x (cst z s t))', "x",
+          when=(is_zero_text("z"), "(= t (dtype x))", "(= m (dlen s))", "(< m (ndim x))", "(vsfx x s m)"),
+          instances=with_zero_text(add_zeros_bcast), rejects=with_zero_text(add_zeros_bcast_bad, add_zeros_bcast)),
     Lemma("div-rsum-nonzero", '(binary "div" (rsum l) y)', '(rsum (map_binary_l "div" l y))',
           when=("(= t (dtype (rsum l)))", "(= t (dtype y))", "(fdtype t)"), assumes=("nonzero_divisors",),
           instances=div_rsum, rejects=div_rsum_zero),
@@ -256,7 +255,7 @@ LEMMAS += [Lemma(f"cast-same-{t}", f'(unary "to_{t}" x)', "x", when=(f'(= "{t}" 
 
 # a float x divided by an int64 y divides by y cast to x's dtype: type promotion casts y so (a float
 # category beats an int one whatever the dims), and the cast is the same conversion.  A mean loss
-# divided by the all-reduced int64 count of its targets, against the float count (tcount-count-*).
+# divided by the all-reduced int64 count of its targets, against the float count (tcount-count).
 # Only for x of that float dtype (an int x divides in the default float dtype; a float64 x divides
 # a float32 cast of y, rounded, by y exactly) and an int64 y (a float64 y would be rounded by the cast)
 LEMMAS += [Lemma(f"div-int-cast-{f}", f'(binary "div" x (unary "to_{f}" y))', '(binary "div" x y)',

@@ -24,9 +24,8 @@ from lemmas._instances.reduction import (
     tpick_concat_rows, zip_tpick, zip_tpick_misaligned)
 from lemmas._instances.reduction import div_sum, div_sum_bad
 from lemmas._instances.reduction import (
-    abs_norm, abs_not_norm, lse_concat_other, lse_concat_with_d, norm_pow, norm_pow_bad, reduce_unsqueezed,
+    abs_norm, abs_not_norm, norm_inf, norm_inf_int, lse_concat_other, lse_concat_with_d, norm_pow, norm_pow_bad, reduce_unsqueezed,
     reduce_unsqueezed_bad)
-from entangle_py.semantics.terms import FLOAT_DTYPES
 
 # s is x with its dims a and a+1 merged: the other dims of x, before and after, are kept
 _MERGED = ("(= n (ndim x))", "(= m (dlen s))", "(= n (+ m 1))", "(vpfx x s a)", "(vsfx x s (- m (+ a 1)))")
@@ -85,6 +84,14 @@ LEMMAS = [
     # float x (torch's norms take no ints).  Not for p = 0 (a count), inf or a negative p
     Lemma("norm-pow", '(scalar "pow" (reduce op x dims k) p)', '(reduce "sum" (scalar "pow" (unary "abs" x) p) dims k)',
           when=_NORM_OF_ORDER_P, instances=norm_pow, rejects=norm_pow_bad),
+    # ... and the 2-norm, the root a program writes for it (sqrt), of that sum: a global 2-norm
+    # meets the root of the all-reduced squares of the ranks' norms.  Real arithmetic, float x
+    Lemma("norm2-sqrt", '(reduce "norm:2.0" x dims k)', '(unary "sqrt" (reduce "sum" (scalar "pow" (unary "abs" x) "2.0") dims k))',
+          when=("(= t (dtype x))", "(fdtype t)"), instances=norm_inf, rejects=norm_inf_int),
+    # the inf-norm is the max of |x| (exact; torch has no inf-norm of nothing): over a split dim it
+    # combines by max (reduce-amax-concat)
+    Lemma("norm-inf-amax", '(reduce "norm:inf" x dims k)', '(reduce "amax" (unary "abs" x) dims k)',
+          when=("(= t (dtype x))", "(fdtype t)"), instances=norm_inf, rejects=norm_inf_int),
     # a norm of any order is >= 0 (or nan): its abs is itself, exactly
     Lemma("abs-norm", '(unary "abs" (reduce op x dims k))', "(reduce op x dims k)",
           when=('(= 1 (count-matches op "norm:"))',), instances=abs_norm, rejects=abs_not_norm),
@@ -244,10 +251,9 @@ LEMMAS = [
 # is what a program counts: (t != c).sum() (lowered as the int64 sum of the int64 cast) cast to f.
 # Exact (tcount's meaning); 1-D targets (a 0-D one has no dim to sum over)
 LEMMAS += [
-    Lemma(f"tcount-count-{f}", "(tcount L t c n)",
-          f'(unary "to_{f}" (reduce "sum" (unary "to_int64" (iscalar "ne" t c)) (ICons 0 (INil)) 0))',
-          when=(f'(= "{f}" (dtype L))', "(= 1 (ndim t))"), instances=tcount_count(f), rejects=tcount_count_bad(f))
-    for f in FLOAT_DTYPES]
+    Lemma("tcount-count", "(tcount L t c n)",
+          '(unary (+ "to_" f) (reduce "sum" (unary "to_int64" (iscalar "ne" t c)) (ICons 0 (INil)) 0))',
+          when=("(= f (dtype L))", "(fdtype f)", "(= 1 (ndim t))"), instances=tcount_count, rejects=tcount_count_bad)]
 
 # a max keeps its operand's dtype (bool: torch.all lowered as not amax(not x)); a sum of bools or
 # ints is int64 (a mask's count)

@@ -450,9 +450,6 @@ POSITIVE = [
     # labels padded as ids[:, :1] * 0 - 100: a constant -100
     ("elementwise", f'(iscalar "sub" {_ZEROS([4, 1], "0").replace("float32", "int64")} 100)',
      _ZEROS([4, 1], "-100").replace("float32", "int64"), {}, ()),
-    # a bias added by rank 0 only (zeros_like on the other) is added to the sum over ranks
-    ("collective", "(rsum " + cons('(binary "add" {x} {b})', '(binary "add" {y} ' + _ZEROS([1, 4]) + ")") + ")",
-     '(binary "add" (rsum ' + cons("{x}", "{y}") + ") {b})", {"x": [2, 4], "y": [2, 4], "b": [1, 4]}, ()),
     # index_select's backward of a column-sharded table: the parts' tables side by side
     ("indexing", f"(scatter {cat(1, '{a}', '{b}')} {{i}} 5)", cat(1, "(scatter {a} {i} 5)", "(scatter {b} {i} 5)"),
      {"a": [3, 2], "b": [3, 1], "i": ([3], "int64")}, ()),
@@ -874,6 +871,23 @@ def test_add_commutes_where_both_orders_are_present():
     assert reached
     reached, _ = proves('(binary "add" {a} {b})', '(binary "add" {b} {a})', shapes)
     assert not reached
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_a_term_one_rank_adds_to_its_part_is_added_to_the_sum(rank):
+    """A bias (a duplicate parameter's squared norm) added by one rank only, zeros_like (or nothing)
+    on the other, before the all-reduce: the sequential sum over ranks plus the bias is the sum of
+    the ranks' parts (add-rsum-part, add-zeros-*); not where y grows the part by broadcasting."""
+    shapes = {"x": [2, 4], "y": [2, 4], "b": [1, 4], "w": [1, 4]}
+    parts = ['(binary "add" {x} {b})', '(binary "add" {y} ' + _ZEROS([1, 4]) + ")"]
+    seq = '(binary "add" (rsum ' + cons("{x}", "{y}") + ") {b})"
+    ranks = "(rsum " + cons(*(parts if rank == 0 else parts[::-1])) + ")"
+    seq = seq if rank == 0 else '(binary "add" (rsum ' + cons("{y}", "{x}") + ") {b})"
+    reached, _ = proves(ranks, seq, shapes, present=(seq,))
+    assert reached
+    grown = '(binary "add" (rsum ' + cons("{w}", "{w}") + ") {x})"     # w [1, 4] + x [2, 4] grows w
+    reached, saturated = proves("(rsum " + cons('(binary "add" {w} {x})', "{w}") + ")", grown, shapes, present=(grown,))
+    assert saturated and not reached
 
 
 @pytest.mark.parametrize("bounds", [[0, 5, 6, 9], [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32]])

@@ -450,26 +450,20 @@ def _loss_targets(rng):
             "t": torch.randint(0, w, (n,), generator=g), "c": c, "n": repr(float(n))}
 
 
-def tcount_count(dtype):
-    def gen(rng):
-        for _ in range(6):
-            inst = _loss_targets(rng)
-            inst["L"] = inst["L"].to(getattr(torch, dtype))
-            yield inst
-    gen.__name__ = f"tcount_count_{dtype}"
-    return gen
-
-
-def tcount_count_bad(dtype):
-    """Log-probabilities of another dtype (the count is cast to theirs), and a 0-D target (a loss over
-    one row of log-probabilities: nothing to sum over)."""
-    def gen(rng):
+def tcount_count(rng):
+    for _ in range(8):
         inst = _loss_targets(rng)
-        inst["L"] = inst["L"].to(torch.float64 if dtype != "float64" else torch.float32)
-        yield inst
-        yield {"L": tensor(rng, 4).to(getattr(torch, dtype)), "t": torch.tensor(1), "c": 0, "n": "1.0"}
-    gen.__name__ = f"tcount_count_bad_{dtype}"
-    return gen
+        f = rng.choice(terms.FLOAT_DTYPES)
+        inst["L"] = inst["L"].to(getattr(torch, f))
+        yield {**inst, "f": f}
+
+
+def tcount_count_bad(rng):
+    """Log-probabilities of an int dtype (no float count), and a 0-D target (a loss over one row
+    of log-probabilities: nothing to sum over)."""
+    inst = _loss_targets(rng)
+    yield {**inst, "L": (inst["L"] * 4).to(torch.int64), "f": "int64"}
+    yield {"L": tensor(rng, 4).to(torch.float32), "t": torch.tensor(1), "c": 0, "n": "1.0", "f": "float32"}
 
 
 @repeat(8)
@@ -653,3 +647,13 @@ def reduce_unsqueezed_bad(rng):
         yield _unsqueezed(rng, op)
     yield {"op": "sum", "x": torch.ones(2, 3, dtype=torch.int32), "s": [2, 1, 3], "d": 1, "m": 2, "t": "int32"}
     yield {"op": "sum", "x": tensor(rng, 2, 3), "s": [1, 2, 3], "d": 1, "m": 2, "t": "float64"}
+
+
+@repeat(8)
+def norm_inf(rng):
+    return _norm_case(rng)
+
+
+def norm_inf_int(rng):
+    """ints: torch's norms take none (the amax of |x| would be an int)."""
+    yield {"x": torch.tensor([[1, -3], [2, 0]]), "dims": [0, 1], "k": 0, "t": "int64"}

@@ -459,7 +459,36 @@ POSITIVE = [
      {"a": [2, 3], "b": [1, 3], "c": [4, 3], "i": ([2], "int64"), "j": ([1], "int64"), "k": ([4], "int64")}, ()),
 ]
 
+# the reduction class over a sharded dim (lemmas/reduction.py): a norm's p-th power is the sum over
+# ranks of the parts' sums of |x|^p; a logsumexp is the log-sum-exp over ranks of the parts'
+_SQ = '(reduce "sum" (scalar "pow" (unary "abs" {x}) "{p}") (ICons 0 (ICons 1 (INil))) 0)'
+POSITIVE += [
+    ("reduction", f'(scalar "pow" {red("norm:2.0", cat(0, "{a}", "{b}"), [0, 1], 0)} "2.0")',
+     "(rsum " + cons(_SQ.format(x="{a}", p="2.0"), _SQ.format(x="{b}", p="2.0")) + ")", {"a": [3, 4], "b": [1, 4]}, ()),
+    ("reduction", f'(scalar "pow" {red("norm:3.0", cat(1, "{a}", "{b}"), [0, 1], 0)} "3.0")',
+     "(rsum " + cons(_SQ.format(x="{a}", p="3.0"), _SQ.format(x="{b}", p="3.0")) + ")", {"a": [3, 2], "b": [3, 1]}, ()),
+    ("reduction", red("logsumexp", cat(1, "{a}", "{b}"), [1], 0),
+     "(rlse " + cons(red("logsumexp", "{a}", [1], 0), red("logsumexp", "{b}", [1], 0)) + ")", {"a": [3, 2], "b": [3, 5]}, ()),
+    # the ranks' logsumexps gathered (unsqueezed, concatenated) and reduced again meet it
+    ("reduction", red("logsumexp", cat(0, f'(view {{a}} {dlist([1, 3])})', f'(view {{b}} {dlist([1, 3])})'), [0], 0),
+     "(rlse " + cons("{a}", "{b}") + ")", {"a": [3], "b": [3]}, ()),
+    ("reduction", red("norm:inf", cat(0, "{a}", "{b}"), [0], 1),
+     "(rmax " + cons(red("amax", '(unary "abs" {a})', [0], 1), red("amax", '(unary "abs" {b})', [0], 1)) + ")",
+     {"a": [3, 2], "b": [1, 2]}, ()),
+]
+
 NEGATIVE = [
+    # a norm over a sharded dim is not the sum of the parts' norms, nor is the square of a 3-norm
+    # the sum of the parts' sums of squares; a logsumexp is not the sum of the parts'
+    ("reduction", red("norm:2.0", cat(0, "{a}", "{b}"), [0, 1], 0),
+     "(rsum " + cons(red("norm:2.0", "{a}", [0, 1], 0), red("norm:2.0", "{b}", [0, 1], 0)) + ")", {"a": [3, 4], "b": [1, 4]}, ()),
+    ("reduction", f'(scalar "pow" {red("norm:3.0", cat(0, "{a}", "{b}"), [0, 1], 0)} "2.0")',
+     "(rsum " + cons(_SQ.format(x="{a}", p="2.0"), _SQ.format(x="{b}", p="2.0")) + ")", {"a": [3, 4], "b": [1, 4]}, ()),
+    ("reduction", red("logsumexp", cat(1, "{a}", "{b}"), [1], 0),
+     "(rsum " + cons(red("logsumexp", "{a}", [1], 0), red("logsumexp", "{b}", [1], 0)) + ")", {"a": [3, 2], "b": [3, 5]}, ()),
+    # ... nor, over a dim the parts do not split, a combination over parts at all
+    ("reduction", red("logsumexp", cat(0, "{a}", "{b}"), [1], 0),
+     "(rlse " + cons(red("logsumexp", "{a}", [1], 0), red("logsumexp", "{b}", [1], 0)) + ")", {"a": [3, 2], "b": [1, 2]}, ()),
     # a second write at the same id's rows replaces the first: no sum
     ("indexing", _put(_put(_ZEROS([4, 3]), 1, "{x}"), 1, "{y}"),
      f'(rsum (Cons {_put(_ZEROS([4, 3]), 1, "{x}")} (Cons {_put(_ZEROS([4, 3]), 1, "{y}")} (Nil))))',

@@ -24,7 +24,7 @@ from lemmas._instances.reduction import (
     tpick_concat_rows, zip_tpick, zip_tpick_misaligned)
 from lemmas._instances.reduction import div_sum, div_sum_bad
 from lemmas._instances.reduction import (
-    abs_norm, abs_not_norm, norm_inf, norm_inf_int, lse_concat_other, lse_concat_with_d, norm_pow, norm_pow_bad, reduce_unsqueezed,
+    abs_norm, abs_not_norm, norm_any, norm_inf, norm_inf_int, lse_concat_other, lse_concat_with_d, norm_pow, norm_pow_bad, reduce_unsqueezed,
     reduce_unsqueezed_bad)
 
 # s is x with its dims a and a+1 merged: the other dims of x, before and after, are kept
@@ -87,7 +87,7 @@ LEMMAS = [
     # ... and the 2-norm, the root a program writes for it (sqrt), of that sum: a global 2-norm
     # meets the root of the all-reduced squares of the ranks' norms.  Real arithmetic, float x
     Lemma("norm2-sqrt", '(reduce "norm:2.0" x dims k)', '(unary "sqrt" (reduce "sum" (scalar "pow" (unary "abs" x) "2.0") dims k))',
-          when=("(= t (dtype x))", "(fdtype t)"), instances=norm_inf, rejects=norm_inf_int),
+          when=("(= t (dtype x))", "(fdtype t)"), instances=norm_any, rejects=norm_inf_int),
     # the inf-norm is the max of |x| (exact; torch has no inf-norm of nothing): over a split dim it
     # combines by max (reduce-amax-concat)
     Lemma("norm-inf-amax", '(reduce "norm:inf" x dims k)', '(reduce "amax" (unary "abs" x) dims k)',

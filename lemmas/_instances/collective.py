@@ -275,7 +275,7 @@ def add_rsum_part_bsame_terms(rng):
     """(binary "add" (rsum (Cons x r)) y) beside x + y: bsame of x and x + y on every prefix."""
     for grow in (False, True, False, True):
         env = _part_plus(rng, grow=grow, dtype=torch.float64)
-        w = torch.zeros_like(env["x"] + env["y"])
+        w = torch.zeros_like(env["x"])         # the other rank's part, of x's shape
         yield ('(binary "add" (binary "add" (rsum (Cons x (Cons w (Nil)))) y) (binary "add" x y))',
                {"x": env["x"], "y": env["y"], "w": w},
                [f'(bsame x (binary "add" x y) {i})' for i in range(env["n"] + 1)])

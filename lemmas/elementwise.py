@@ -2,7 +2,7 @@
 from entangle_py.engine.lemma import Lemma, Rule
 from entangle_py.semantics.terms import CASTS, FLOAT_DTYPES, WHERE_PATTERNS
 from lemmas._instances import cons, fixed
-from lemmas._instances.elementwise import div_add, div_add_bad
+from lemmas._instances.elementwise import add_zeros_bsame_terms, div_add, div_add_bad
 from lemmas._instances.elementwise import (
     add_comm, add_rsum, add_zero, add_zero_int, bcast_absent,
     bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat,
@@ -163,11 +163,14 @@ LEMMAS = [
     # promotion casts it; -0.0 + 0.0 = +0.0: one zero).  Where x = x + 0 is proven (a block
     # followed by zeros, concat-zpad-rsum), a rule that spreads that add over x's parts (a concat's,
     # a sum's) gives each part + a zero block: they fold back here, or nest without end
+    # (of x's ndim, any dim x's or 1: zeros of any shape that broadcast into x without growing it)
     Lemma("add-zeros-right", '(binary "add" x (cst z s t))', "x",
-          when=(is_zero_text("z"), "(= t (dtype x))", "(= n (ndim x))", "(= n (dlen s))", "(vpfx x s n)"),
+          when=(is_zero_text("z"), "(= t (dtype x))", "(= n (ndim x))", '(= n (ndim (binary "add" x (cst z s t))))',
+                '(bsame x (binary "add" x (cst z s t)) n)'),
           instances=with_zero_text(add_zeros("right")), rejects=with_zero_text(add_zeros_bad("right"), add_zeros("right"))),
     Lemma("add-zeros-left", '(binary "add" (cst z s t) x)', "x",
-          when=(is_zero_text("z"), "(= t (dtype x))", "(= n (ndim x))", "(= n (dlen s))", "(vpfx x s n)"),
+          when=(is_zero_text("z"), "(= t (dtype x))", "(= n (ndim x))", '(= n (ndim (binary "add" (cst z s t) x)))',
+                '(bsame x (binary "add" (cst z s t) x) n)'),
           instances=with_zero_text(add_zeros("left")), rejects=with_zero_text(add_zeros_bad("left"), add_zeros("left"))),
     # ... and a zero constant of fewer dims that broadcasts into x (its shape x's last dims:
     # a bias's zeros_like added to a rank's partial sums) leaves x as it is
@@ -293,6 +296,9 @@ RULES = [
     Rule("ask-vsfx-add-cst", '(rule ((= y (binary "add" x (cst c s t)))) ((vsfx x s 0)) :ruleset shapes)',
          check_terms=add_zeros_bcast_terms),
     # x's shape compared with a zero constant's it is added to (add-zeros-*)
+    Rule("ask-bsame-add-cst", (
+        '(rule ((= y (binary "add" x (cst c s t)))) ((bsame x y 0)) :ruleset shapes)\n'
+        '(rule ((= y (binary "add" (cst c s t) x))) ((bsame x y 0)) :ruleset shapes)'), check_terms=add_zeros_bsame_terms),
     Rule("ask-vpfx-add-cst", (
         '(rule ((= y (binary "add" x (cst c s t)))) ((vpfx x s 0)) :ruleset shapes)\n'
         '(rule ((= y (binary "add" (cst c s t) x))) ((vpfx x s 0)) :ruleset shapes)'), check_terms=add_zeros_terms),

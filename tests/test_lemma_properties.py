@@ -36,9 +36,9 @@ WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1,
               "matmul-concat-batch": 1, "layernorm-concat": 0, "mtake-intro": 1, "mpick-intro": 1,
               "tcount-div-valid": 1,
               # a table, ids around a block of its rows and the clamp text of its row count
-              "mtake-intro-clamp": 0,
+              "mtake-intro-clamp": 2,
               # a float tensor and a bool mask of its rows (its leading shape) cast to its dtype
-              "mul-rows-mask": 5, "mul-rows-mask-swapped": 4,
+              "mul-rows-mask": 5, "mul-rows-mask-swapped": 3,
               # a batch of one: 3-D partners of batch 1 and the three views of them
               "view-mm-batch-one": 0,
               # gradient rows of the ids' shape plus one dim, integer ids

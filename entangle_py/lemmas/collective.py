@@ -5,10 +5,10 @@ from entangle_py.lemmas._instances.collective import (
     add_rsum_shared, add_rsum_shared_bad, single, slice_rsum_concat, slice_rsum_fold, slice_rsum_part, tlen_terms,
     view_unary_rsum)
 from entangle_py.lemmas._instances.collective import rsum_nested, rsum_zero_first, rsum_zero_second
-from entangle_py.lemmas._instances.collective import rsum_add_bsame_terms, rsum_add_first, rsum_add_first_bad
 from entangle_py.lemmas._instances.collective import (
     add_assoc_peer, add_assoc_peer_mixed, add_assoc_peer_rsum, add_assoc_peer_rsum_mixed, rsum_peer_add, rsum_peer_add_bad, rsum_peer_extend, rsum_peer_extend_bad)
-from entangle_py.lemmas._instances.movement import ZERO_TEXTS
+from entangle_py.lemmas._instances.collective import add_assoc_rsum, add_assoc_rsum_bad, add_rsum_part, add_rsum_part_bad, add_rsum_part_bsame_terms
+from entangle_py.lemmas._instances.movement import is_zero_text, with_zero_text
 
 LEMMAS = [
     # one rank: the sum (max) over ranks is its own value
@@ -26,9 +26,10 @@ LEMMAS = [
     # sum is then in that part's class, and sums over more ranks shortened one zero at a time
     # (or a one-rank sum) beside it are lists of other lengths in one class, which add-rsum-rsum
     # zips into stuck zip_ranks that nest without end
-    *(lem for z, k in zip(ZERO_TEXTS, ("", "-int")) for lem in (
-        Lemma(f"rsum-zero-first{k}", f'(rsum (Cons (cst "{z}" s t) (Cons y (Nil))))', "y", instances=rsum_zero_first),
-        Lemma(f"rsum-zero-second{k}", f'(rsum (Cons x (Cons (cst "{z}" s t) (Nil))))', "x", instances=rsum_zero_second))),
+    Lemma("rsum-zero-first", '(rsum (Cons (cst z s t) (Cons y (Nil))))', "y", when=(is_zero_text("z"),),
+          instances=with_zero_text(rsum_zero_first), rejects=with_zero_text(None, rsum_zero_first)),
+    Lemma("rsum-zero-second", '(rsum (Cons x (Cons (cst z s t) (Nil))))', "x", when=(is_zero_text("z"),),
+          instances=with_zero_text(rsum_zero_second), rejects=with_zero_text(None, rsum_zero_second)),
     # a value the ranks compute apart, summed by the sequential program: (peer a b) says b is the
     # same node as a on the next rank (check/distributed.py declares it from the graphs: one shape
     # and dtype).  Their sum is the sum over those ranks in rank order (b + a = a + b exactly; not
@@ -86,29 +87,41 @@ LEMMAS = [
           trigger=('(binary "add" (rsum l) y)', '(scalar "div" y c)'),
           when=("(= n (tlen l))", "(= c (ntext n))", "(= t (dtype y))", "(= t (dtype (rsum l)))", "(fdtype t)"),
           instances=add_rsum_shared, rejects=add_rsum_shared_bad),
-    # a tensor added by one rank of a pair to its part, zeros of its shape by the other, before the
-    # sum is added to the sum (a bias added by rank 0 only, zeros_like(bias) on rank 1: exact for
-    # reals).  Only where the add neither grows the part by broadcasting nor promotes it, and the
-    # other part is of the part's shape and dtype (bsame, asked by ask-bsame-rsum-add).
-    # The zeros name the pattern: any add to a part of a sum would meet add-rsum-shared's parts
-    # (x + y / n) and divide y by n again and again.
-    *(Lemma(f"rsum-add-one-rank{k}{side}", lhs, '(binary "add" (rsum (Cons ' + (f"x (Cons w (Nil))" if side == "" else "w (Cons x (Nil))") + ")) y)",
-            when=("(= n (ndim x))", '(= n (ndim (binary "add" x y)))', '(bsame x (binary "add" x y) n)',
-                  "(= u (dtype x))", '(= u (dtype (binary "add" x y)))', "(= t (dtype y))", "(= m (ndim y))",
-                  "(= m (dlen s))", "(vpfx y s m)", "(= u (dtype w))", "(= n (ndim w))", "(bsame w x n)"),
-            instances=rsum_add_first(side), rejects=rsum_add_first_bad(side))
-      for z, k in zip(ZERO_TEXTS, ("", "-int"))
-      for side, lhs in (("", f'(rsum (Cons (binary "add" x y) (Cons (binary "add" w (cst "{z}" s t)) (Nil))))'),
-                        ("-second", f'(rsum (Cons (binary "add" w (cst "{z}" s t)) (Cons (binary "add" x y) (Nil))))'))),
+]
+
+# (binary "add" a y) of a's shape and one dtype, not bool (added as an or): where a rank adds y to
+# its own part of a sum over ranks, a + y is the sum's part, and y broadcasts into a
+_ADDS_INTO = ('(= t (dtype {a}))', "(= t (dtype y))", '(!= "bool" t)', "(= n (ndim {a}))",
+              '(= n (ndim (binary "add" {a} y)))', '(bsame {a} (binary "add" {a} y) n)')
+
+# a sum over ranks plus y is the sum with y added to one rank's part, where that rank adds it (the
+# add is in the e-graph: the trigger): a replicated term (a duplicate parameter's squared norm, a
+# bias) counted by one rank before an all-reduce.  Reals (reassociation), as every sum over ranks
+LEMMAS += [
+    Lemma("add-rsum-part", '(binary "add" (rsum (Cons a r)) y)', '(rsum (Cons (binary "add" a y) r))',
+          trigger=('(binary "add" (rsum (Cons a r)) y)', '(binary "add" a y)'), when=tuple(c.format(a="a") for c in _ADDS_INTO),
+          instances=add_rsum_part(0), rejects=add_rsum_part_bad(0)),
+    Lemma("add-rsum-part-second", '(binary "add" (rsum (Cons a (Cons b r))) y)', '(rsum (Cons a (Cons (binary "add" b y) r)))',
+          trigger=('(binary "add" (rsum (Cons a (Cons b r))) y)', '(binary "add" b y)'),
+          when=tuple(c.format(a="b") for c in _ADDS_INTO), instances=add_rsum_part(1), rejects=add_rsum_part_bad(1)),
+]
+
+# an accumulation (x + a) + b (acc = 0; acc = acc + loss_i over micro-batches, in rank order) is
+# the sum over a pair of ranks of x and a + b where a + b is x's peer (the next rank accumulated
+# its own micro-batches: add-assoc-peer is the reverse order).  Reals (regrouping), one dtype, not
+# bool (a sum over ranks of bools is undefined)
+LEMMAS += [
+    Lemma("add-assoc-rsum", '(binary "add" (binary "add" x a) b)', '(rsum (Cons x (Cons (binary "add" a b) (Nil))))',
+          trigger=('(binary "add" (binary "add" x a) b)', '(peer x (binary "add" a b))'),
+          when=("(= t (dtype x))", "(= t (dtype a))", "(= t (dtype b))", '(!= "bool" t)'),
+          instances=add_assoc_rsum, rejects=add_assoc_rsum_bad),
 ]
 
 RULES = [
-    Rule("ask-bsame-rsum-add", (
-        '(rule ((= z (rsum (Cons (binary "add" x y) (Cons (binary "add" w (cst c s t)) (Nil)))))) '
-        '((bsame x (binary "add" x y) 0) (vpfx y s 0) (bsame w x 0)) :ruleset shapes)\n'
-        '(rule ((= z (rsum (Cons (binary "add" w (cst c s t)) (Cons (binary "add" x y) (Nil)))))) '
-        '((bsame x (binary "add" x y) 0) (vpfx y s 0) (bsame w x 0)) :ruleset shapes)'),
-         check_terms=rsum_add_bsame_terms),
+    Rule("ask-bsame-add-rsum-part", (
+        '(rule ((= z (binary "add" (rsum (Cons a r)) y)) (= w (binary "add" a y))) ((bsame a w 0)) :ruleset shapes)\n'
+        '(rule ((= z (binary "add" (rsum (Cons a (Cons b r))) y)) (= w (binary "add" b y))) ((bsame b w 0)) :ruleset shapes)'),
+        check_terms=add_rsum_part_bsame_terms),
     # (tlen l): the length of a list of ranks, asked where add-rsum-shared may fire; (ntext n) the
     # text of the divisor by that count ("2.0", as lowering writes a float constant)
     Rule("tlen", (

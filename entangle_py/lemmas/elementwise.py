@@ -2,6 +2,7 @@
 from entangle_py.engine.lemma import Lemma, Rule
 from entangle_py.semantics.terms import CASTS, FLOAT_DTYPES, WHERE_PATTERNS
 from entangle_py.lemmas._instances import cons, fixed
+from entangle_py.lemmas._instances.elementwise import add_zeros_bsame_terms, div_add, div_add_bad
 from entangle_py.lemmas._instances.elementwise import (
     add_comm, add_rsum, add_zero, add_zero_int, bcast_absent,
     bcast_absent_r, bcast_full, bcast_full_r, bcast_one, bcast_one_r, binary_concat,
@@ -17,7 +18,7 @@ from entangle_py.lemmas._instances.elementwise import (
 from entangle_py.lemmas._instances.elementwise import binary_concat_cst, binary_concat_cst_bad, cst_parts_cons, cst_parts_cons_bad, cst_parts_nil
 from entangle_py.lemmas._instances.elementwise import add_zeros, add_zeros_bad, add_zeros_terms
 from entangle_py.lemmas._instances.elementwise import neg_rsum
-from entangle_py.lemmas._instances.movement import ZERO_TEXTS
+from entangle_py.lemmas._instances.movement import is_zero_text, with_zero_text
 from entangle_py.lemmas._instances.where import (
     bc_like_cons, bc_like_nil, bc_like_varying, where_concat, where_concat_misaligned, zip_where_cons, zip_where_misaligned, zip_where_nil)
 
@@ -135,6 +136,12 @@ LEMMAS = [
     Lemma("scalar-div-rsum", "(scalar \"div\" (rsum l) c)", "(rsum (map_scalar \"div\" l c))",
           when=_NONZERO, instances=rsum_scalar,
           rejects=rsum_scalar_with("inf", "0.0", "-0.0")),
+    # a sum divided by a constant is the sum of the quotients (real arithmetic; floats round each
+    # quotient): a micro-batch accumulator (acc + loss_i / steps) divided by the data-parallel size
+    # meets the global mean's terms.  One floating dtype (ints wrap before the division), finite
+    # non-zero c
+    Lemma("scalar-div-add", '(scalar "div" (binary "add" a b) c)', '(binary "add" (scalar "div" a c) (scalar "div" b c))',
+          when=("(= t (dtype a))", "(= t (dtype b))", "(fdtype t)") + _NONZERO, instances=div_add, rejects=div_add_bad),
     # a scaling of an op linear in its first operand (a product, a quotient, a pointwise backward op
     # of (grad, saved tensor)) scales that operand: the 1 / n of a mean's gradient moved down the
     # backward graph.  Only where both operands have one floating dtype: with ints the product may
@@ -156,18 +163,20 @@ LEMMAS = [
     # promotion casts it; -0.0 + 0.0 = +0.0: one zero).  Where x = x + 0 is proven (a block
     # followed by zeros, concat-zpad-rsum), a rule that spreads that add over x's parts (a concat's,
     # a sum's) gives each part + a zero block: they fold back here, or nest without end
-    *(lem for z, k in zip(ZERO_TEXTS, ("", "-int")) for lem in (
-        Lemma(f"add-zeros-right{k}", f'(binary "add" x (cst "{z}" s t))', "x",
-              when=("(= t (dtype x))", "(= n (ndim x))", "(= n (dlen s))", "(vpfx x s n)"),
-              instances=add_zeros("right"), rejects=add_zeros_bad("right")),
-        Lemma(f"add-zeros-left{k}", f'(binary "add" (cst "{z}" s t) x)', "x",
-              when=("(= t (dtype x))", "(= n (ndim x))", "(= n (dlen s))", "(vpfx x s n)"),
-              instances=add_zeros("left"), rejects=add_zeros_bad("left")),
-        # ... and a zero constant of fewer dims that broadcasts into x (its shape x's last dims:
-        # a bias's zeros_like added to a rank's partial sums) leaves x as it is
-        Lemma(f"add-zeros-bcast-right{k}", f'(binary "add" x (cst "{z}" s t))', "x",
-              when=("(= t (dtype x))", "(= m (dlen s))", "(< m (ndim x))", "(vsfx x s m)"),
-              instances=add_zeros_bcast, rejects=add_zeros_bcast_bad))),
+    # (of x's ndim, any dim x's or 1: zeros of any shape that broadcast into x without growing it)
+    Lemma("add-zeros-right", '(binary "add" x (cst z s t))', "x",
+          when=(is_zero_text("z"), "(= t (dtype x))", "(= n (ndim x))", '(= n (ndim (binary "add" x (cst z s t))))',
+                '(bsame x (binary "add" x (cst z s t)) n)'),
+          instances=with_zero_text(add_zeros("right")), rejects=with_zero_text(add_zeros_bad("right"), add_zeros("right"))),
+    Lemma("add-zeros-left", '(binary "add" (cst z s t) x)', "x",
+          when=(is_zero_text("z"), "(= t (dtype x))", "(= n (ndim x))", '(= n (ndim (binary "add" (cst z s t) x)))',
+                '(bsame x (binary "add" (cst z s t) x) n)'),
+          instances=with_zero_text(add_zeros("left")), rejects=with_zero_text(add_zeros_bad("left"), add_zeros("left"))),
+    # ... and a zero constant of fewer dims that broadcasts into x (its shape x's last dims:
+    # a bias's zeros_like added to a rank's partial sums) leaves x as it is
+    Lemma("add-zeros-bcast-right", '(binary "add" x (cst z s t))', "x",
+          when=(is_zero_text("z"), "(= t (dtype x))", "(= m (dlen s))", "(< m (ndim x))", "(vsfx x s m)"),
+          instances=with_zero_text(add_zeros_bcast), rejects=with_zero_text(add_zeros_bcast_bad, add_zeros_bcast)),
     Lemma("div-rsum-nonzero", '(binary "div" (rsum l) y)', '(rsum (map_binary_l "div" l y))',
           when=("(= t (dtype (rsum l)))", "(= t (dtype y))", "(fdtype t)"), assumes=("nonzero_divisors",),
           instances=div_rsum, rejects=div_rsum_zero),
@@ -249,7 +258,7 @@ LEMMAS += [Lemma(f"cast-same-{t}", f'(unary "to_{t}" x)', "x", when=(f'(= "{t}" 
 
 # a float x divided by an int64 y divides by y cast to x's dtype: type promotion casts y so (a float
 # category beats an int one whatever the dims), and the cast is the same conversion.  A mean loss
-# divided by the all-reduced int64 count of its targets, against the float count (tcount-count-*).
+# divided by the all-reduced int64 count of its targets, against the float count (tcount-count).
 # Only for x of that float dtype (an int x divides in the default float dtype; a float64 x divides
 # a float32 cast of y, rounded, by y exactly) and an int64 y (a float64 y would be rounded by the cast)
 LEMMAS += [Lemma(f"div-int-cast-{f}", f'(binary "div" x (unary "to_{f}" y))', '(binary "div" x y)',
@@ -287,6 +296,9 @@ RULES = [
     Rule("ask-vsfx-add-cst", '(rule ((= y (binary "add" x (cst c s t)))) ((vsfx x s 0)) :ruleset shapes)',
          check_terms=add_zeros_bcast_terms),
     # x's shape compared with a zero constant's it is added to (add-zeros-*)
+    Rule("ask-bsame-add-cst", (
+        '(rule ((= y (binary "add" x (cst c s t)))) ((bsame x y 0)) :ruleset shapes)\n'
+        '(rule ((= y (binary "add" (cst c s t) x))) ((bsame x y 0)) :ruleset shapes)'), check_terms=add_zeros_bsame_terms),
     Rule("ask-vpfx-add-cst", (
         '(rule ((= y (binary "add" x (cst c s t)))) ((vpfx x s 0)) :ruleset shapes)\n'
         '(rule ((= y (binary "add" (cst c s t) x))) ((vpfx x s 0)) :ruleset shapes)'), check_terms=add_zeros_terms),

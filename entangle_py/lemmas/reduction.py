@@ -23,7 +23,9 @@ from entangle_py.lemmas._instances.reduction import (
     amin_cast_bool, amin_cast_bool_bad, reduce_drop_view, reduce_drop_view_bad, cast_count, cast_count_past_exact, tcount_count, tcount_count_bad,
     tpick_concat_rows, zip_tpick, zip_tpick_misaligned)
 from entangle_py.lemmas._instances.reduction import div_sum, div_sum_bad
-from entangle_py.semantics.terms import FLOAT_DTYPES
+from entangle_py.lemmas._instances.reduction import (
+    abs_norm, abs_not_norm, norm_any, norm_inf, norm_inf_int, lse_concat_other, lse_concat_with_d, norm_pow, norm_pow_bad, reduce_unsqueezed,
+    reduce_unsqueezed_bad)
 
 # s is x with its dims a and a+1 merged: the other dims of x, before and after, are kept
 _MERGED = ("(= n (ndim x))", "(= m (dlen s))", "(= n (+ m 1))", "(vpfx x s a)", "(vsfx x s (- m (+ a 1)))")
@@ -40,6 +42,24 @@ _LOG_SOFTMAX = f'(binary "sub" {_SHIFTED} (view (unary "log" {_SUMEXP}) s))'
 # ... and of the raw (unshifted) x
 _SUMEXP_RAW = '(reduce "sum" (unary "exp" x) (ICons k (INil)) 0)'
 
+# The reduction class, by table.  How a reduction over a dim a concat splits combines the parts'
+# reductions: a sum of sums, a max of maxima, a log-sum-exp of log-sum-exps (the combining op over
+# parts, a term constructor).  Each row: (combining op, instances, rejects).  A mean combines with
+# the counts (lowered as a sum over its static count: the sum's row); a norm through its p-th
+# power, a sum (norm-pow)
+COMBINE_OVER_PARTS = {
+    "sum": ("rsum", sum_concat_with_d, sum_concat_other),
+    "amax": ("rmax", amax_concat_with_d, amax_concat_other),
+    "logsumexp": ("rlse", lse_concat_with_d, lse_concat_other),
+}
+# reductions that are the identity on one float element (amin is lowered -amax(-x); a norm is
+# |x|, a variance 0 or nan, nansum 0 at a nan)
+SINGLETON_IDENTITY = ("sum", "mean", "amax", "logsumexp")
+_SINGLETON_OP = f'(= 1 (count-matches ",{",".join(SINGLETON_IDENTITY)}," (+ "," (+ op ","))))'
+# op is "norm:<p>" with p the pow's order text, finite and positive
+_NORM_OF_ORDER_P = ('(= 1 (count-matches op "norm:"))', '(= p (replace op "norm:" ""))', '(= 0 (count-matches p "-"))',
+                    '(!= p "inf")', '(!= p "nan")', '(!= p "0.0")', '(!= p "0")', "(= t (dtype x))", "(fdtype t)")
+
 LEMMAS = [
     # softmax normalises along s: parts along another dim are independent
     Lemma("softmax-concat", "(softmax (concat l d) s)", "(concat (map_softmax l s) d)",
@@ -53,16 +73,40 @@ LEMMAS = [
     Lemma("reduce-concat-other-drop", "(reduce op (concat l d) dims 0)", "(concat (map_reduce op l dims 0) (- d b))",
           when=("(= (ihas dims d) 0)", "(= b (ibelow dims d))"),
           instances=reduce_concat_other_drop, rejects=reduce_concat_with_d_drop),
-    Lemma("reduce-sum-concat", "(reduce \"sum\" (concat l d) dims k)", "(rsum (map_reduce \"sum\" l dims k))",
-          when=("(= (ihas dims d) 1)",), instances=sum_concat_with_d, rejects=sum_concat_other),
-    Lemma("reduce-amax-concat", "(reduce \"amax\" (concat l d) dims k)", "(rmax (map_reduce \"amax\" l dims k))",
-          when=("(= (ihas dims d) 1)",), instances=amax_concat_with_d, rejects=amax_concat_other),
+    # the reduction class: a reduction over dims that hold d, of a concat along d, is the combining
+    # op over the parts of the parts' reductions (COMBINE_OVER_PARTS; one lemma per row)
+    *(Lemma(f"reduce-{op}-concat", f'(reduce "{op}" (concat l d) dims k)', f'({combine} (map_reduce "{op}" l dims k))',
+            when=("(= (ihas dims d) 1)",), instances=with_d, rejects=other)
+      for op, (combine, with_d, other) in COMBINE_OVER_PARTS.items()),
+    # a norm of a finite positive order p ("norm:<p>") raised to p is the sum of |x| ** p over its
+    # dims: a norm over a split dim (a gradient norm of shards) meets the sum over ranks of the
+    # parts' powers through reduce-sum-concat.  Real arithmetic (the norm's root and power round);
+    # float x (torch's norms take no ints).  Not for p = 0 (a count), inf or a negative p
+    Lemma("norm-pow", '(scalar "pow" (reduce op x dims k) p)', '(reduce "sum" (scalar "pow" (unary "abs" x) p) dims k)',
+          when=_NORM_OF_ORDER_P, instances=norm_pow, rejects=norm_pow_bad),
+    # ... and the 2-norm, the root a program writes for it (sqrt), of that sum: a global 2-norm
+    # meets the root of the all-reduced squares of the ranks' norms.  Real arithmetic, float x
+    Lemma("norm2-sqrt", '(reduce "norm:2.0" x dims k)', '(unary "sqrt" (reduce "sum" (scalar "pow" (unary "abs" x) "2.0") dims k))',
+          when=("(= t (dtype x))", "(fdtype t)"), instances=norm_any, rejects=norm_inf_int),
+    # the inf-norm is the max of |x| (exact; torch has no inf-norm of nothing): over a split dim it
+    # combines by max (reduce-amax-concat)
+    Lemma("norm-inf-amax", '(reduce "norm:inf" x dims k)', '(reduce "amax" (unary "abs" x) dims k)',
+          when=("(= t (dtype x))", "(fdtype t)"), instances=norm_inf, rejects=norm_inf_int),
+    # a norm of any order is >= 0 (or nan): its abs is itself, exactly
+    Lemma("abs-norm", '(unary "abs" (reduce op x dims k))', "(reduce op x dims k)",
+          when=('(= 1 (count-matches op "norm:"))',), instances=abs_norm, rejects=abs_not_norm),
+    # a reduction that is the identity on one element (SINGLETON_IDENTITY, float x), over a dim of
+    # size 1 that a view put in (unsqueeze: the ranks' values stacked for a gather), is x
+    Lemma("reduce-unsqueezed", "(reduce op (view x s) (ICons d (INil)) 0)", "x",
+          when=(_SINGLETON_OP, "(= t (dtype x))", "(fdtype t)", "(= m (ndim x))", "(= (dlen s) (+ m 1))",
+                "(= (dat s d) (DLit 1))", "(vpfx x s d)", "(vsfx x s (- m d))"),
+          instances=reduce_unsqueezed, rejects=reduce_unsqueezed_bad),
     # a float reduction kept over one size-1 dim is its operand (a rank's one KV head, whose expand's
-    # backward sums over one copy).  One lemma per op: a reduction added later (var: 0 or nan over
-    # one element) is not one of them
-    *(Lemma(f"reduce-{op}-size1", f'(reduce "{op}" x (ICons d (INil)) 1)', "x",
-            when=("(= (dim x d) (DLit 1))", "(= t (dtype x))", "(fdtype t)"),
-            instances=reduce_size1, rejects=reduce_not_size1) for op in ("sum", "mean", "amax")),
+    # backward sums over one copy), for the ops of SINGLETON_IDENTITY only: a reduction added
+    # later (var: 0 or nan over one element) is not one of them
+    Lemma("reduce-size1", '(reduce op x (ICons d (INil)) 1)', "x",
+          when=(_SINGLETON_OP, "(= (dim x d) (DLit 1))", "(= t (dtype x))", "(fdtype t)"),
+          instances=reduce_size1, rejects=reduce_not_size1),
     # sums (and means) over dims are linear: they commute with a sum over ranks; max with max
     Lemma("reduce-sum-rsum", "(reduce \"sum\" (rsum l) dims k)", "(rsum (map_reduce \"sum\" l dims k))",
           instances=reduce_rsum),
@@ -207,10 +251,9 @@ LEMMAS = [
 # is what a program counts: (t != c).sum() (lowered as the int64 sum of the int64 cast) cast to f.
 # Exact (tcount's meaning); 1-D targets (a 0-D one has no dim to sum over)
 LEMMAS += [
-    Lemma(f"tcount-count-{f}", "(tcount L t c n)",
-          f'(unary "to_{f}" (reduce "sum" (unary "to_int64" (iscalar "ne" t c)) (ICons 0 (INil)) 0))',
-          when=(f'(= "{f}" (dtype L))', "(= 1 (ndim t))"), instances=tcount_count(f), rejects=tcount_count_bad(f))
-    for f in FLOAT_DTYPES]
+    Lemma("tcount-count", "(tcount L t c n)",
+          '(unary (+ "to_" f) (reduce "sum" (unary "to_int64" (iscalar "ne" t c)) (ICons 0 (INil)) 0))',
+          when=("(= f (dtype L))", "(fdtype f)", "(= 1 (ndim t))"), instances=tcount_count, rejects=tcount_count_bad)]
 
 # a max keeps its operand's dtype (bool: torch.all lowered as not amax(not x)); a sum of bools or
 # ints is int64 (a mask's count)

@@ -7,7 +7,7 @@ tests insert random terms, run these rules and compare every derived fact with t
 from entangle_py.engine.lemma import Rule
 from entangle_py.lemmas._instances.shapes import (
     binary_0d_terms, binary_bcast_terms, dtype_float_arith_terms, binary_terms, concat_terms, dlen_terms, dtype_terms, elementwise_terms, ilist_query_terms, layernorm_terms, mm_terms,
-    reduce_terms, rmax_terms, rsum_terms, scalar_terms, slice_terms, softmax_terms, transpose_terms,
+    reduce_terms, rlse_terms, rmax_terms, rsum_terms, scalar_terms, slice_terms, softmax_terms, transpose_terms,
     view_and_dat_terms, where_terms, where_bcast_terms)
 
 
@@ -24,6 +24,7 @@ RULES = [
     # a sum (max) over ranks has the shape of every rank's value, so of the first
     _same_shape("(rsum (Cons x r))", "x", "shape-rsum", rsum_terms),
     _same_shape("(rmax (Cons x r))", "x", "shape-rmax", rmax_terms),
+    _same_shape("(rlse (Cons x r))", "x", "shape-rlse", rlse_terms),
     # broadcasting operands: only facts both operands agree on (equal ndim, equal dims)
     Rule("shape-binary-same", (
         "(rule ((= y (binary op a b)) (= n (ndim a)) (= n (ndim b))) ((set (ndim y) n)) :ruleset shapes)\n"
@@ -120,7 +121,7 @@ RULES = [
     Rule("dtype-movement", "\n".join(
         f"(rule ((= y {pattern}) (= t (dtype x))) ((set (dtype y) t)) :ruleset shapes)" for pattern in (
             "(view x s)", "(expand x s)", "(slice x d a b)", "(transpose x a b)", "(permute x p)",
-            "(concat (Cons x r) d)", "(rsum (Cons x r))", "(rmax (Cons x r))", "(zpad x d lo hi)")),
+            "(concat (Cons x r) d)", "(rsum (Cons x r))", "(rmax (Cons x r))", "(rlse (Cons x r))", "(zpad x d lo hi)")),
         check_terms=dtype_terms),
     # ... and float arithmetic (and matrix products) of one dtype keeps it (torch's promotion is the identity there; a
     # Python scalar never promotes a float tensor): so a condition can read the dtype of a sum, a

@@ -162,6 +162,14 @@ def _stack_sum(parts):
     return out
 
 
+def _stack_lse(parts):
+    # the log-sum-exp over ranks, element by element (torch's, stable: no exp overflows)
+    _same_parts(parts)
+    if not parts[0].is_floating_point():
+        raise ValueError("a log-sum-exp over ranks of non-float tensors")
+    return torch.logsumexp(torch.stack(parts), 0)
+
+
 def _stack_max(parts):
     _same_parts(parts)
     out = parts[0]

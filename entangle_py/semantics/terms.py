@@ -18,7 +18,7 @@ from entangle_py.lazy import torch
 
 from entangle_py.semantics.meanings import (  # noqa: F401  (re-exported: the term language's meanings)
     _unary, unary_fn, _scalar, _binary, binary_fn, _pointwise, _slice, _view, _expand, _reduce,
-    REDUCTIONS, _concat, _no_bool, _stack_sum, _stack_max, UNARY_OPS, CASTS, SCALAR_OPS, BINARY_OPS,
+    REDUCTIONS, _concat, _no_bool, _stack_sum, _stack_max, _stack_lse, UNARY_OPS, CASTS, SCALAR_OPS, BINARY_OPS,
     UNARY_NAMES, BINARY_NAMES, const_product, const_positive, MASKED_FILL, THRESHOLD_BACKWARD,
     _exact_div, _dset, _repl, _zip_aligned, _where, _bc_like, WHERE_PATTERNS, _zip_where, _zip_exact,
     INT_SCALAR_OPS, _iscalar, _take, _iput, _mtake, _pick, _mpick, _tpick, _tcount, _cst, _map_offsets,
@@ -84,6 +84,9 @@ CONSTRUCTORS: list[Constructor] = [
     _c("concat", "TList i64", "T", CLEAN_COST, True, _concat),
     _c("rsum", "TList", "T", CLEAN_COST, True, _stack_sum),
     _c("rmax", "TList", "T", CLEAN_COST, True, _stack_max),
+    # the log-sum-exp over a list of parts of one shape (a logsumexp over a dim the parts split:
+    # the ranks' logsumexps gathered and reduced again).  No collective computes it: not clean
+    _c("rlse", "TList", "T", BIG, False, _stack_lse),
     _c("slice", "T i64 Dim Dim", "T", CLEAN_COST, True, _slice),
     _c("transpose", "T i64 i64", "T", CLEAN_COST, True, lambda x, a, b: x.transpose(a, b)),
     _c("permute", "T IList", "T", CLEAN_COST, True, lambda x, dims: x.permute(*dims)),
@@ -256,6 +259,9 @@ PRIMITIVES: dict[str, Callable] = {
     # the clamp of an index into a table's n rows, [0, n - 1], as the op text its call lowers to
     "clampop": lambda n: f"clamp.default(_, 0, {int(n) - 1})",
     "%": lambda a, b: a % b,
+    # egglog's string primitives: a reduction's op text read apart ("norm:2.0" -> its order "2.0")
+    "replace": lambda s, a, b: s.replace(a, b),
+    "count-matches": lambda s, a: s.count(a),
     "/": lambda a, b: a // b,
     "ihas": lambda l, i: int(i in l),
     "ibelow": lambda l, i: sum(1 for a in l if a < i),

@@ -42,6 +42,7 @@ _FUNCS = {
     "fcast": (("String",), "bool"), "fexact": (("String",), "i64"), "given": (("T",), "bool"),
     "peer": (("T", "T"), "bool"), "concat2": (("T", "T", "i64"), "bool"),
     "stile": (("T", "i64", "i64", "TList"), "bool"),
+    "replace": (("String", "String", "String"), "String"), "count-matches": (("String", "String"), "i64"),
     "tlen": (("TList",), "i64"), "ntext": (("i64",), "String"), "to-string": (("i64",), "String"),
 }
 for _op in ("+", "-", "*", "/", "%"):
@@ -57,12 +58,12 @@ _STRING_KIND = {
     ("zip_binary", 0): "binary", ("zip_ranks", 0): "binary",
     ("reduce", 0): "reduce", ("map_reduce", 0): "reduce",
     ("layernorm", 4): "eps", ("map_layernorm", 4): "eps",
-    ("iscalar", 0): "iscalar", ("map_iscalar", 0): "iscalar", ("cst", 0): "const", ("cst", 2): "dtype", ("cst_parts", 0): "const", ("cst_parts", 2): "dtype",
+    ("iscalar", 0): "iscalar", ("map_iscalar", 0): "iscalar", ("cst", 0): "cstval", ("cst", 2): "dtype", ("cst_parts", 0): "const", ("cst_parts", 2): "dtype",
     ("tcount", 3): "count",
     ("rowwise", 0): "rowwise", ("map_rowwise", 0): "rowwise",
     ("zip_where", 0): "where",
 }
-CONSTS = ("0.5", "-2.0", "3.0", "1e-05", "0.0", "-1.0", "2", "inf", "-inf")
+CONSTS = ("0.5", "-2.0", "3.0", "1e-05", "0.0", "-1.0", "2", "2.0", "inf", "-inf")
 # calls of torch's pointwise ops with constants (semantics/opcall.py): any op torch calls pointwise
 # is a unary or binary op of the term language, so every lemma over (unary op x) or (binary op a b)
 # must hold for these too
@@ -87,6 +88,7 @@ def string_domain(kind: str) -> list[str]:
                                              terms.THRESHOLD_BACKWARD + "0.0", terms.THRESHOLD_BACKWARD + "0.5"]
     if kind == "reduce":
         return ["sum", "mean", "amax", "amin", "prod", "nansum", "logsumexp", "norm:2.0", "norm:1.0", "norm:inf",
+                "norm:3.0", "norm:0.5", "norm:0.0", "norm:-1.0",
                 "var:1.0", "std:0.0"]
     if kind == "iscalar":
         return list(terms.INT_SCALAR_OPS)
@@ -98,6 +100,8 @@ def string_domain(kind: str) -> list[str]:
         return [f"topk:{k}:{a}:{b}:{i}" for k in (0, 1, 2) for a in (0, 1) for b in (0, 1) for i in (0, 1)]
     if kind == "dtype":      # a constant's dtype (an int or bool one undefined for most constants)
         return list(terms.CASTS)
+    if kind == "cstval":     # a constant tensor's value: an int one's zero is written "0"
+        return list(CONSTS) + ["0"]
     if kind == "count":      # a number of elements as a float text, or "" (not known)
         return [repr(float(n)) for n in range(9)] + [""]
     return list(CONSTS)
@@ -139,6 +143,10 @@ def variable_sorts(lemma) -> tuple[dict[str, str], dict[str, str]]:
             for a in args:
                 walk(a, known)
             return "bool"
+        if head == "+" and any(isinstance(a, str) for a in args):    # egglog's string concatenation
+            for a in args:
+                walk(a, "String")
+            return "String"
         if head in _FUNCS:
             argsorts, res = _FUNCS[head]
             for a, s in zip(args, argsorts):
@@ -424,6 +432,11 @@ class Drawer:
             _dtype_vars(c, self.dtypes)
         # op variables a condition names ((fcast op)): the named ops it may hold, never a call
         self.named_ops = set().union(*(pattern_vars(c) for c in self.when)) if self.when else set()
+        # String variables of the left side a condition computes ((= op (clampop n)), (= p (replace
+        # op ...))): often left undrawn, so the condition binds them as it would an unmatched one
+        self.derived = {c[1].name for c in self.when if isinstance(c, tuple) and c[0] == Var("=")
+                        and isinstance(c[1], Var) and self.sorts.get(c[1].name) == "String"
+                        and isinstance(c[2], tuple) and c[2][0].name in terms.PRIMITIVES} & self.matched
 
     def draw(self, rng: random.Random) -> dict:
         ctx = _Ctx(rng)
@@ -442,12 +455,19 @@ class Drawer:
                 env[v] = repr(float(math.prod(rng.choice(ctx.shapes))))    # the size of a drawn tensor
             elif s == "String" and self.kinds.get(v) in CALLS and v not in self.named_ops and rng.random() < 0.3:
                 env[v] = rng.choice(CALLS[self.kinds[v]])         # a call of a pointwise op
+            elif s == "String" and self.kinds.get(v, "const") == "const" and rng.random() < 0.3 and any(
+                    isinstance(w, str) and ":" in w for w in env.values()):
+                # the constant of a drawn op text ("norm:2.0" -> "2.0"): an op and its order drawn alike
+                env[v] = rng.choice([w for w in env.values() if isinstance(w, str) and ":" in w]).partition(":")[2]
             elif s == "String":
                 env[v] = rng.choice(string_domain(self.kinds.get(v, "const")))
             elif v in self.dimvars and ctx.base and rng.random() < 0.3:
                 env[v] = rng.randrange(len(ctx.base))
             else:
                 env[v] = _DRAW[s](ctx)
+        for v in self.derived:
+            if rng.random() < 0.5:
+                env.pop(v)
         for v, name in self.dtypes.items():
             if isinstance(env.get(v), torch.Tensor) and rng.random() < 0.7:
                 x = env[v]
@@ -497,7 +517,7 @@ class Drawer:
                     return False
             except EvalError:
                 return False
-        return _holds(self.when, self.matched, env)
+        return _holds(self.when, self.matched - (self.derived - set(env)), env)
 
 
 _PICKS = ("pick", "mpick", "tpick", "tcount", "map_mpick")

@@ -162,48 +162,6 @@ def _part_plus(rng, grow=False, dtype=None):
     return {"x": x, "y": y, "r": r, "n": len(x_shape), "t": str(x.dtype).removeprefix("torch.")}
 
 
-def _one_rank(env, side, zero_dtype=None):
-    """The pair (x + y, w + zeros of y's shape) in ``side``'s order, w of x + y's shape."""
-    w = (tensor(random.Random(len(env["r"])), *(env["x"] + env["y"]).shape) * 4).to((env["x"] + env["y"]).dtype)
-    y = env["y"]
-    return {"x": env["x"], "y": y, "w": w, "s": list(y.shape), "t": str(zero_dtype or y.dtype).removeprefix("torch."),
-            "n": env["n"], "u": str(env["x"].dtype).removeprefix("torch."), "m": y.dim()}
-
-
-def rsum_add_first(side):
-    @repeat(10)
-    def gen(rng):
-        return _one_rank(_part_plus(rng), side)
-    return gen
-
-
-def rsum_add_first_bad(side):
-    """The add grows x by broadcasting, or promotes it (an int x plus a float y)."""
-    @repeat(4)
-    def gen(rng):
-        if rng.random() < 0.5:
-            return _one_rank(_part_plus(rng, grow=True), side)
-        k = rng.randrange(3)
-        if k == 0:
-            env = _part_plus(rng, dtype=torch.int64)
-            return _one_rank({**env, "y": env["y"].to(torch.float64)}, side)
-        inst = _one_rank(_part_plus(rng, dtype=torch.float64), side)
-        if k == 1:          # the other part of another dtype (its zeros promote it)
-            return {**inst, "w": inst["w"].to(torch.int64)}
-        return {**inst, "w": inst["w"].expand(2, *inst["w"].shape).clone()}   # ... or of another shape
-    return gen
-
-
-def rsum_add_bsame_terms(rng):
-    """(rsum (Cons (binary "add" x y) r)): bsame of x and the add on every prefix, alike or grown."""
-    for grow in (False, True, False, True):
-        env = _part_plus(rng, grow=grow, dtype=torch.float64)
-        zeros = f'(cst "0.0" {dlist(list(env["y"].shape))} "float64")'
-        yield (f'(rsum (Cons (binary "add" x y) (Cons (binary "add" z {zeros}) (Nil))))',
-               {"x": env["x"], "y": env["y"], "z": (env["x"] + env["y"]) * 2},
-               [f'(bsame x (binary "add" x y) {i})' for i in range(env["n"] + 1)])
-
-
 def _peer_pair(rng, n=2):
     """``n`` tensors of one shape and dtype (float or int): one node's value on neighbouring ranks."""
     s = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
@@ -280,3 +238,57 @@ def add_assoc_peer_rsum_mixed(rng):
     """Mixed dtypes: a float sum over ranks plus ints added first in int64 (wrapping) or in float."""
     yield {"w": torch.tensor([1.0]), "r": [], "a": torch.tensor([2]), "b": torch.tensor([3])}
     yield {"w": torch.tensor([1]), "r": [torch.tensor([1])], "a": torch.tensor([2]), "b": torch.tensor([0.5])}
+
+
+def add_rsum_part(pos):
+    """A sum over ranks plus y, where the part at ``pos`` (0, 1) plus y is of that part's shape
+    and dtype (y broadcasts into it, one dtype); the other parts alike."""
+    @repeat(10)
+    def gen(rng):
+        env = _part_plus(rng, dtype=rng.choice([torch.float64, torch.int64]))   # (float32 cancels past allclose)
+        x = env["x"]
+        others = [(tensor(rng, *x.shape) * 4).to(x.dtype) for _ in range(rng.randint(pos, 3))]
+        t = str(x.dtype).removeprefix("torch.")
+        if pos == 0:
+            return {"a": x, "r": others, "y": env["y"], "t": t, "n": env["n"]}
+        return {"a": others[0], "b": x, "r": others[1:], "y": env["y"], "t": t, "n": env["n"]}
+    return gen
+
+
+def add_rsum_part_bad(pos):
+    """y grows the part by broadcasting, or promotes it (an int part plus a float y), or bools."""
+    @repeat(4)
+    def gen(rng):
+        k = rng.randrange(3)
+        env = _part_plus(rng, grow=k == 0, dtype=torch.int64 if k == 1 else torch.float64)
+        x, y = env["x"], env["y"].to(torch.float64) if k == 1 else env["y"]
+        if k == 2:
+            x, y = x > 0, y > 0
+        others = [torch.zeros_like(x + y) for _ in range(pos + 1)]
+        if pos == 0:
+            return {"a": x, "r": others, "y": y, "t": str(x.dtype).removeprefix("torch."), "n": env["n"]}
+        return {"a": others[0], "b": x, "r": others[1:], "y": y, "t": str(x.dtype).removeprefix("torch."), "n": env["n"]}
+    return gen
+
+
+def add_rsum_part_bsame_terms(rng):
+    """(binary "add" (rsum (Cons x r)) y) beside x + y: bsame of x and x + y on every prefix."""
+    for grow in (False, True, False, True):
+        env = _part_plus(rng, grow=grow, dtype=torch.float64)
+        w = torch.zeros_like(env["x"])         # the other rank's part, of x's shape
+        yield ('(binary "add" (binary "add" (rsum (Cons x (Cons w (Nil)))) y) (binary "add" x y))',
+               {"x": env["x"], "y": env["y"], "w": w},
+               [f'(bsame x (binary "add" x y) {i})' for i in range(env["n"] + 1)])
+
+
+@repeat(10)
+def add_assoc_rsum(rng):
+    """x, a, b of one dtype (float or int), a + b of x's shape: the accumulation (x + a) + b."""
+    (a, b), kind = _assoc_operands(rng, ["float", "int"])
+    return {"x": _like(rng, a + b, kind), "a": a, "b": b, "t": str(a.dtype).removeprefix("torch.")}
+
+
+def add_assoc_rsum_bad(rng):
+    """Mixed dtypes (an int sum rounded in float), bools (a sum over ranks of bools is undefined)."""
+    yield {"x": torch.tensor([1.0]), "a": torch.tensor([2]), "b": torch.tensor([3]), "t": "float32"}
+    yield {"x": torch.tensor([True]), "a": torch.tensor([True]), "b": torch.tensor([False]), "t": "bool"}

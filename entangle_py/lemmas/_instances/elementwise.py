@@ -607,7 +607,8 @@ def add_zeros(side):
         shape = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
         dt = rng.choice([torch.float64, torch.float32, torch.int64, torch.bool])
         x = tensor(rng, *shape).to(dt)
-        return {"x": x, "s": shape, "t": str(dt).removeprefix("torch."), "n": len(shape)}
+        s = [1 if rng.random() < 0.3 else v for v in shape]     # size-1 dims broadcast into x's
+        return {"x": x, "s": s, "t": str(dt).removeprefix("torch."), "n": len(shape)}
     return gen
 
 
@@ -769,3 +770,33 @@ def not_not_other(rng):
     """Not bool: logical_not of ints or floats is a bool (not not 3 is True, not 3)."""
     yield {"m": torch.tensor([3, 0])}
     yield {"m": torch.tensor([0.5, 0.0])}
+
+
+@repeat(8)
+def div_add(rng):
+    """Operands of one floating dtype that broadcast together, a finite non-zero constant."""
+    s = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
+    dt = rng.choice([torch.float64, torch.float32])
+    a, b = tensor(rng, *s).to(dt), tensor(rng, *s[rng.randint(0, len(s)):]).to(dt)
+    if rng.random() < 0.5:
+        a, b = b, a
+    return {"a": a, "b": b, "c": rng.choice(["2.0", "8.0", "-0.5", "3.0", "6.0"]), "t": str(dt).removeprefix("torch.")}
+
+
+def div_add_bad(rng):
+    """int operands (their sum wraps, the quotients do not), mixed dtypes, a zero or inf constant."""
+    big = torch.tensor([2 ** 62, 3], dtype=torch.int64)
+    yield {"a": big, "b": big, "c": "2.0", "t": "int64"}
+    yield {"a": tensor(rng, 3), "b": tensor(rng, 3).to(torch.float32), "c": "2.0", "t": "float64"}
+    yield {"a": tensor(rng, 3), "b": tensor(rng, 3), "c": "0.0", "t": "float64"}
+    yield {"a": tensor(rng, 3), "b": tensor(rng, 3), "c": "inf", "t": "float64"}
+
+
+def add_zeros_bsame_terms(rng):
+    """(bsame x (x + zeros) i) asked for x added to zeros: true where x and the sum agree, size-1
+    dims of the zeros broadcast (alike) and x's grown (not)."""
+    for xs, s in (([2, 3], [2, 3]), ([2, 3], [1, 3]), ([1, 3], [2, 3]), ([2, 1], [2, 3])):
+        env = {"x": tensor(rng, *xs)}
+        c = f'(cst "0.0" {dlist(s)} "float64")'
+        for text in (f'(binary "add" x {c})', f'(binary "add" {c} x)'):
+            yield text, env, [f"(bsame x {text} {i})" for i in range(3)]

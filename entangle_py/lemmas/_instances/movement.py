@@ -1412,6 +1412,23 @@ def _zero_block(x, d, n):
 ZERO_TEXTS = ("0.0", "0")
 
 
+def is_zero_text(v: str) -> str:
+    """The condition that the constant text ``v`` is one of ZERO_TEXTS (egglog's string primitives)."""
+    return f'(= 1 (count-matches ",{",".join(ZERO_TEXTS)}," (+ "," (+ {v} ","))))'
+
+
+def with_zero_text(gen, nonzero_of=None):
+    """Instances of a lemma over (cst z s t): ``gen``'s, z any zero text; with ``nonzero_of`` (a
+    generator of accepted bindings), rejects: also its bindings with a nonzero text "1.0"."""
+    def out(rng):
+        for env in gen(rng) if gen else ():
+            yield {**env, "z": rng.choice(ZERO_TEXTS)}
+        for env in nonzero_of(rng) if nonzero_of else ():
+            yield {**env, "z": "1.0"}
+    out.__name__ = getattr(gen, "__name__", "with_zero_text")
+    return out
+
+
 def zeros_around(where, zero="0.0"):
     """x with zero blocks (a cst of x's dtype, zero) before it, after it or on both sides along d
     (sizes 0-3: a rank at the edge pads by an empty block)."""

@@ -71,7 +71,7 @@ def _size1_case(rng, ok):
     if not ok and rng.random() < 0.5:        # size 1, but ints: a sum of int32 is int64
         shape[d] = 1
         x = torch.ones(shape, dtype=torch.int32)
-    return {"x": x, "d": d, "t": str(x.dtype).removeprefix("torch.")}
+    return {"x": x, "d": d, "t": str(x.dtype).removeprefix("torch."), "op": rng.choice(["sum", "mean", "amax", "logsumexp"])}
 
 
 @repeat(6)
@@ -81,7 +81,10 @@ def reduce_size1(rng):
 
 @repeat(6)
 def reduce_not_size1(rng):
-    return _size1_case(rng, False)
+    inst = _size1_case(rng, rng.random() < 0.3)
+    if inst["x"].shape[inst["d"]] == 1 and inst["x"].is_floating_point():   # a size-1 dim: an op not the identity there
+        inst["op"] = rng.choice(["norm:2.0", "var:1.0", "nansum", "amin", "std:0.0"])
+    return inst
 
 
 @repeat(6)
@@ -447,26 +450,20 @@ def _loss_targets(rng):
             "t": torch.randint(0, w, (n,), generator=g), "c": c, "n": repr(float(n))}
 
 
-def tcount_count(dtype):
-    def gen(rng):
-        for _ in range(6):
-            inst = _loss_targets(rng)
-            inst["L"] = inst["L"].to(getattr(torch, dtype))
-            yield inst
-    gen.__name__ = f"tcount_count_{dtype}"
-    return gen
-
-
-def tcount_count_bad(dtype):
-    """Log-probabilities of another dtype (the count is cast to theirs), and a 0-D target (a loss over
-    one row of log-probabilities: nothing to sum over)."""
-    def gen(rng):
+def tcount_count(rng):
+    for _ in range(8):
         inst = _loss_targets(rng)
-        inst["L"] = inst["L"].to(torch.float64 if dtype != "float64" else torch.float32)
-        yield inst
-        yield {"L": tensor(rng, 4).to(getattr(torch, dtype)), "t": torch.tensor(1), "c": 0, "n": "1.0"}
-    gen.__name__ = f"tcount_count_bad_{dtype}"
-    return gen
+        f = rng.choice(terms.FLOAT_DTYPES)
+        inst["L"] = inst["L"].to(getattr(torch, f))
+        yield {**inst, "f": f}
+
+
+def tcount_count_bad(rng):
+    """Log-probabilities of an int dtype (no float count), and a 0-D target (a loss over one row
+    of log-probabilities: nothing to sum over)."""
+    inst = _loss_targets(rng)
+    yield {**inst, "L": (inst["L"] * 4).to(torch.int64), "f": "int64"}
+    yield {"L": tensor(rng, 4).to(torch.float32), "t": torch.tensor(1), "c": 0, "n": "1.0", "f": "float32"}
 
 
 @repeat(8)
@@ -587,3 +584,86 @@ def softmax_mul_unshifted_bad(rng):
     # every row
     n = rng.randint(2, 4)
     yield {"x": tensor(rng, n, n) * 5.0, "k": 1, "s": [n, 1, 1], "f": "float64", "c": tensor(rng, n), "m": 1}
+
+
+# the reduction class's table rows (lemmas/reduction.py COMBINE_OVER_PARTS): log-sum-exp
+lse_concat_with_d = _gen(8, ["logsumexp"], True)
+lse_concat_other = _gen(4, ["logsumexp"], False)
+
+
+def _norm_case(rng, nd=None):
+    nd = rng.randint(0, 4) if nd is None else nd
+    shape = [rng.choice([0, 1, 2, 3, 4]) for _ in range(nd)]
+    dims = sorted(rng.sample(range(max(nd, 1)), rng.randint(1, max(nd, 1))))
+    x = tensor(rng, *shape).to(rng.choice([torch.float64, torch.float64, torch.float32]))
+    return {"x": x, "dims": dims, "k": rng.randint(0, 1), "t": str(x.dtype).removeprefix("torch.")}
+
+
+@repeat(10)
+def norm_pow(rng):
+    p = rng.choice(["1.0", "2.0", "3.0", "0.5", "1.5", "4.0"])
+    return {**_norm_case(rng), "op": f"norm:{p}", "p": p}
+
+
+def norm_pow_bad(rng):
+    """an order 0 (a count), inf (a max), a negative one, a pow of another order, not a norm, ints."""
+    for op, p in (("norm:0.0", "0.0"), ("norm:inf", "inf"), ("norm:-1.0", "-1.0"), ("norm:2.0", "3.0"),
+                  ("sum", "2.0"), ("amax", "1.0")):
+        yield {**_norm_case(rng, 2), "op": op, "p": p}
+    yield {"x": torch.ones(2, 3, dtype=torch.int64), "dims": [0], "k": 0, "t": "int64", "op": "norm:2.0", "p": "2.0"}
+
+
+@repeat(8)
+def abs_norm(rng):
+    case = _norm_case(rng)
+    ops = ["norm:2.0", "norm:1.0", "norm:0.0", "norm:3.0"]
+    if case["x"].numel():       # torch has no inf or negative norm of nothing
+        ops += ["norm:inf", "norm:-1.0", "norm:-inf"]
+    return {**case, "op": rng.choice(ops)}
+
+
+def abs_not_norm(rng):
+    for op in ("sum", "amax", "logsumexp", "mean"):
+        yield {**_norm_case(rng, 2), "op": op}
+
+
+def _unsqueezed(rng, op):
+    nd = rng.randint(0, 3)
+    shape = [rng.randint(0, 4) for _ in range(nd)]
+    d = rng.randint(0, nd)
+    x = tensor(rng, *shape).to(rng.choice([torch.float64, torch.float32]))
+    s = shape[:d] + [1] + shape[d:]
+    return {"op": op, "x": x, "s": s, "d": d, "m": nd, "t": str(x.dtype).removeprefix("torch.")}
+
+
+@repeat(10)
+def reduce_unsqueezed(rng):
+    return _unsqueezed(rng, rng.choice(["sum", "mean", "amax", "logsumexp"]))
+
+
+def reduce_unsqueezed_bad(rng):
+    """a norm (|x|), a variance (0), nansum (0 at a nan), an int sum (int64), a dim not of size 1."""
+    for op in ("norm:2.0", "var:1.0", "nansum", "amin", "prod"):
+        yield _unsqueezed(rng, op)
+    yield {"op": "sum", "x": torch.ones(2, 3, dtype=torch.int32), "s": [2, 1, 3], "d": 1, "m": 2, "t": "int32"}
+    yield {"op": "sum", "x": tensor(rng, 2, 3), "s": [1, 2, 3], "d": 1, "m": 2, "t": "float64"}
+
+
+@repeat(8)
+def norm_any(rng):
+    return _norm_case(rng)
+
+
+def norm_inf(rng):
+    """x of some elements in every reduced dim: torch has no inf-norm of nothing."""
+    made = 0
+    while made < 8:
+        case = _norm_case(rng)
+        if all(case["x"].shape[d] for d in case["dims"] if d < case["x"].dim()) and case["x"].numel():
+            made += 1
+            yield case
+
+
+def norm_inf_int(rng):
+    """ints: torch's norms take none (the amax of |x| would be an int)."""
+    yield {"x": torch.tensor([[1, -3], [2, 0]]), "dims": [0, 1], "k": 0, "t": "int64"}

@@ -89,6 +89,7 @@ def _rank_sum_terms(op):
 
 rsum_terms = _rank_sum_terms("rsum")
 rmax_terms = _rank_sum_terms("rmax")
+rlse_terms = _rank_sum_terms("rlse")
 
 
 def binary_terms(rng):
@@ -173,6 +174,8 @@ def dtype_terms(rng):
             yield term, {"x": x, "y": y}, facts
         if dt != torch.bool:       # a sum over ranks of bools is undefined
             yield "(rsum (Cons x (Cons y (Nil))))", {"x": x, "y": y}, facts
+        if dt.is_floating_point:   # a log-sum-exp over ranks of ints too
+            yield "(rlse (Cons x (Cons y (Nil))))", {"x": x, "y": y}, facts
 
 
 def dtype_float_arith_terms(rng):

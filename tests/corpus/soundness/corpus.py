@@ -15,6 +15,7 @@ Classes:
   5 collectives paired by member set, not communicator (and broadcast's src)
   6 spec entries and state: a [cut] tensor, an inner [outputs] check entry, a write to the state
     only one program makes (a spec entry adds facts, never removes an obligation)
+  7 reductions over a sharded dim combined from the ranks' reductions (norms, orders, logsumexp)
 """
 from __future__ import annotations
 
@@ -117,6 +118,17 @@ CORPUS = [
     _e("c6_state_write_wrong", 6),
     _e("c6_state_seq_only_wrong", 6),
     _e("c6_state_write_correct", 6),
+    # 7. a reduction over a sharded dim is the combining reduction of the ranks' reductions, not
+    #    any other: a norm is not the sum of norms, an order is not another, an inf-norm combines
+    #    by max, a logsumexp by logsumexp
+    _e("c7_norm_sum_of_norms_wrong", 7),
+    _e("c7_norm_sum_of_norms_correct", 7),
+    _e("c7_norm_order_wrong", 7),
+    _e("c7_norm_order_correct", 7),
+    _e("c7_inf_norm_sum_wrong", 7),
+    _e("c7_inf_norm_max_correct", 7),
+    _e("c7_lse_sum_wrong", 7),
+    _e("c7_lse_gather_correct", 7),
 ]
 
 BY_NAME = {e.name: e for e in CORPUS}

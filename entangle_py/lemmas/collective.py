@@ -94,15 +94,18 @@ LEMMAS = [
 _ADDS_INTO = ('(= t (dtype {a}))', "(= t (dtype y))", '(!= "bool" t)', "(= n (ndim {a}))",
               '(= n (ndim (binary "add" {a} y)))', '(bsame {a} (binary "add" {a} y) n)')
 
-# a sum over ranks plus y is the sum with y added to one rank's part, where that rank adds it (the
-# add is in the e-graph: the trigger): a replicated term (a duplicate parameter's squared norm, a
-# bias) counted by one rank before an all-reduce.  Reals (reassociation), as every sum over ranks
+# a sum over ranks plus y is the sum with y added to one rank's part, where the ranks sum exactly
+# that (the sum is in the e-graph: the trigger): a replicated term (a duplicate parameter's squared
+# norm, a bias) counted by one rank before an all-reduce.  Only where that sum exists: where every
+# rank adds y and nothing sums them (a missing all-reduce), the add stays the failing operator
+# instead of relating to rank 0's output plus the other ranks' unreduced parts.  Reals
+# (reassociation), as every sum over ranks
 LEMMAS += [
     Lemma("add-rsum-part", '(binary "add" (rsum (Cons a r)) y)', '(rsum (Cons (binary "add" a y) r))',
-          trigger=('(binary "add" (rsum (Cons a r)) y)', '(binary "add" a y)'), when=tuple(c.format(a="a") for c in _ADDS_INTO),
+          trigger=('(binary "add" (rsum (Cons a r)) y)', '(rsum (Cons (binary "add" a y) r))'), when=tuple(c.format(a="a") for c in _ADDS_INTO),
           instances=add_rsum_part(0), rejects=add_rsum_part_bad(0)),
     Lemma("add-rsum-part-second", '(binary "add" (rsum (Cons a (Cons b r))) y)', '(rsum (Cons a (Cons (binary "add" b y) r)))',
-          trigger=('(binary "add" (rsum (Cons a (Cons b r))) y)', '(binary "add" b y)'),
+          trigger=('(binary "add" (rsum (Cons a (Cons b r))) y)', '(rsum (Cons a (Cons (binary "add" b y) r)))'),
           when=tuple(c.format(a="b") for c in _ADDS_INTO), instances=add_rsum_part(1), rejects=add_rsum_part_bad(1)),
 ]
 

@@ -48,3 +48,8 @@ def make_build(bug=None):
         h = 4 // world_size
         return Model(bug if world_size > 1 else None), {n: torch.randn(2, h, 5, 3, requires_grad=True) for n in "qkv"}
     return build
+
+
+attn_bwd_correct = make_build()
+attn_bwd_not_causal = make_build("not_causal")
+attn_bwd_zero_out = make_build("zero_out")

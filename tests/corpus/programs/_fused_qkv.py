@@ -48,3 +48,8 @@ def make_build(bug=None):
     def build(rank, world_size):
         return FusedQKV(world_size, bug), {"x": torch.randn(2, 3, DIM, requires_grad=True)}
     return build
+
+
+fused_qkv_correct = make_build()
+fused_qkv_inner = make_build("inner")
+fused_qkv_outer = make_build("outer")

@@ -103,6 +103,9 @@ def print_result(res: Result, console: Console, verbose: bool = False):
             plain(console, f"    {key}: {why}")
     if res.numeric:
         print_numeric(res.numeric, console, verbose)
+    if res.blocks:
+        plain(console, f"blocks: {res.blocks['proved']} proved, {res.blocks['reused']} reused "
+                       f"({res.blocks['period']} operators each)")
     if verbose:
         plain(console, "phases: " + ", ".join(f"{k} {v:.3f} s" for k, v in res.timings.items()))
         if res.retired:

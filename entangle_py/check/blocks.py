@@ -213,8 +213,8 @@ class Memo:
     relations of what it reads from outside), then block k = 1, 2, ... reused while its facts are
     block 0's renamed and the relations of what it reads hold in block 0's form."""
 
-    def __init__(self, checker, low, ops: list, p: Plan):
-        self.c, self.low, self.ops, self.p = checker, low, ops, p
+    def __init__(self, checker, low, ops: list, p: Plan, needed: set[str]):
+        self.c, self.low, self.ops, self.p, self.needed = checker, low, ops, p, needed
         self.seq_ops = ops                                   # G_s operators (no placeholders)
         self.created: dict[str, list[str]] = {}              # G_s operator -> globals it made
         self.to_prove: dict[str, str] = {}                   # G_s operator -> global to relate
@@ -298,6 +298,10 @@ class Memo:
                 return False
         return True
 
+    def covered(self, k: int) -> bool:
+        """Every operator of block k the outputs need has a proved counterpart in block 0."""
+        return all(a in self.needed for a, b in zip(self.block_ops(0), self.block_ops(k)) if b in self.needed)
+
     def block_ops(self, k: int) -> list[str]:
         return [n.name for n in self.p.seq.block(self.seq_ops, k)]
 
@@ -338,7 +342,7 @@ class Memo:
         self._isolate(computed)
         ok = True
         for a in self.block_ops(0):
-            if a in self.to_prove:
+            if a in self.to_prove and a in self.needed:
                 if c._prove(c.seq.node(a), self.to_prove[a], "gd") is not None:
                     ok = False
                     break
@@ -352,11 +356,11 @@ class Memo:
         reused = 0
         for k in range(1, count):
             ren = self.renaming(k)
-            if ren is None or not self.isomorphic(ren, k):
+            if ren is None or not self.isomorphic(ren, k) or not self.covered(k):
                 break
             for a in self.block_ops(0):
                 v0 = self.to_prove.get(a)
-                if v0 is None:
+                if v0 is None or a not in self.needed:
                     continue
                 vk = ren.svar[v0]
                 self.proven[vk] = [ren(t) for t in self.proven[v0]]
@@ -426,7 +430,7 @@ class Memo:
         c = self.c
         for a in keep:
             v = self.to_prove.get(a)
-            if v is None:
+            if v is None or a not in self.needed:
                 continue
             v = c.svar.get(a, v)
             terms = self.proven.get(v)

@@ -263,8 +263,9 @@ class Checker(OutputChecks):
                 self.progress(i, len(ops), n.name)
             if stack is not None and i == stack.seq.start and not deferred:
                 done = Memo(self, low, ops, stack, needed).run()
-                if done is not None and done[1]:
-                    res.blocks = {"proved": done[0], "reused": done[1], "period": stack.seq.period}
+                if done is not None:
+                    res.blocks = {"proved": done[0], "reused": done[1], "count": stack.count,
+                                  "period": stack.seq.period}
                     res.ops_checked += sum(1 for k in range(done[1] + 1) for m in stack.seq.block(ops, k)
                                            if m.name in needed)
                 stack = None

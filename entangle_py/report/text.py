@@ -104,8 +104,10 @@ def print_result(res: Result, console: Console, verbose: bool = False):
     if res.numeric:
         print_numeric(res.numeric, console, verbose)
     if res.blocks:
-        plain(console, f"blocks: {res.blocks['proved']} proved, {res.blocks['reused']} reused "
-                       f"({res.blocks['period']} operators each)")
+        b = res.blocks
+        rest = b["count"] - b["proved"] - b["reused"]
+        plain(console, f"blocks: {b['proved']} proved, {b['reused']} reused"
+                       + (f", {rest} checked on their own" if rest else "") + f" ({b['period']} operators each)")
     if verbose:
         plain(console, "phases: " + ", ".join(f"{k} {v:.3f} s" for k, v in res.timings.items()))
         if res.retired:

@@ -15,6 +15,9 @@ Classes:
   5 collectives paired by member set, not communicator (and broadcast's src)
   6 spec entries and state: a [cut] tensor, an inner [outputs] check entry, a write to the state
     only one program makes (a spec entry adds facts, never removes an obligation)
+  7 layer memoization: a stack of 8 blocks where one block is wrong (its all-reduce missing, its
+    slice at the wrong offset), where one block's parameters are related differently, or where
+    the blocks are isomorphic but the relation at their boundary differs
 """
 from __future__ import annotations
 
@@ -117,6 +120,15 @@ CORPUS = [
     _e("c6_state_write_wrong", 6),
     _e("c6_state_seq_only_wrong", 6),
     _e("c6_state_write_correct", 6),
+    # 7. layer memoization: one block of eight wrong, a block's parameters related differently,
+    #    and isomorphic blocks whose boundary relation differs (docs/memoization.md)
+    _e("c7_stack_correct", 7),
+    _e("c7_stack_noreduce_wrong", 7),
+    _e("c7_stack_sliced_correct", 7),
+    _e("c7_stack_tanh_correct", 7),
+    _e("c7_stack_sliced_offset_wrong", 7),
+    _e("c7_stack_param_wrong", 7, script="c7_stack_correct"),
+    _e("c7_stack_boundary_wrong", 7),
 ]
 
 BY_NAME = {e.name: e for e in CORPUS}

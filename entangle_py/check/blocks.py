@@ -126,18 +126,26 @@ class Renaming:
 
     def __init__(self, gd: dict[str, str], gs: dict[str, str], svar: dict[str, str]):
         self.gd, self.gs, self.svar = gd, gs, svar
+        self.seen: dict[tuple, tuple] = {}     # every name renamed so far -> its image
 
     def __call__(self, text: str) -> str:
         def sub(m):
             if m.group(3):
-                return self.svar.get(m.group(3), m.group(3))
+                to = self.svar.get(m.group(3), m.group(3))
+                self.seen[("$v", m.group(3))] = ("$v", to)
+                return to
             table = self.gd if m.group(1) == "Gd" else self.gs
             name = m.group(2)
-            return f'({m.group(1)} "{table.get(name, name)}")'
+            to = table.get(name, name)
+            self.seen[(m.group(1), name)] = (m.group(1), to)
+            return f'({m.group(1)} "{to}")'
         return TOKEN.sub(sub, text)
 
     def injective(self) -> bool:
-        return all(len(set(t.values())) == len(t) for t in (self.gd, self.gs, self.svar))
+        """One-to-one on the maps, and on every name renamed so far (a name the maps leave as it is
+        must not be the image of another)."""
+        return all(len(set(t.values())) == len(t) for t in (self.gd, self.gs, self.svar)) and \
+            len(set(self.seen.values())) == len(self.seen)
 
 
 def gd_keys(keys, rank_maps: list[dict[str, str]]) -> dict[str, str]:
@@ -292,11 +300,12 @@ class Memo:
             if not same_facts(ren, c.sfacts[v], c.sfacts[to]):
                 return False
         for v, used in self.boundary.items():   # computed outside: the relation it was checked under
-            to = ren.svar.get(v, v)
+            to = ren(v)
             have = set(self.proven.get(to, ()))
-            if not all(ren(t) in have for t in used):
+            if not all(ren(t) in have for t in used) or not same_facts(ren, shape_facts(c.sfacts[v]),
+                                                                       shape_facts(c.sfacts[to])):
                 return False
-        return True
+        return ren.injective()      # on every name of the facts block 0 was proved from
 
     def covered(self, k: int) -> bool:
         """Every operator of block k the outputs need has a proved counterpart in block 0."""
@@ -397,9 +406,8 @@ class Memo:
         c.expect_seeded = True           # the spec's output terms are no fact of a block
         c.window = Window(facts, c.policy.window_depth)
         for v in computed:
-            shapes = [f for f in c.sfacts[v] if f.startswith("(set ")]
             terms = self.boundary[v]
-            c.sfacts[v] = [f"(let {v} {terms[0]})"] + [f"(union {v} {t})" for t in terms[1:]] + shapes
+            c.sfacts[v] = [f"(let {v} {terms[0]})"] + [f"(union {v} {t})" for t in terms[1:]] + shape_facts(c.sfacts[v])
             c.sleaves[v] = leaves_of(c.sfacts[v])
 
     def _abort(self, saved_svar, saved_coupled, tried) -> None:
@@ -436,11 +444,16 @@ class Memo:
             terms = self.proven.get(v)
             if not terms:
                 continue
-            shapes = [f for f in c.sfacts[v] if f.startswith("(set ")]
             c.retired_facts[v] = (c.sfacts[v], terms)
-            c.sfacts[v] = [f"(let {v} {terms[0]})"] + [f"(union {v} {t})" for t in terms[1:]] + shapes
+            c.sfacts[v] = [f"(let {v} {terms[0]})"] + [f"(union {v} {t})" for t in terms[1:]] + shape_facts(c.sfacts[v])
             c.sleaves[v] = leaves_of(c.sfacts[v])
         self._fresh_egraph()
+
+
+def shape_facts(facts: list[str]) -> list[str]:
+    """A G_s global's facts about its shape and dtype (kept where its definition is replaced by
+    its clean terms, as retiring does)."""
+    return [f for f in facts if f.startswith("(set ")]
 
 
 def leaves_of(facts: list[str]) -> set[str]:

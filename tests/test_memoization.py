@@ -114,3 +114,11 @@ def test_renaming_is_textual_and_leaves_shared_names():
     assert ren(text) == '(union $v9 (binary "add" (Gd "r0.mm_3") (Gs "param:layers.3.w")))'
     assert ren('(Gd "r1.mask")') == '(Gd "r1.mask")'
     assert not B.Renaming({"a": "c", "b": "c"}, {}, {}).injective()
+
+
+def test_a_stack_is_memoized_only_where_reuse_skips_enough_operators(captured):
+    seq, dist = captured("c7_stack_correct")
+    p = B.plan(seq.ranks[0], dist.ranks)
+    assert p.count == 8
+    assert B.plan(seq.ranks[0], dist.ranks, min_ops=7 * p.seq.period) is not None
+    assert B.plan(seq.ranks[0], dist.ranks, min_ops=7 * p.seq.period + 1) is None

@@ -176,9 +176,11 @@ class Plan:
     count: int
 
 
-def plan(seq: G.RankGraph, ranks: list[G.RankGraph]) -> Plan | None:
+def plan(seq: G.RankGraph, ranks: list[G.RankGraph], min_ops: int = 0) -> Plan | None:
+    """The stack to memoize: alike blocks in G_s and on every rank, reuse skipping at least
+    ``min_ops`` G_s operators."""
     s = find_stack(seq)
-    if s is None:
+    if s is None or (s.count - 1) * s.period < min_ops:
         return None
     dist = []
     for g in ranks:
@@ -187,7 +189,7 @@ def plan(seq: G.RankGraph, ranks: list[G.RankGraph]) -> Plan | None:
             return None
         dist.append(d)
     count = min([s.count] + [d.count for d in dist])
-    return Plan(s, dist, count) if count >= 2 else None
+    return Plan(s, dist, count) if count >= 2 and (count - 1) * s.period >= min_ops else None
 
 
 def leaf_terms(terms: list[str]) -> list[str]:

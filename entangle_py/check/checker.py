@@ -257,7 +257,7 @@ class Checker(OutputChecks):
         # is deferred while fewer than `policy.deferred` are; an op proven clean absorbs the
         # deferred ops it depends on.  Otherwise refinement fails at the earliest deferred op.
         deferred: list[OpFailure] = []
-        stack = plan(self.seq, self.dist.ranks) if self.policy.memoize else None
+        stack = plan(self.seq, self.dist.ranks, self.policy.memo_min_ops) if self.policy.memoize else None
         for i, n in enumerate(ops):
             if self.progress:
                 self.progress(i, len(ops), n.name)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from entangle_py.check.names import split_key
 from entangle_py.ir import graph as G
@@ -199,18 +200,11 @@ def leaf_terms(terms: list[str]) -> list[str]:
     return leaves or terms[:1]
 
 
-def _pair_tokens(facts0: list[str], factsk: list[str], kind: str, into: dict) -> bool:
-    """Names of ``kind`` ("Gs" or "$v") paired by order of occurrence (a proposal: the facts are
-    compared after renaming); False when a name would pair with two."""
+def _pair_gs_names(facts0: list[str], factsk: list[str], into: dict) -> bool:
+    """G_s leaf names paired by order of occurrence (a proposal: the facts are compared after
+    renaming); False when a name would pair with two."""
     def names(facts):
-        out = []
-        for f in facts:
-            for m in TOKEN.finditer(f):
-                if kind == "$v" and m.group(3):
-                    out.append(m.group(3))
-                elif kind == "Gs" and m.group(1) == "Gs":
-                    out.append(m.group(2))
-        return out
+        return [m.group(2) for f in facts for m in TOKEN.finditer(f) if m.group(1) == "Gs"]
     a, b = names(facts0), names(factsk)
     if len(a) != len(b):
         return False
@@ -224,7 +218,7 @@ class Memo:
     block 0's renamed and the relations of what it reads hold in block 0's form."""
 
     def __init__(self, checker, low, ops: list, p: Plan, needed: set[str]):
-        self.c, self.low, self.ops, self.p, self.needed = checker, low, ops, p, needed
+        self.c, self.low, self.p, self.needed = checker, low, p, needed
         self.seq_ops = ops                                   # G_s operators (no placeholders)
         self.created: dict[str, list[str]] = {}              # G_s operator -> globals it made
         self.to_prove: dict[str, str] = {}                   # G_s operator -> global to relate
@@ -248,7 +242,7 @@ class Memo:
                 for u0, uk in zip(self.created[a], self.created[b]):
                     if svar.setdefault(u0, uk) != uk:
                         return None
-                if not _pair_tokens(f0, fk, "Gs", gs):
+                if not _pair_gs_names(f0, fk, gs):
                     return None
             for suffix in ("", *(f"#{i}" for i in range(8))):
                 if a + suffix in c.svar and b + suffix in c.svar:
@@ -256,7 +250,7 @@ class Memo:
                         return None
             if c.seq.has(a) and c.seq.node(a).is_placeholder and c.seq.node(b).is_placeholder \
                     and a in c.svar and b in c.svar:
-                if not _pair_tokens(c.sfacts[c.svar[a]], c.sfacts[c.svar[b]], "Gs", gs):
+                if not _pair_gs_names(c.sfacts[c.svar[a]], c.sfacts[c.svar[b]], gs):
                     return None
         rank_maps = []
         for r, g in enumerate(c.dist.ranks):
@@ -267,6 +261,7 @@ class Memo:
         ren = Renaming(gd_keys(c.dfacts.shape, rank_maps), gs, svar)
         return ren if ren.injective() else None
 
+    @cached_property
     def gd_keys0(self) -> tuple[list[str], list[str]]:
         """Block 0's G_d leaves on every rank, and the leaves outside it they read."""
         c = self.c
@@ -287,7 +282,7 @@ class Memo:
             for u in self.created[a]:
                 if ren.svar.get(u) is None or not same_facts(ren, c.sfacts[u], c.sfacts[ren.svar[u]]):
                     return False
-        inside, outside = self.gd_keys0()
+        inside, outside = self.gd_keys0
         for key in inside:
             to = ren.gd.get(key)
             if to is None or not same_facts(ren, c.dfacts.shape.get(key, []), c.dfacts.shape.get(to, [])) \
@@ -396,7 +391,7 @@ class Memo:
         """An e-graph holding only block 0's own facts and the relations of what it reads."""
         from entangle_py.check.window import DistFacts, Window
         c = self.c
-        inside, outside = self.gd_keys0()
+        inside, outside = self.gd_keys0
         facts = DistFacts()
         for k in sorted(inside + outside, key=lambda k: c.window.order.get(k, -1)):
             facts.declare(k, c.dfacts.shape.get(k, []))

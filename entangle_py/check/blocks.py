@@ -65,7 +65,8 @@ def find_stack(g: G.RankGraph, min_count: int = 2) -> Stack | None:
     ops = operators(g)
     index = {n.name: i for i, n in enumerate(ops)}
     meta = {n.name: n.val for n in g.nodes if n.is_placeholder}
-    shapes = [_shape(n) for n in ops]
+    ids: dict[str, int] = {}
+    shapes = [ids.setdefault(_shape(n), len(ids)) for n in ops]
     refs = [list(n.refs()) for n in ops]
 
     def alike(i, p):
@@ -84,9 +85,12 @@ def find_stack(g: G.RankGraph, min_count: int = 2) -> Stack | None:
     best = None
     n = len(ops)
     for p in range(1, n // 2 + 1):
+        same = [a == b for a, b in zip(shapes, shapes[p:])]      # the cheap half of alike
+        if best is not None and sum(same) <= best.count * best.period - p:
+            continue        # too few alike pairs at this period to cover more than the best
         i = 0
         while i + p < n:
-            if not alike(i, p):
+            if not same[i] or not alike(i, p):
                 i += 1
                 continue
             a = i
@@ -225,6 +229,7 @@ class Memo:
         self.keys_made: dict[str, list[str]] = {}            # G_s operator -> svar keys it set
         self.proven: dict[str, list[str]] = {}               # G_s global -> its clean terms
         self.boundary: dict[str, list[str]] = {}             # outside global -> terms it is checked under
+        self.own: dict[str, list[str]] = {}                  # block 0's global -> its facts, while restarted
 
     # -- block k's names --------------------------------------------------------------------
     def renaming(self, k: int) -> Renaming | None:
@@ -347,12 +352,17 @@ class Memo:
         full = c.window
         self._isolate(computed)
         ok = True
+        proved = []
         for a in self.block_ops(0):
             if a in self.to_prove and a in self.needed:
+                if c.engine.size() > c.policy.window_nodes:
+                    self._restart(proved)
                 if c._prove(c.seq.node(a), self.to_prove[a], "gd") is not None:
                     ok = False
                     break
-                self.proven[self.to_prove[a]] = c._clean_terms(self.to_prove[a])
+                proved.append(self.to_prove[a])
+                self.proven[proved[-1]] = c._clean_terms(proved[-1])
+        saved_facts.update(self.own)
         for v, facts in saved_facts.items():
             c.sfacts[v] = facts
             c.sleaves[v] = leaves_of(facts)
@@ -406,6 +416,20 @@ class Memo:
             terms = self.boundary[v]
             c.sfacts[v] = [f"(let {v} {terms[0]})"] + [f"(union {v} {t})" for t in terms[1:]] + shape_facts(c.sfacts[v])
             c.sleaves[v] = leaves_of(c.sfacts[v])
+
+    def _restart(self, proved: list[str]):
+        """As retiring does, inside block 0's e-graph: a fresh one where each global proved so far
+        is its clean terms (consequences of block 0's facts, so the facts stay those of step 2)."""
+        c = self.c
+        for v in proved:
+            if v not in self.own:
+                self.own[v] = c.sfacts[v]
+                terms = self.proven[v]
+                c.sfacts[v] = [f"(let {v} {terms[0]})"] + [f"(union {v} {t})" for t in terms[1:]] + shape_facts(c.sfacts[v])
+                c.sleaves[v] = leaves_of(c.sfacts[v])
+        c.engine.reset()
+        c.window.reset()
+        c.present = set()
 
     def _abort(self, saved_svar, saved_coupled, tried) -> None:
         c = self.c

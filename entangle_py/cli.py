@@ -1,4 +1,4 @@
-"""Command line: ``entangle capture | show | check | explain | import-fx``.
+"""Command line: ``entangle capture | show | check | check-many | explain | import-fx``.
 
 Each subcommand lives in the module that does the job; this file only parses arguments and turns
 errors a user can act on into one line on stderr and exit code 2 (no traceback).
@@ -68,7 +68,7 @@ def _add_check(sub):
                    help=f"wall seconds per attempt at an operator before giving up, a last resort (exit 3; default {d.seconds:g})")
     p.add_argument("--max-memory", type=_bytes, default=d.memory, metavar="BYTES",
                    help=f"resident memory of the check before giving up, e.g. 4G (exit 3; default "
-                        f"{MEMORY_FRACTION * 100:.0f}%% of the machine's)")
+                        f"{MEMORY_FRACTION * 100:.0f}%% of the memory this process may use: the machine's, its container's or ulimit -v)")
 
     p.add_argument("--no-numeric", action="store_true",
                    help="skip the interpreter's re-check of a proof and the witness of a failure")
@@ -94,6 +94,25 @@ def _bytes(text: str) -> int:
     if n <= 0:
         raise argparse.ArgumentTypeError(f"not a positive byte count: {text!r}")
     return int(n)
+
+
+def _add_check_many(sub):
+    p = sub.add_parser("check-many", help="run the checks of a manifest on parallel workers (a process pool or Ray)",
+                       epilog=EXIT_CODES_MANY, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("manifest", help="TOML: one [[check]] table per pair (seq, dist, spec; see docs/scale-out.md)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="checks at once (default: the cores); 1 runs them in this process")
+    p.add_argument("--ray", action="store_true", help="run on a local Ray cluster started here (pip install -e '.[ray]')")
+    p.add_argument("--ray-address", metavar="ADDR", help="run on the existing Ray cluster at ADDR")
+    p.add_argument("--json", metavar="REPORT", help="write one entry per check (verdict, time, worker, its report)")
+    p.add_argument("--max-memory", type=_bytes, default=0, metavar="BYTES",
+                   help="resident memory of each check before it gives up (default: half the machine's, "
+                        "split between the workers)")
+
+    def run(args):
+        from entangle_py.check_many import run_check_many_cli
+        return run_check_many_cli(args)
+    p.set_defaults(run=run)
 
 
 def _add_explain(sub):
@@ -135,6 +154,10 @@ EXIT_CODES = """exit codes:
   4  internal soundness error: a proof step is wrong (a lemma or a lowering); please report it"""
 
 
+EXIT_CODES_MANY = """exit code: the largest of the checks' (0 when every check refines); a check whose worker
+died on both attempts counts 3 (it could not finish), one whose checker raised counts 4."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     from entangle_py import __version__
     parser = argparse.ArgumentParser(
@@ -143,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=WORKFLOW + "\n\n" + EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"entangle-py {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_capture, _add_show, _add_check, _add_explain, _add_import_fx):
+    for add in (_add_capture, _add_show, _add_check, _add_check_many, _add_explain, _add_import_fx):
         add(sub)
     return parser
 

@@ -26,17 +26,41 @@ class Limits:
         return self.memory or int(MEMORY_FRACTION * machine_memory())
 
 
-# the default memory limit, as a fraction of the machine's physical memory
+# the default memory limit, as a fraction of the memory the process may use
 MEMORY_FRACTION = 0.5
 
 
 def machine_memory() -> int:
-    """Physical memory of the machine in bytes."""
+    """Memory the process may use, in bytes: the machine's physical memory, or less where a
+    container (cgroup ``memory.max``) or ``ulimit -v`` (RLIMIT_AS) allows less -- a default
+    limit above what the process can get would end in an allocation failure, not an exit 3."""
     import os
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        amount = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
-        return 8 << 30
+        amount = 8 << 30
+    for bound in (_cgroup_memory(), _address_space()):
+        if bound:
+            amount = min(amount, bound)
+    return amount
+
+
+def _cgroup_memory() -> int:
+    try:
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            text = fh.read().strip()
+        return 0 if text == "max" else int(text)
+    except (OSError, ValueError):
+        return 0
+
+
+def _address_space() -> int:
+    try:
+        import resource
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        return 0 if soft == resource.RLIM_INFINITY else soft
+    except (ImportError, ValueError, OSError):
+        return 0
 
 
 @dataclass

@@ -16,6 +16,7 @@ from entangle_py.config import Limits, Policy
 from entangle_py.frontend.decompose import decompose
 from entangle_py.frontend.fx_import import dump_files, import_fx
 from entangle_py.ir import graph as G
+from entangle_py.ir.rank_classes import rank_classes
 from entangle_py.oracle.recheck import DEFAULT_BUDGET, attach, refuter
 from entangle_py.report.jsonout import to_json
 from entangle_py.report.text import print_result
@@ -47,6 +48,7 @@ def check_graphs(seq, dist, spec, lemma_files=(), limits=None, progress=None, po
                       progress=progress, policy=policy,
                       refute=refuter(budget_bytes=budget_bytes) if numeric else None)
     res = checker.run()
+    res.rank_classes = rank_classes(dist)
     if numeric:
         attach(res, checker, budget_bytes=budget_bytes)
     return res, checker

@@ -9,7 +9,7 @@ PKG = Path(__file__).resolve().parent.parent / "entangle_py"
 
 # lower layers first; a module may import its own layer or lower ones
 LAYERS = [
-    {"errors", "config", "lazy"},
+    {"errors", "config", "lazy", "executor"},
     {"ir", "plugins"},
     {"frontend", "semantics"},
     {"engine"},
@@ -17,6 +17,7 @@ LAYERS = [
     {"oracle"},
     {"report"},
     {"pipeline"},
+    {"check_many"},
     {"testing", "cli", "__main__", "__init__"},
 ]
 

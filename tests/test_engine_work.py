@@ -85,3 +85,14 @@ def test_bulk_loaded_facts_are_the_commands_facts():
     eng.add(defs[1])
     eng.flush()
     assert eng.holds('(= (Gd "r0.t") (transpose (Gd "r0.w") 0 1))')
+
+
+def test_default_memory_limit_respects_ulimit():
+    """Under ``ulimit -v`` the default --max-memory is a fraction of what the process may map, not
+    of the machine: a check hitting it ends with exit 3 instead of an allocation failure."""
+    import subprocess
+    import sys
+    code = ("import resource; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30));"
+            "from entangle_py.config import Limits; print(Limits().memory_bytes())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert 0 < int(out.stdout) <= 3 << 29

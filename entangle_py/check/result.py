@@ -72,6 +72,9 @@ class Result:
     limits: dict = field(default_factory=dict)
     world_size: int = 0
     joint: bool = False
+    # the distributed program's ranks grouped by graph up to rank constants (ir/rank_classes.py);
+    # detection only: every rank is checked
+    rank_classes: list = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:

@@ -43,6 +43,7 @@ def to_json(res, seq: str, dist: str, spec: str | None = None) -> dict:
         "ops_checked": res.ops_checked,
         "assumptions": [{"name": a, "meaning": d, "used": res.assumption_uses.get(a, [])} for a, d in res.assumptions],
         "random_draws": res.random_draws,
+        "rank_classes": [c.to_json() for c in res.rank_classes],
         "unchecked_outputs": list(res.unchecked),
         "given": dict(res.given),
         "constants": dict(res.constants),

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from entangle_py.check.checker import Result
+from entangle_py.ir.rank_classes import describe
 from entangle_py.oracle.recheck import plain, print_numeric
 from entangle_py.report.common import MAX_LISTED, coverage_line, culprit_lines, hints, paren_phase
 
@@ -109,6 +110,8 @@ def print_result(res: Result, console: Console, verbose: bool = False):
         plain(console, f"blocks: {b['proved']} proved, {b['reused']} reused"
                        + (f", {rest} checked on their own" if rest else "") + f" ({b['period']} operators each)")
     if verbose:
+        for line in describe(res.rank_classes):
+            plain(console, line)
         plain(console, "phases: " + ", ".join(f"{k} {v:.3f} s" for k, v in res.timings.items()))
         if res.retired:
             plain(console, f"e-graph restarted {res.retired} times keeping only live facts"

@@ -10,7 +10,9 @@ through its ``[expect]`` relation.  A program is correct iff every comparison ho
 (float64, rtol 1e-7, atol 1e-9; a program that computes a part in float32 itself, as Hugging
 Face's router softmax does, gets the manifest's looser ``rtol`` / ``atol``).
 
-    python tests/corpus/blind/blind_gloo.py [NAME ...] [--mode forward|joint]
+    python tests/corpus/blind/blind_gloo.py [NAME ...] [--mode forward|joint] [--corpus DIR]
+
+(``--corpus DIR``: another corpus of this layout, with its own ``manifest.py``; default this one.)
 
 prints one line per (program, mode) and exits 1 when a label is not confirmed.
 """
@@ -179,15 +181,20 @@ def _worker(rank, world_size, port, entry, mode, result_dir):
         dist.destroy_process_group()
 
 
+def _dir(entry) -> Path:
+    """Where the entry's script and specs live (its corpus; an absolute path in them wins)."""
+    return Path(entry.get("dir", HERE))
+
+
 def _spec(entry, mode):
-    return tomllib.loads((HERE / entry["spec"][mode]).read_text())
+    return tomllib.loads((_dir(entry) / entry["spec"][mode]).read_text())
 
 
 def _rank_run(rank, world_size, entry, mode):
     joint = mode == "joint"
     spec = _spec(entry, mode)
     rels = spec.get("inputs", {})
-    script = load_script(HERE / entry["script"])
+    script = load_script(_dir(entry) / entry["script"])
 
     # the sequential program, in every process (deterministic), compared on rank 0
     torch.manual_seed(0)
@@ -298,14 +305,28 @@ def confirm(entry: dict, mode: str, timeout: float = 300) -> dict:
     return {"matches": all(v["holds"] for v in verdicts.values()), "outputs": verdicts}
 
 
+def assert_label_confirmed(entry: dict, mode: str) -> None:
+    """Fail unless the gloo ranks agree with the entry's label: a correct program matches its
+    specification at every checked output, a buggy one differs at some."""
+    result = confirm(entry, mode)
+    assert "error" not in result, result.get("error")
+    differing = [k for k, v in result["outputs"].items() if not v["holds"]]
+    if entry["label"] == "correct":
+        assert not differing, f"a correct program differs from its specification at {differing}"
+    else:
+        assert differing, "a buggy program computes what its specification does"
+
+
 def main(argv=None) -> int:
-    from manifest import ENTRIES
+    from manifest import load_entries
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="*", help="pair or program names (default: all)")
+    ap.add_argument("--corpus", help="a corpus directory with its own manifest.py (default: this one)")
     ap.add_argument("--mode", choices=["forward", "joint"])
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
     rows, bad = [], 0
+    ENTRIES = load_entries(args.corpus)
     start = time.time()
     for e in ENTRIES:
         if args.names and e["name"] not in args.names and e["pair"] not in args.names:

@@ -10,7 +10,9 @@ witness's sources of the output), whether the
 numeric witness said "confirmed" on a correct program (misleading), and the wall time.
 
     python tests/corpus/blind/first_run.py [NAME ...] [--mode M] [--json OUT] [--markdown OUT]
-        [--reports DIR] [--timeout 300] [--mem-kb 6000000]
+        [--reports DIR] [--timeout 300] [--mem-kb 6000000] [--corpus DIR]
+
+(``--corpus DIR``: another corpus of this layout, with its own ``manifest.py``; default this one.)
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from manifest import ENTRIES  # noqa: E402
+from manifest import load_entries  # noqa: E402
 
 NEAR = 5
 EXIT_NAMES = {0: "refines", 1: "fails", 2: "refused", 3: "limit", 4: "internal error"}
@@ -110,8 +112,9 @@ def _witness(out: str) -> str:
 
 
 def run_one(entry, mode, timeout, mem_kb, work: Path, keep: Path | None = None) -> dict:
-    script = HERE / entry["script"]
-    spec = HERE / entry["spec"][mode]
+    corpus = Path(entry.get("dir", HERE))
+    script = corpus / entry["script"]
+    spec = corpus / entry["spec"][mode]
     joint = ["--joint"] if mode == "joint" else []
     seq, dist, rep = work / "seq.pt", work / "dist.pt", work / "report.json"
     for f in (seq, dist, rep):
@@ -163,9 +166,9 @@ def mark_twins(rows):
                                          and _failure_site(twin) == _failure_site(r) and _failure_site(r) != (None, None))
 
 
-def rebuild(rows, reports: Path):
+def rebuild(rows, reports: Path, corpus=None):
     """Recompute reasons, lines and witnesses from the kept outputs (no capture, no check)."""
-    entries = {e["name"]: e for e in ENTRIES}
+    entries = {e["name"]: e for e in load_entries(corpus)}
     for r in rows:
         txt = reports / f"{r['program']}.{r['mode']}.txt"
         if r.get("stage") != "check" or not txt.exists():
@@ -252,9 +255,10 @@ def main(argv=None) -> int:
     ap.add_argument("--rebuild", help="re-judge the rows of this JSON from --reports (no capture, no check)")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--mem-kb", type=int, default=6_000_000)
+    ap.add_argument("--corpus", help="a corpus directory with its own manifest.py (default: this one)")
     args = ap.parse_args(argv)
     if args.rebuild:
-        rows = rebuild(json.loads(Path(args.rebuild).read_text()), Path(args.reports))
+        rows = rebuild(json.loads(Path(args.rebuild).read_text()), Path(args.reports), args.corpus)
         if args.json:
             Path(args.json).write_text(json.dumps(rows, indent=1))
         print(summary(rows))
@@ -263,7 +267,7 @@ def main(argv=None) -> int:
         return 0
     rows = []
     with tempfile.TemporaryDirectory() as d:
-        for e in ENTRIES:
+        for e in load_entries(args.corpus):
             if args.names and e["name"] not in args.names and e["pair"] not in args.names:
                 continue
             for mode in e["modes"]:

@@ -14,6 +14,7 @@ bug (what the buggy twin gets wrong), and the harness's draw hints.
 """
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -106,9 +107,11 @@ def _bug_line(path: Path) -> int | None:
     return None
 
 
-def _entries():
+def entries(pairs, here: Path) -> list[dict]:
+    """One entry per program of ``pairs`` whose files live in ``here`` (also used by other blind
+    corpora's manifests, e.g. tests/corpus/blind_reductions/manifest.py)."""
     out = []
-    for p in PAIRS:
+    for p in pairs:
         spec = {"forward": f"{p['name']}.toml", "joint": f"{p['name']}.joint.toml"}
         spec = {m: spec[m] for m in p["modes"]}
         for label in ("correct", "buggy"):
@@ -116,11 +119,24 @@ def _entries():
             out.append(dict(
                 name=f"{p['name']}_{label}", pair=p["name"], script=script, spec=spec, label=label,
                 world_size=p["world_size"], modes=tuple(p["modes"]),
-                bug_line=_bug_line(HERE / script) if label == "buggy" and (HERE / script).exists() else None,
+                bug_line=_bug_line(here / script) if label == "buggy" and (here / script).exists() else None,
                 style=p["style"], parallelism=p["parallelism"], bug=p["bug"],
                 int_ranges=p.get("int_ranges", {}), positive=tuple(p.get("positive", ())),
-                keep=tuple(p.get("keep", ())), **{k: p[k] for k in ("rtol", "atol") if k in p}))
+                keep=tuple(p.get("keep", ())), dir=str(here),
+                **{k: p[k] for k in ("rtol", "atol") if k in p}))
     return out
 
 
-ENTRIES = _entries()
+def load_entries(corpus: Path | str | None = None) -> list[dict]:
+    """The entries of the corpus in directory ``corpus`` (its own ``manifest.py``; default: this
+    one).  Each entry carries its directory (``dir``), where the harnesses find its files."""
+    corpus = Path(corpus).resolve() if corpus else HERE
+    if corpus == HERE:
+        return ENTRIES
+    spec = importlib.util.spec_from_file_location(f"manifest_{corpus.name}", corpus / "manifest.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.ENTRIES
+
+
+ENTRIES = entries(PAIRS, HERE)

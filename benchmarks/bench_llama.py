@@ -29,9 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(ROOT / "examples"))
 from bench_grid import run_measured  # noqa: E402
-import llama_stack  # noqa: E402
 
 SCRIPT = ROOT / "examples" / "llama_stack.py"
 
@@ -52,6 +50,14 @@ def capture(layers: int, tp: int, cache: Path, timeout: float) -> tuple[Path | N
     if r.returncode != 0:
         return None, time.perf_counter() - t0, f"capture exit {r.returncode}: {r.stderr.strip().splitlines()[-1:]}"
     return out, time.perf_counter() - t0, ""
+
+
+def spec_text(layers: int) -> str:
+    """The model's spec, from a child process: importing the model imports torch, and a child
+    forked from a process holding torch starts with its peak RSS (Linux keeps it across exec)."""
+    code = f"import llama_stack; print(llama_stack.spec_text({layers}), end='')"
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT / "examples", capture_output=True, text=True,
+                          check=True).stdout
 
 
 def check(seq: Path, dist: Path, spec: Path, extra=()) -> dict:
@@ -85,7 +91,7 @@ def main():
     cells = {}
     for layers in args.layers:
         spec = cache / f"llama_L{layers}.toml"
-        spec.write_text(llama_stack.spec_text(layers))
+        spec.write_text(spec_text(layers))
         seq, seq_s, seq_why = capture(layers, 1, cache, args.capture_timeout)
         for tp in args.tp:
             dist, dist_s, why = capture(layers, tp, cache, args.capture_timeout) if seq else (None, 0.0, seq_why)

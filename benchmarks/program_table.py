@@ -7,6 +7,7 @@ label, mode, verdict / exit code, failing operator and source line, seconds.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import sys
@@ -28,8 +29,10 @@ END = "<!-- program-table: end -->"
 VERDICT = {0: "refines", 1: "fails", 2: "refused", 3: "limit", 4: "internal error"}
 
 
-def check_entry(entry, tmp):
-    """Capture seq and dist and run ``entangle check``; returns a dict (exit, verdict, where, message, seconds)."""
+def check_entry(entry, tmp, captured=None):
+    """Capture seq and dist and run ``entangle check``; returns a dict (exit, verdict, where, message, seconds).
+    ``captured``: a dict keeping the sequential captures, reused by entries of the same program
+    and mode at another world size (keyed by the program file's content)."""
     from entangle_py.ir import graph as G
     from entangle_py.frontend.capture import capture
     from entangle_py.cli import main
@@ -37,9 +40,14 @@ def check_entry(entry, tmp):
     joint = entry.mode == "joint"
     seq, dist, rep = (Path(tmp) / f"{entry.name}.{entry.mode}.{k}" for k in ("seq.pt", "dist.pt", "json"))
     out, err = io.StringIO(), io.StringIO()
+    key = (hashlib.sha256(Path(entry.file).read_bytes()).hexdigest(), entry.script, joint)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            G.save(capture(entry.script, 1, joint=joint), seq)
+            if captured is None or key not in captured:
+                bundle = capture(entry.script, 1, joint=joint)
+                if captured is not None:
+                    captured[key] = bundle
+            G.save(captured[key] if captured is not None else bundle, seq)
             G.save(capture(entry.script, entry.world_size, joint=joint), dist)
     except Exception as ex:   # noqa: BLE001 - a capture error is a row of the table
         msg = str(ex).splitlines()[0] if str(ex) else type(ex).__name__
@@ -96,9 +104,10 @@ def distance_to_bug(entry, lines) -> int | None:
 def table(entries=None):
     entries = list(entries or CORPUS)
     rows = []
+    captured: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         for e in entries:
-            r = check_entry(e, tmp)
+            r = check_entry(e, tmp, captured)
             rows.append((e, r))
             print(f"  {e.id}: exit {r['exit']} ({r['seconds']:.1f} s)", file=sys.stderr)
     lines = ["| program | label | mode | ranks | verdict (exit) | expected | failing operator and source line | "

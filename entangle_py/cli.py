@@ -14,8 +14,11 @@ EXIT_BAD_INPUT = 2
 
 
 def _add_capture(sub):
-    p = sub.add_parser("capture", help="capture a sequential or multi-rank program into a graph bundle")
-    p.add_argument("script", help="Python script defining build(rank, world_size) (see README)")
+    p = sub.add_parser("capture", help="capture a sequential or multi-rank program into a graph bundle",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=TARGETS)
+    p.add_argument("script", metavar="TARGET",
+                   help="the program: SCRIPT.py (defines build(rank, world_size)), SCRIPT.py:FUNCTION or "
+                        "MODULE:FUNCTION (a build function by name; see docs/capture.md)")
     p.add_argument("--world-size", type=int, default=1, help="number of ranks to simulate (1 = sequential)")
     p.add_argument("--joint", action="store_true", help="capture the joint forward+backward graph")
     p.add_argument("--dynamic", action="store_true", help="capture with dynamic (symbolic) sizes")
@@ -138,6 +141,11 @@ def _add_import_fx(sub):
         return cli_import_fx(args)
     p.set_defaults(run=run)
 
+
+TARGETS = """targets:
+  entangle capture prog.py -o seq.pt                       # prog.py defines build(rank, world_size)
+  entangle capture prog.py:tp2_correct --world-size 2 -o dist.pt   # a builder prog.py names
+  entangle capture mypkg.models:build_mlp -o seq.pt        # a module's builder (from the working directory)"""
 
 WORKFLOW = """workflow (examples/quickstart/: capture the program at world size 1 and at its world
 size, say how the ranks hold the tensors in a spec, check):

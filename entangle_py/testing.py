@@ -24,8 +24,8 @@ def assert_refines(build=None, world_size: int = 2, spec=None, joint: bool = Fal
                    limits=None, *, seq_build=None, dist_build=None, numeric: bool = True, assume=()):
     """Capture sequentially and on ``world_size`` ranks, check, and return the result.
 
-    ``build`` builds both programs (called with world size 1 and ``world_size``; a function, or
-    a module or script path defining ``build``); or give
+    ``build`` builds both programs (called with world size 1 and ``world_size``; a function, a
+    module or script path defining ``build``, or a capture target ``prog.py:NAME`` / ``module:NAME``); or give
     ``seq_build`` and ``dist_build`` for a sequential program written apart from the distributed
     one.  ``spec`` is a path to a spec TOML, its text, a dict (parsed TOML) or None (inputs
     inferred).  The check is ``entangle check``'s own (``pipeline.check_graphs``: plugin ops

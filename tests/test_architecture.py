@@ -1,7 +1,8 @@
 """The package shows the pipeline and its imports only go down it (ARCHITECTURE.md).
 
-Every import of an entangle_py module, at the top of a file or inside a function, is read with
-ast: a module may import only modules of its own layer or a lower one, and there is no cycle."""
+Every import of an entangle_py module, at the top of a file or inside a function, or by name
+(``importlib.import_module("entangle_py....")``, an f-string's constant head), is read with ast: a
+module may import only modules of its own layer or a lower one, and there is no cycle."""
 import ast
 from pathlib import Path
 
@@ -13,7 +14,7 @@ LAYERS = [
     {"ir", "plugins"},
     {"frontend", "semantics"},
     {"engine"},
-    {"check"},
+    {"check", "lemmas"},      # the lemma library: data on the engine's Lemma, loaded for the checker
     {"oracle"},
     {"report"},
     {"pipeline"},
@@ -51,6 +52,29 @@ def _imports(path: Path):
             for alias in node.names:
                 if alias.name.startswith("entangle_py"):
                     yield alias.name
+        elif isinstance(node, ast.Call) and _imports_by_name(node) and node.args:
+            name = _constant_head(node.args[0])
+            if name.startswith("entangle_py.") and name.endswith("."):     # some module of a package
+                yield from (m for m, _ in _modules() if m.startswith(name))
+            elif name.startswith("entangle_py"):
+                yield name
+
+
+def _imports_by_name(call: ast.Call) -> bool:
+    """``importlib.import_module(...)`` / ``import_module(...)`` / ``__import__(...)``."""
+    f = call.func
+    return (isinstance(f, ast.Attribute) and f.attr == "import_module") or \
+        (isinstance(f, ast.Name) and f.id in ("import_module", "__import__"))
+
+
+def _constant_head(arg) -> str:
+    """A module name's text known before running: a string, or an f-string's leading constant
+    (``f"entangle_py.lemmas.{family}"`` -> ``entangle_py.lemmas.``); "" otherwise."""
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
+    if isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+        return arg.values[0].value
+    return ""
 
 
 def test_imports_only_go_down_the_pipeline():
@@ -133,3 +157,12 @@ def test_every_lowering_names_a_real_op():
         if packet is None or ov not in packet.overloads():
             missing.append(target)
     assert not missing, missing
+
+
+def test_imports_by_name_are_seen():
+    """The lemma library is imported by family name: the architecture sees that import (from the
+    library's loader, one layer with the checker), and the engine imports no module of it."""
+    seen = set(_imports(PKG / "lemmas" / "__init__.py"))
+    assert {"entangle_py.lemmas.reduction", "entangle_py.lemmas.movement"} <= seen, seen
+    engine = {i for mod, path in _modules() if mod.startswith("entangle_py.engine") for i in _imports(path)}
+    assert not {i for i in engine if i.startswith("entangle_py.lemmas")}, engine

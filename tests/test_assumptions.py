@@ -10,7 +10,7 @@ from conftest import run_entangle, shipped_example
 from entangle_py.check import spec as S
 from entangle_py.check.checker import Checker
 from entangle_py.config import ASSUMPTIONS
-from entangle_py.engine.lemma import load_library
+from entangle_py.lemmas import load_library
 from entangle_py.ir import graph as G
 
 

@@ -17,7 +17,7 @@ from entangle_py.config import Limits
 from entangle_py.engine.egraph import STEP, Engine
 from entangle_py.frontend.fx_import import import_fx
 from entangle_py.check.checker import Checker
-from entangle_py.engine.lemma import load_library
+from entangle_py.lemmas import load_library
 
 LIB = load_library()
 NEW_BINARY = ["gelu_backward", "gelu_tanh_backward", "silu_backward", "sigmoid_backward", "tanh_backward",

@@ -42,17 +42,17 @@ TOL = 1e-9
 CASES = [
     ("colrep@2", COLREP, 2, True),
     ("colrep@4", COLREP, 4, True),
-    ("dtensor_mlp", PROGRAMS / "dtensor_mlp_correct.py", 2, True),
-    ("dtensor_sp", PROGRAMS / "dtensor_sp_correct.py", 2, True),
-    ("dtensor_bias_mlp_local", PROGRAMS / "dtensor_bias_mlp_local_correct.py", 2, True),
-    ("dtensor_bias_sp_local", PROGRAMS / "dtensor_bias_sp_local_correct.py", 2, True),
-    ("vocab_cross_entropy", PROGRAMS / "vocab_cross_entropy_correct.py", 2, True),
-    ("cp_attention", PROGRAMS / "cp_attention_correct.py", 2, False),
-    ("mesh_dp_tp@4", PROGRAMS / "mesh_dp_tp_correct.py", 4, True),
-    ("pp_p2p", PROGRAMS / "pp_p2p_correct.py", 2, True),
-    ("pp_skip@3", PROGRAMS / "pp_skip_correct.py", 3, True),
-    ("moe_ep", PROGRAMS / "moe_ep_correct.py", 2, True),
-    ("moe_hf@4", PROGRAMS / "moe_hf_correct.py", 4, True),
+    ("dtensor_mlp", PROGRAMS / "_dtensor.py:dtensor_mlp_correct", 2, True),
+    ("dtensor_sp", PROGRAMS / "_dtensor.py:dtensor_sp_correct", 2, True),
+    ("dtensor_bias_mlp_local", PROGRAMS / "_dtensor.py:dtensor_bias_mlp_local_correct", 2, True),
+    ("dtensor_bias_sp_local", PROGRAMS / "_dtensor.py:dtensor_bias_sp_local_correct", 2, True),
+    ("vocab_cross_entropy", PROGRAMS / "_vocab.py:vocab_cross_entropy_correct", 2, True),
+    ("cp_attention", PROGRAMS / "_cp_attn.py:cp_attention_correct", 2, False),
+    ("mesh_dp_tp@4", PROGRAMS / "_mesh.py:mesh_dp_tp_correct", 4, True),
+    ("pp_p2p", PROGRAMS / "_pp.py:pp_p2p_correct", 2, True),
+    ("pp_skip@3", PROGRAMS / "_pp.py:pp_skip_correct", 3, True),
+    ("moe_ep", PROGRAMS / "_moe.py:moe_ep_correct", 2, True),
+    ("moe_hf@4", PROGRAMS / "_moe_hf.py:moe_hf_correct", 4, True),
 ]
 
 

@@ -222,7 +222,7 @@ def test_fsdp2_is_refused_by_name(tmp_path):
 # ----------------------------------------------------------------------------- data-dependent sizes
 
 PROGRAMS = ROOT / "tests" / "corpus" / "programs"
-MOE_NONZERO = PROGRAMS / "moe_sinkhorn_nonzero_correct.py"     # Megatron's SwitchMLP dispatch, (max_ind == e).nonzero()
+MOE_NONZERO = PROGRAMS / "_moe_sinkhorn.py:moe_sinkhorn_nonzero_correct"     # Megatron's SwitchMLP dispatch, (max_ind == e).nonzero()
 
 
 def _line_of(path, text):
@@ -291,7 +291,7 @@ def test_sinkhorn_stays_one_op_and_the_dense_dispatch_captures():
     """torch.ops.megatron.sinkhorn (registered with torch.library.custom_op, as a compiled Megatron
     router must: its while loop is data-dependent) is one node, under no_grad, in both modes."""
     for joint in (False, True):
-        for g in capture(PROGRAMS / "moe_sinkhorn_correct.py", 2, joint=joint).ranks:
+        for g in capture(PROGRAMS / "_moe_sinkhorn.py:moe_sinkhorn_correct", 2, joint=joint).ranks:
             t = _targets(g)
             assert t.count("megatron.sinkhorn.default") == 1 and "aten.nonzero.default" not in t
             assert "_c10d_functional.reduce_scatter_tensor.default" in t

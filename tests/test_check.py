@@ -422,7 +422,7 @@ def test_mesh_concats_of_one_tensor_have_equal_parts():
     concat(r2, r3): parts that line up are equal (concat is injective).  A sum over ranks says
     nothing of its parts, and concats along different dims are not paired."""
     from entangle_py.frontend.capture import capture
-    prog = ROOT / "tests" / "corpus" / "programs" / "mesh_dp_tp_correct.py"
+    prog = ROOT / "tests" / "corpus" / "programs" / "_mesh.py:mesh_dp_tp_correct"
     seq, dist = capture(str(prog), 1), capture(str(prog), 4)
     from entangle_py.check.inputs import SpecTerms
     from entangle_py.check.names import Names

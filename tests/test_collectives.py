@@ -11,7 +11,7 @@ from entangle_py.check.names import Names
 from entangle_py.check.sizes import Sizes
 from entangle_py.check.window import Window
 from entangle_py.engine.egraph import Engine
-from entangle_py.engine.lemma import load_library
+from entangle_py.lemmas import load_library
 from test_interp import R, T, _coll_bundle, gen, op, rnd
 
 

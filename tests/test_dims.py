@@ -4,7 +4,7 @@ import sympy
 from entangle_py.engine.dims import DimSolver
 from entangle_py.config import Limits
 from entangle_py.engine.egraph import Engine
-from entangle_py.engine.lemma import load_library
+from entangle_py.lemmas import load_library
 from entangle_py.ir.symbolic import make_symbol
 
 LIB = load_library()

@@ -21,7 +21,7 @@ PROGRAMS = ROOT / "tests" / "corpus" / "programs"
 
 @pytest.fixture(scope="module")
 def mlp():
-    script = str(PROGRAMS / "dtensor_mlp_correct.py")
+    script = str(PROGRAMS / "_dtensor.py:dtensor_mlp_correct")
     return capture(script, 1), capture(script, 2)
 
 
@@ -83,7 +83,7 @@ def test_placements_the_spec_cannot_say_are_refused(mlp):
 
 
 def test_a_missing_all_reduce_behind_a_partial_output_placement_fails():
-    script = str(PROGRAMS / "dtensor_mlp_partial_output.py")
+    script = str(PROGRAMS / "_dtensor.py:dtensor_mlp_partial_output")
     res = Checker(capture(script, 1), capture(script, 2), S.parse_spec({"inputs": {"input:x": "replicate"}})).run()
     assert res.status == "fails"
     assert res.failure.target == "aten.add.Tensor" and "_dtensor.py" in res.failure.source
@@ -104,7 +104,7 @@ def test_a_failure_inside_a_parallelized_module_names_its_plan_entry():
     failure, reported at the forward line, names fc2's entry, its Partial layout and its line."""
     from entangle_py.check.culprit import annotate
     from entangle_py.report.common import culprit_lines
-    script = str(PROGRAMS / "dtensor_mlp_partial_output.py")
+    script = str(PROGRAMS / "_dtensor.py:dtensor_mlp_partial_output")
     checker = Checker(capture(script, 1), capture(script, 2), S.parse_spec({"inputs": {"input:x": "replicate"}}))
     res = checker.run()
     annotate(checker, res)
@@ -114,7 +114,7 @@ def test_a_failure_inside_a_parallelized_module_names_its_plan_entry():
 
 
 def test_dtensor_gradients_are_their_local_tensors():
-    script = str(PROGRAMS / "dtensor_mlp_correct.py")
+    script = str(PROGRAMS / "_dtensor.py:dtensor_mlp_correct")
     dist = capture(script, 2, joint=True)
     for g in dist.ranks:
         outs = {p.name: tuple(g.node(p.node).val.shape) for p in g.outputs}
@@ -127,8 +127,8 @@ def test_a_gradients_device_mesh_held_as_a_constant_is_dropped():
     one's Partial gradients (the sequence-parallel norm's) as a script-object constant the graph
     returns; only returned as the DTensor's mesh, it is dropped like the mesh input (it was
     refused as "a constant tensor")."""
-    capture(str(PROGRAMS / "dtensor_bias_mlp_correct.py"), 2, joint=True)
-    dist = capture(str(PROGRAMS / "dtensor_bias_sp_correct.py"), 2, joint=True)
+    capture(str(PROGRAMS / "_dtensor.py:dtensor_bias_mlp_correct"), 2, joint=True)
+    dist = capture(str(PROGRAMS / "_dtensor.py:dtensor_bias_sp_correct"), 2, joint=True)
     for g in dist.ranks:
         outs = {p.name for p in g.outputs}
         assert {"grad:norm.weight", "grad:norm.bias", "grad:fc2.bias"} <= outs

@@ -8,7 +8,7 @@ import pytest
 
 from entangle_py.config import Limits
 from entangle_py.engine import egraph as E
-from entangle_py.engine.lemma import load_library
+from entangle_py.lemmas import load_library
 from entangle_py.pipeline import check_files
 from conftest import shipped_example
 

@@ -36,13 +36,13 @@ from framework_corpus import BY_ID, CORPUS, bug_line, framework  # noqa: E402
 pytestmark = pytest.mark.frameworks
 
 # Correct entries the checker cannot prove today, and why (strict: they fail loudly once it can).
-_FUSED_QKV = ("torchtitan's fused-QKV reshape across the sharded dim: the check hits the e-node limit there "
-              "(exit 3) after its masked vocab-parallel embedding is proved")
+_FUSED_QKV_GRAD = ("the fused-QKV weight's gradient: the backward concatenates the query, key and value gradients "
+                   "(each a concat over ranks along the heads) along the last dim and views the result [s * b, G * 3 * h], "
+                   "merging the dims before the sharded one; no lemma interchanges a concat of three concats over ranks, "
+                   "nor relates that view")
 XFAIL = {
-    "torchtitan_llama3[forward]": _FUSED_QKV,
-    "megatron_layer[joint]": "the fused-QKV weight's gradient: the backward reads the query, key and value "
-                             "gradients concatenated per head group and viewed across the sharded dim "
-                             "(megatron/core/tensor_parallel/layers.py:626); no lemma relates that reshape yet",
+    "torchtitan_llama3[joint]": _FUSED_QKV_GRAD + " (exit 3: the e-node limit, at the weight's mm in spmd_types/runtime.py)",
+    "megatron_layer[joint]": _FUSED_QKV_GRAD + " (megatron/core/tensor_parallel/layers.py:626)",
     "megatron_layer[forward@4]": "one head per rank: the attention scores' baddbmm reads the query and key views "
                                  "[s, b, 1, d] -> [b, s, d] of the ranks' heads "
                                  "(megatron/core/transformer/dot_product_attention.py:184-194); no lemma relates "

@@ -1,4 +1,4 @@
-"""Lemmas checked on bindings drawn from their variables' sorts (lemmas/_draw.py), not on the
+"""Lemmas checked on bindings drawn from their variables' sorts (tests/tooling/lemma_draw.py), not on the
 instances their authors wrote: the condition filters a broad space of shapes (0-4 dims, sizes 0-4,
 broadcasting, negative dims, int and bool tensors) and every accepted binding must give both sides
 the same value, shape and dtype.  Shape rules are checked the same way in a real e-graph."""
@@ -11,8 +11,9 @@ import torch
 
 from entangle_py.semantics import terms
 from entangle_py.engine.egraph import Engine
-from entangle_py.engine.lemma import Lemma, load_library
-from lemmas import _draw, _walk
+from entangle_py.engine.lemma import Lemma
+from entangle_py.lemmas import load_library
+from tooling import lemma_draw as _draw, lemma_walk as _walk
 
 LIB = load_library()
 WALKS = _walk.Walks(LIB.lemmas)
@@ -35,9 +36,9 @@ WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1,
               "matmul-concat-batch": 1, "layernorm-concat": 0, "mtake-intro": 1, "mpick-intro": 1,
               "tcount-div-valid": 1,
               # a table, ids around a block of its rows and the clamp text of its row count
-              "mtake-intro-clamp": 0,
+              "mtake-intro-clamp": 2,
               # a float tensor and a bool mask of its rows (its leading shape) cast to its dtype
-              "mul-rows-mask": 5, "mul-rows-mask-swapped": 4,
+              "mul-rows-mask": 5, "mul-rows-mask-swapped": 3,
               # a batch of one: 3-D partners of batch 1 and the three views of them
               "view-mm-batch-one": 0,
               # gradient rows of the ids' shape plus one dim, integer ids

@@ -12,7 +12,7 @@ import torch
 
 from entangle_py.semantics import terms
 from entangle_py.engine.egraph import Engine, EngineError
-from entangle_py.engine.lemma import load_library
+from entangle_py.lemmas import load_library
 
 LIB = load_library()
 
@@ -48,7 +48,7 @@ def test_conditioned_lemma_rejects(lemma):
 def test_lemma_names_no_model_constants():
     """Lemmas are generic: no integer literal beyond small dims/offsets (or a dtype's bound) in their text."""
     import re
-    from lemmas.elementwise import INT64_FAR
+    from entangle_py.lemmas.elementwise import INT64_FAR
     for lem in LIB.lemmas:
         for text in (lem.lhs, lem.rhs) + tuple(lem.when) + tuple(lem.trigger):
             for num in re.findall(r"(?<![\w.])-?\d+(?![\w.])", text):

@@ -1,7 +1,7 @@
 """Layer memoization (check/blocks.py, docs/memoization.md): a stack of 8 blocks is proved once and
 reused, and nothing that is not exactly block 0 renamed is reused -- a wrong block fails at its own
 operator, a block whose parameters the spec relates differently or whose input boundary holds
-another relation is checked on its own.  The programs are class 7 of the soundness corpus, their
+another relation is checked on its own.  The programs are class 8 of the soundness corpus, their
 labels confirmed on gloo (tests/corpus/soundness/run_gloo.py; `pytest -m gloo`)."""
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from entangle_py.frontend.capture import capture
 
 SOUND = Path(__file__).resolve().parent / "corpus" / "soundness"
 sys.path.insert(0, str(SOUND))
-import c7_blocks  # noqa: E402
+import c8_blocks  # noqa: E402
 
-WRONG = c7_blocks.WRONG
+WRONG = c8_blocks.WRONG
 
 
 @pytest.fixture(scope="module")
@@ -54,16 +54,16 @@ def block_of(res, seq) -> int:
 # there; one that differs only in its facts (a parameter's relation, its input's) is recognised and
 # not reused.
 CASES = [
-    ("c7_stack_correct", None, "refines", 8, 7, None, None),
-    ("c7_stack_sliced_correct", None, "refines", 8, 7, None, None),
+    ("c8_stack_correct", None, "refines", 8, 7, None, None),
+    ("c8_stack_sliced_correct", None, "refines", 8, 7, None, None),
     # one constant differs in block 5 (in both programs): blocks 5-7 are checked on their own
-    ("c7_stack_tanh_correct", None, "refines", WRONG, WRONG - 1, None, None),
-    ("c7_stack_noreduce_wrong", None, "fails", WRONG, WRONG - 1, WRONG, "# BUG: no all-reduce"),
-    ("c7_stack_sliced_offset_wrong", None, "fails", WRONG, WRONG - 1, WRONG, "F.gelu(F.linear(x, w1, self.b1))"),
+    ("c8_stack_tanh_correct", None, "refines", WRONG, WRONG - 1, None, None),
+    ("c8_stack_noreduce_wrong", None, "fails", WRONG, WRONG - 1, WRONG, "# BUG: no all-reduce"),
+    ("c8_stack_sliced_offset_wrong", None, "fails", WRONG, WRONG - 1, WRONG, "F.gelu(F.linear(x, w1, self.b1))"),
     # the spec relates block 5's bias differently: its facts are not block 0's renamed
-    ("c7_stack_param_wrong", "c7_stack_correct", "fails", 8, WRONG - 1, WRONG, "+ self.b2"),
+    ("c8_stack_param_wrong", "c8_stack_correct", "fails", 8, WRONG - 1, WRONG, "+ self.b2"),
     # every block alike, but block 1 reads a partial sum where block 0 read a replicated value
-    ("c7_stack_boundary_wrong", None, "fails", 8, 0, 1, "F.gelu(F.linear(x, self.w1, self.b1))"),
+    ("c8_stack_boundary_wrong", None, "fails", 8, 0, 1, "F.gelu(F.linear(x, self.w1, self.b1))"),
 ]
 
 
@@ -85,8 +85,8 @@ def test_memoized_verdict_and_location(captured, name, script, verdict, count, r
 def test_reused_operators_have_the_renamed_relation(captured):
     """Block k's operators carry block 0's relations with block k's names, and the JSON report
     says they were reused (not proved) and from which operator."""
-    res = check(captured, "c7_stack_correct")
-    seq, _ = captured("c7_stack_correct")
+    res = check(captured, "c8_stack_correct")
+    seq, _ = captured("c8_stack_correct")
     st = B.find_stack(seq.ranks[0])
     ops = B.operators(seq.ranks[0])
     last = st.block(ops, 7)
@@ -98,7 +98,7 @@ def test_reused_operators_have_the_renamed_relation(captured):
 
 
 def test_find_stack_and_block_map(captured):
-    seq, dist = captured("c7_stack_correct")
+    seq, dist = captured("c8_stack_correct")
     s = B.find_stack(seq.ranks[0])
     assert s.count == 8
     for g in dist.ranks:
@@ -117,7 +117,7 @@ def test_renaming_is_textual_and_leaves_shared_names():
 
 
 def test_a_stack_is_memoized_only_where_reuse_skips_enough_operators(captured):
-    seq, dist = captured("c7_stack_correct")
+    seq, dist = captured("c8_stack_correct")
     p = B.plan(seq.ranks[0], dist.ranks)
     assert p.count == 8
     assert B.plan(seq.ranks[0], dist.ranks, min_ops=7 * p.seq.period) is not None

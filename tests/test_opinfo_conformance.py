@@ -588,6 +588,40 @@ def test_cpu_attention_is_its_math():
     assert _node(v_, T).kind == "refused"           # computed in float32 inside the kernel
 
 
+def _attention_backward(is_causal=False, scale=None):
+    def fn(go, q, k, v, *m):
+        mask = m[0] if m else None
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, is_causal=is_causal,
+                                                                              attn_mask=mask, scale=scale)
+        return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+            go, q, k, v, out, lse, 0.0, is_causal, attn_mask=mask, scale=scale)
+    return fn
+
+
+def test_cpu_attention_backward_is_its_math():
+    """The CPU attention's backward (dq, dk, dv) against torch's kernel, fed the forward's output:
+    the forward's space (other lengths, 1 included, causal, float masks with a row masked whole --
+    zero gradients there --, a scale), in float64 as the forward's test (the check's
+    tolerance is float64's: the float32 kernel's blocked sums differ from the math by 1e-7)."""
+    T = "aten._scaled_dot_product_flash_attention_for_cpu_backward.default"
+    g = torch.Generator().manual_seed(18)
+    dtype = torch.float64
+    for (b, h, lq, lk, e) in ((2, 3, 5, 7, 4), (1, 2, 1, 6, 8), (2, 1, 4, 1, 3), (1, 1, 6, 6, 2)):
+        q, k = (torch.randn(b, h, n, e, generator=g, dtype=dtype) for n in (lq, lk))
+        v = torch.randn(b, h, lk, e, generator=g, dtype=dtype)      # the kernel wants one head size
+        go = torch.randn(b, h, lq, e, generator=g, dtype=dtype)
+        fm = torch.randn(lq, lk, generator=g, dtype=dtype)
+        fm[0] = float("-inf")
+        for kw, m in (({}, ()), ({"is_causal": True}, ()), ({"scale": 0.25}, (fm,)), ({"is_causal": True}, (fm,))):
+            v_ = _agree(_attention_backward(**kw), go, q, k, v, *m)
+            assert _node(v_, T).kind == "agree", (b, h, lq, lk, e, kw)
+    # dropout is random: refused, never dropped
+    q = torch.randn(1, 2, 3, 4, generator=g, dtype=torch.float64)
+    v_ = C.check_sample(lambda go, q: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+        go, q, q, q, q, torch.zeros(1, 2, 3, dtype=torch.float64), 0.5, False), _sample(q, q))
+    assert _node(v_, T).kind == "refused"
+
+
 def test_mse_loss_and_its_gradient():
     g = torch.Generator().manual_seed(9)
     for xs, ys in (((3, 4), (3, 4)), ((3, 4), (4,)), ((2, 1, 3), (4, 1)), ((), ()), ((0, 2), (0, 2))):

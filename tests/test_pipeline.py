@@ -149,7 +149,7 @@ def test_a_peer_outside_the_group_is_refused():
 # ----------------------------------------------------------------------------- capture
 
 def test_pipeline_ranks_are_captured_with_their_own_ports():
-    b = capture(str(PROGRAMS / "pp_p2p_correct.py"), 2)
+    b = capture(str(PROGRAMS / "_pp.py:pp_p2p_correct"), 2)
     ins = [sorted(p.name for p in g.inputs) for g in b.ranks]
     assert ins == [["input:x", "param:fc1"], ["param:fc2"]]
     assert [[p.name for p in g.outputs] for g in b.ranks] == [["out"], ["out"]]
@@ -158,7 +158,7 @@ def test_pipeline_ranks_are_captured_with_their_own_ports():
 
 
 def test_an_input_only_some_ranks_hold_needs_the_spec_to_name_the_rank(tmp_path):
-    seq, dist = capture(str(PROGRAMS / "pp_p2p_correct.py"), 1), capture(str(PROGRAMS / "pp_p2p_correct.py"), 2)
+    seq, dist = capture(str(PROGRAMS / "_pp.py:pp_p2p_correct"), 1), capture(str(PROGRAMS / "_pp.py:pp_p2p_correct"), 2)
     with pytest.raises(InputError, match='"param:fc2" = "r1.param:fc2"'):
         Checker(seq, dist, S.parse_spec({"inputs": {"input:x": "r0.input:x", "param:fc1": "r0.param:fc1"}})).run()
     with pytest.raises(InputError, match="rank 0 has no tensor"):

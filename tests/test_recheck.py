@@ -87,7 +87,7 @@ def test_a_wrong_output_names_where_the_program_computes_it(tmp_path, capsys):
     printed as it is (``grad[a:b]`` is not rich markup)."""
     from entangle_py.frontend.capture import capture
     programs = ROOT / "tests" / "corpus" / "programs"
-    script = str(programs / "fsdp_no_reduce_scatter.py")
+    script = str(programs / "_fsdp.py:fsdp_no_reduce_scatter")
     seq, dist, out = tmp_path / "s.pt", tmp_path / "d.pt", tmp_path / "r.json"
     G.save(capture(script, 1, joint=True), seq)
     G.save(capture(script, 2, joint=True), dist)
@@ -190,8 +190,8 @@ def test_loss_targets_are_drawn_with_padding_unless_assumed_absent(tmp_path):
     import torch
     programs = ROOT / "tests" / "corpus" / "programs"
     seq, dist, out = tmp_path / "s.pt", tmp_path / "d.pt", tmp_path / "r.json"
-    G.save(capture(str(programs / "adv4_xpad_batch.py"), 1), seq)
-    G.save(capture(str(programs / "adv4_xpad_batch.py"), 2), dist)
+    G.save(capture(str(programs / "_adv4.py:adv4_xpad_batch"), 1), seq)
+    G.save(capture(str(programs / "_adv4.py:adv4_xpad_batch"), 2), dist)
     assert main(["check", str(seq), str(dist), "--spec", str(programs / "adv4_xpad.toml"), "--json", str(out)]) == 1
     assert json.loads(out.read_text())["numeric"]["status"] == "confirmed"
     t = {"t": torch.arange(8), "one": torch.tensor([3])}

@@ -26,7 +26,7 @@ from entangle_py.check.sizes import Sizes
 from entangle_py.check.window import Window, leaves_in
 from entangle_py.config import ASSUMPTIONS, Limits, Policy
 from entangle_py.engine.egraph import STEP, Engine
-from entangle_py.engine.lemma import load_library
+from entangle_py.lemmas import load_library
 from entangle_py.ir import graph as G
 from entangle_py.ir import bundle_meta
 from entangle_py.semantics import lower as L

@@ -99,7 +99,7 @@ class DistProgram:
     def _peer(self, r, name, val, v) -> list[str]:
         """``(peer a v)`` where the previous rank has a tensor ``a`` of the same node name, shape
         (sizes identical after canonicalisation) and dtype, not bool: the same value of each rank
-        of an SPMD program, which lemmas may sum over ranks in rank order (lemmas/collective.py).
+        of an SPMD program, which lemmas may sum over ranks in rank order (entangle_py/lemmas/collective.py).
         The relation only says where to look; the lemmas' conditions are its shape and dtype."""
         self._metas[(r, name)] = val
         prev = self._metas.get((r - 1, name))

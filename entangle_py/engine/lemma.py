@@ -3,26 +3,19 @@
 A lemma ``lhs => rhs when conds`` is an egglog rewrite over the term language of ``terms``.  The
 same text is evaluated with torch by the test-suite: ``instances(rng)`` yields variable bindings
 for which the condition must hold and both sides must agree numerically; ``rejects(rng)`` yields
-bindings that violate the condition (the condition must say so).  Lemmas live in ``lemmas/``,
-one module per operator family, each exporting ``LEMMAS`` (and optionally ``RULES``: plain egglog
-rules such as shape propagation, with a ``check`` of their own).
+bindings that violate the condition (the condition must say so).  The library is data built on
+these classes in ``entangle_py/lemmas/`` (a layer above the engine, which never imports it): one
+module per operator family, each exporting ``LEMMAS`` (and optionally ``RULES``: plain egglog
+rules such as shape propagation, with a ``check`` of their own); ``entangle_py.lemmas.load_library``
+gathers them into a :class:`Library` the caller hands the engine.
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import random
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Iterable
 
 from entangle_py.semantics import terms
-from entangle_py.config import ASSUMPTIONS
-from entangle_py.errors import InputError
-
-LEMMA_FAMILIES = ("movement", "elementwise", "linalg", "reduction", "collective", "shapes", "indexing", "arith",
-                  "positions")
-
 
 
 @dataclass(frozen=True)
@@ -78,7 +71,7 @@ class Rule:
     """A plain egglog rule (e.g. shape propagation).  ``check_terms(rng)`` yields (term, env): the
     test inserts the term, runs the rules, and compares every derived ``dim`` with torch; or
     (term, env, facts): each egglog fact must hold exactly when torch says it is true (see
-    lemmas/_instances/__init__.py).  Every rule has a check (tests/test_lemmas.py)."""
+    entangle_py/lemmas/_instances/__init__.py).  Every rule has a check (tests/test_lemmas.py)."""
     name: str
     text: str
     family: str = ""
@@ -97,35 +90,3 @@ class Library:
         out = [r.text for r in self.rules]
         out += [lem.egglog(lem.ruleset) for lem in self.lemmas if set(lem.assumes) <= set(assume)]
         return "\n".join(out)
-
-
-def _from_module(mod, family: str, lib: Library):
-    for lem in getattr(mod, "LEMMAS", []):
-        lib.lemmas.append(Lemma(**{**lem.__dict__, "family": family}))
-    for rule in getattr(mod, "RULES", []):
-        lib.rules.append(Rule(**{**rule.__dict__, "family": family}))
-
-
-def load_library(extra_files: Iterable[str] = ()) -> Library:
-    """The built-in lemma families, plus lemma files given by the user (``--lemmas F.py``)."""
-    lib = Library()
-    for family in LEMMA_FAMILIES:
-        _from_module(importlib.import_module(f"lemmas.{family}"), family, lib)
-    for path in extra_files:
-        p = Path(path)
-        if not p.is_file():
-            raise InputError(f"lemma file {path} does not exist")
-        spec = importlib.util.spec_from_file_location(f"entangle_user_lemmas_{p.stem}", p)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)   # the user's own code, given on the command line
-        _from_module(mod, p.stem, lib)
-    for lem in lib.lemmas:
-        unknown = set(lem.assumes) - set(ASSUMPTIONS)
-        if unknown:
-            raise InputError(f"lemma {lem.name} assumes {sorted(unknown)}, which are not known assumptions "
-                             f"({', '.join(sorted(ASSUMPTIONS))})")
-    names = [lem.name for lem in lib.lemmas]
-    dup = {n for n in names if names.count(n) > 1}
-    if dup:
-        raise InputError(f"duplicate lemma names: {sorted(dup)}")
-    return lib

@@ -9,6 +9,8 @@ A capture script is a Python file that defines::
 
 ``build`` returns the model *as rank ``rank`` of ``world_size`` holds it* (its parameter shards)
 and the user inputs of one forward call, by name: the model is called as ``model(**inputs)``.
+A target names the build function another way: ``prog.py:NAME`` (a file naming several
+programs' builders) or ``package.module:NAME`` (``capture_target.py``).
 
 * ``world_size == 1`` is the sequential program (the specification): no process group exists and
   the model must not call collectives (Megatron's parallel layers at TP=1 behave like plain ones).
@@ -78,8 +80,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
-import importlib.util
 import json
 import os
 import re
@@ -95,6 +95,7 @@ from entangle_py.frontend.capture_errors import (CaptureError, capture_error, co
                                                  first_line, merge_notes, quiet_torch_logs, user_frame_suffix)
 from entangle_py.ir import graph, ops
 from entangle_py.ir import bundle_meta
+from entangle_py.frontend.capture_target import load_script, module_file, parse_target  # noqa: F401 - load_script: API
 from entangle_py.frontend.convert import DynamoInfo, check_no_gradient_is_needed, convert, custom_op_schemas
 from entangle_py.frontend import async_collectives, ddp, rank_processes, rng
 from entangle_py.frontend.dtensor_plan import (dtensor_placements, fake_dtensor, is_dtensor, merge_placements,
@@ -105,39 +106,6 @@ from entangle_py.frontend.functionalize import FunctionalizeError, functionalize
 
 
 # ----------------------------------------------------------------------------- script loading
-
-def load_script(script) -> types.ModuleType:
-    """Import a capture script from a path (or accept an already imported module)."""
-    if isinstance(script, types.ModuleType):
-        if not hasattr(script, "build"):
-            raise CaptureError(f"module {script.__name__} has no build(rank, world_size) function")
-        return script
-    path = Path(script)
-    if not path.is_file():
-        raise CaptureError(f"{script}: no such script")
-    path = path.resolve()
-    name = "_entangle_script_" + re.sub(r"\W", "_", path.stem) + "_" + hashlib.sha1(str(path).encode()).hexdigest()[:8]
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise CaptureError(f"{script}: cannot be imported as a Python file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    # Like `python script.py`: the script's directory is importable (helper modules beside it).
-    sys.path.insert(0, str(path.parent))
-    try:
-        spec.loader.exec_module(module)
-    except InputError:
-        raise
-    except Exception as e:  # the user's script failed at import: say where
-        raise CaptureError(f"{display_path(path)}: importing the script failed: {type(e).__name__}: "
-                           f"{first_line(e)}{user_frame_suffix(e, str(path))}") from e
-    finally:
-        with contextlib.suppress(ValueError):
-            sys.path.remove(str(path.parent))
-    if not callable(getattr(module, "build", None)):
-        raise CaptureError(f"{display_path(path)}: defines no build(rank, world_size) function")
-    return module
-
 
 def _script_file(module: types.ModuleType) -> str | None:
     f = getattr(module, "__file__", None)
@@ -227,6 +195,8 @@ def cli_capture(args) -> int:
     # this process has traced nothing: the ranks' processes are forked from it (no server to start,
     # torch imported once, here, where the bundle is written too)
     rank_processes.preload_here(_PRELOAD)
+    if parse_target(args.script).module is not None and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())      # MODULE:FUNCTION from the working directory, as `python -m`
     verbose = getattr(args, "verbose", False) or sys.stderr.isatty()
     progress = _print_progress if verbose else None
     bundle = capture(args.script, world_size=args.world_size, joint=args.joint, dynamic=args.dynamic,
@@ -303,10 +273,10 @@ def _locate(script) -> tuple[Any, str, bool]:
     """How a rank's process gets the program: (what _RankJob.script holds, the name the bundle
     records, whether the process must be forked from this one)."""
     if not isinstance(script, types.ModuleType):
-        path = Path(script)
-        if not path.is_file():
-            raise CaptureError(f"{script}: no such script")
-        return str(path.resolve()), path.name, False
+        target = parse_target(script)
+        if target.module is not None:
+            return _ByName(target.module, target.attr, module_file(target.module)), target.name, False
+        return target.text, target.name, False
     build = getattr(script, "build", None)
     if not callable(build):
         raise CaptureError(f"module {script.__name__} has no build(rank, world_size) function")
@@ -341,10 +311,7 @@ def _rank_job(job: _RankJob) -> "RankCapture":
     import torch
     torch.set_default_dtype(getattr(torch, job.default_dtype))
     streams = rng.Recorder()          # before the import: a script may seed its generator there
-    if isinstance(job.script, _ByName):
-        module = job.script.load()
-    else:
-        module = load_script(job.script)
+    module = job.script.load() if isinstance(job.script, _ByName) else load_script(job.script)
     streams.imported()
     return _capture_rank(module, job.rank, job.world_size, job.joint, job.dynamic, streams)
 

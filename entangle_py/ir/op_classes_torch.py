@@ -100,7 +100,8 @@ def render() -> str:
         "DTensor's pointwise lists), ``reduction`` (``torch.Tag.reduction``); seeded: the op draws",
         "random numbers (``torch.Tag.nondeterministic_seeded``).  An argument is (name, type) or",
         "(name, type, default), the type as torch writes it, ``*`` before a keyword-only one.  Only",
-        'functional overloads (no out=, nothing written in place)."""',
+        "functional overloads (no out=, nothing written in place).  ``RESULTS``: target -> number of",
+        'results, for every functional overload with more than one (a list result is one)."""',
         "",
         f"TORCH_VERSION = {torch.__version__.split('+')[0]!r}",
         "",
@@ -111,6 +112,10 @@ def render() -> str:
         seeded = torch.Tag.nondeterministic_seeded in op.tags
         results = tuple(str(r.real_type) for r in op._schema.returns)
         lines.append(f"    {target!r}: ({tuple(sorted(cls))!r}, {seeded}, {_args(op)}, {results!r}),")
+    lines += ["}", "", "RESULTS = {"]
+    for target, op in sorted(ops.items()):
+        if _functional(op) and len(op._schema.returns) > 1:
+            lines.append(f"    {target!r}: {len(op._schema.returns)},")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from entangle_py.ir import op_classes
+
 # Op namespaces a graph may name.  Anything else is rejected at load time.
 NAMESPACES = frozenset({
     "aten", "prims", "_c10d_functional", "c10d_functional", "_c10d_functional_autograd",
@@ -134,19 +136,9 @@ NAMING_OP_NAMES = frozenset(t.split(".")[1] for t in NAMING_OPS)     # in namesp
 # Identities for a relation: the value of the first argument.
 IDENTITY_OPS = SAME_VALUE | NAMING_OPS | {WAIT, "aten.clone", "aten.detach"}
 
-# Results of the ATen ops with more than one, as torch's schemas give them, for the ops the
-# checker lowers (tests/test_fx_import.py compares them with torch's registry): an FX dump names
-# only the results a program reads, and importing it needs no torch
-RESULT_COUNTS = {
-    "aten.max.dim": 2, "aten.min.dim": 2, "aten.native_dropout.default": 2, "aten.native_layer_norm.default": 3,
-    "aten.native_layer_norm_backward.default": 3, "aten.nll_loss_forward.default": 2, "aten.topk.default": 2,
-    "aten.var_mean.correction": 2, "aten.var_mean.dim": 2, "aten.var_mean.default": 2,
-    "aten.std_mean.correction": 2, "aten.std_mean.dim": 2, "aten.std_mean.default": 2,
-    "aten.aminmax.default": 2, "aten.frexp.Tensor": 2, "prims.frexp.default": 2,
-    "aten._scaled_dot_product_flash_attention_for_cpu.default": 2,
-    "aten._fused_adam.default": 5, "aten._fused_adam.tensor_lr": 5,
-    "aten._fused_adamw.default": 5, "aten._fused_adamw.tensor_lr": 5,
-}
+# Results of the ATen ops with more than one, as torch's schemas give them (the generated table,
+# ir/op_classes.py): an FX dump names only the results a program reads, and importing it needs no torch
+RESULT_COUNTS = op_classes.RESULTS
 
 # copy(dst, src): src broadcast to dst's shape and cast to its dtype
 COPY_OPS = frozenset({"aten.copy.default", "aten.copy_.default"})

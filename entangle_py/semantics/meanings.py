@@ -162,6 +162,14 @@ def _stack_sum(parts):
     return out
 
 
+def _stack_lse(parts):
+    # the log-sum-exp over ranks, element by element (torch's, stable: no exp overflows)
+    _same_parts(parts)
+    if not parts[0].is_floating_point():
+        raise ValueError("a log-sum-exp over ranks of non-float tensors")
+    return torch.logsumexp(torch.stack(parts), 0)
+
+
 def _stack_max(parts):
     _same_parts(parts)
     out = parts[0]
@@ -206,7 +214,7 @@ BINARY_OPS: dict[str, Callable] = {
 }
 
 # The unary and binary ops the lemmas and the lowering name (lemma tests draw from these, and from
-# calls with constants, lemmas/_draw.py).  The pointwise backward ops are binary ops over (grad,
+# calls with constants, tests/tooling/lemma_draw.py).  The pointwise backward ops are binary ops over (grad,
 # saved tensor) with broadcasting, so every binary lemma holds for them (tests/test_backward_ops.py).
 UNARY_NAMES = ("gelu", "gelu_tanh", "relu", "silu", "sigmoid", "tanh", "exp", "log", "neg", "abs", "sqrt",
                "rsqrt", "erf", "reciprocal", "square", "logical_not") + tuple(f"to_{d}" for d in CASTS)

@@ -18,7 +18,7 @@ from entangle_py.lazy import torch
 
 from entangle_py.semantics.meanings import (  # noqa: F401  (re-exported: the term language's meanings)
     _unary, unary_fn, _scalar, _binary, binary_fn, _pointwise, _slice, _view, _expand, _reduce,
-    REDUCTIONS, _concat, _no_bool, _stack_sum, _stack_max, UNARY_OPS, CASTS, SCALAR_OPS, BINARY_OPS,
+    REDUCTIONS, _concat, _no_bool, _stack_sum, _stack_max, _stack_lse, UNARY_OPS, CASTS, SCALAR_OPS, BINARY_OPS,
     UNARY_NAMES, BINARY_NAMES, const_product, const_positive, MASKED_FILL, THRESHOLD_BACKWARD,
     _exact_div, _dset, _repl, _zip_aligned, _where, _bc_like, WHERE_PATTERNS, _zip_where, _zip_exact,
     INT_SCALAR_OPS, _iscalar, _take, _iput, _mtake, _pick, _mpick, _tpick, _tcount, _cst, _map_offsets,
@@ -84,6 +84,9 @@ CONSTRUCTORS: list[Constructor] = [
     _c("concat", "TList i64", "T", CLEAN_COST, True, _concat),
     _c("rsum", "TList", "T", CLEAN_COST, True, _stack_sum),
     _c("rmax", "TList", "T", CLEAN_COST, True, _stack_max),
+    # the log-sum-exp over a list of parts of one shape (a logsumexp over a dim the parts split:
+    # the ranks' logsumexps gathered and reduced again).  No collective computes it: not clean
+    _c("rlse", "TList", "T", BIG, False, _stack_lse),
     _c("slice", "T i64 Dim Dim", "T", CLEAN_COST, True, _slice),
     _c("transpose", "T i64 i64", "T", CLEAN_COST, True, lambda x, a, b: x.transpose(a, b)),
     _c("permute", "T IList", "T", CLEAN_COST, True, lambda x, dims: x.permute(*dims)),
@@ -187,12 +190,10 @@ CONSTRUCTORS: list[Constructor] = [
     # each part viewed to s with s[j] := the part's size on its dim d
     _c("map_view_at", "TList DList i64 i64", "TList", BIG, False,
        lambda l, s, d, j: [x.reshape(tuple(_dset(s, j, x.shape[d]))) for x in l]),
-    # each part viewed to s with s[d] := part size on d divided by s[d+1] (dim d split in two)
-    _c("map_view_split", "TList DList i64", "TList", BIG, False,
-       lambda l, s, d: [x.reshape(tuple(_dset(s, d, _exact_div(x.shape[d], _dat(s, d + 1))))) for x in l]),
-    # each part viewed to s with s[d] := part size on d times its size on d+1 (dims d, d+1 merged)
-    _c("map_view_merge", "TList DList i64", "TList", BIG, False,
-       lambda l, s, d: [x.reshape(tuple(_dset(s, d, x.shape[d] * x.shape[d + 1]))) for x in l]),
+    # each part viewed to s with s[d] := s[d] * (the part's size on d) / t, t the concat's size on d:
+    # the concat axis and the dims after it regrouped, d staying the outermost (split, merged)
+    _c("map_view_scale", "TList DList i64 i64", "TList", BIG, False,
+       lambda l, s, d, t: [x.reshape(tuple(_dset(s, d, _exact_div(_dat(s, d) * x.shape[d], t)))) for x in l]),
     _c("map_slice", "TList i64 Dim Dim", "TList", BIG, False, lambda l, d, a, b: [_slice(x, d, a, b) for x in l]),
     _c("map_permute", "TList IList", "TList", BIG, False, lambda l, p: [x.permute(*p) for x in l]),
     _c("dset", "DList i64 Dim", "DList", BIG, False, lambda s, i, v: _dset(s, i, v)),
@@ -252,12 +253,15 @@ PRIMITIVES: dict[str, Callable] = {
     "dle": lambda a, b: a <= b,     # a relation on sizes, proven by egglog (literals) or Z3
     "cmul": lambda a, b: const_product(a, b),   # product of two constant texts (see const_product)
     # the text of an integer constant (a cst's value), and the masked_fill op filling it (filled by
-    # rules where a pattern asks: lemmas/indexing.py)
+    # rules where a pattern asks: entangle_py/lemmas/indexing.py)
     "itext": lambda c: str(int(c)),
     "fillop": lambda c: MASKED_FILL + str(int(c)),
     # the clamp of an index into a table's n rows, [0, n - 1], as the op text its call lowers to
     "clampop": lambda n: f"clamp.default(_, 0, {int(n) - 1})",
     "%": lambda a, b: a % b,
+    # egglog's string primitives: a reduction's op text read apart ("norm:2.0" -> its order "2.0")
+    "replace": lambda s, a, b: s.replace(a, b),
+    "count-matches": lambda s, a: s.count(a),
     "/": lambda a, b: a // b,
     "ihas": lambda l, i: int(i in l),
     "ibelow": lambda l, i: sum(1 for a in l if a < i),
@@ -267,7 +271,7 @@ PRIMITIVES: dict[str, Callable] = {
     "glinear": lambda op: op in GRAD_LINEAR,
     "fcast": lambda op: op in FLOAT_CASTS,
     "fexact": lambda op: _fexact(op),
-    # the length of a list of tensors (ranks of a sum; computed where a rule asks, lemmas/collective.py)
+    # the length of a list of tensors (ranks of a sum; computed where a rule asks, entangle_py/lemmas/collective.py)
     # and the text of a positive count as a float constant (a scalar term's divisor: "2.0")
     "tlen": lambda l: len(l),
     "ntext": lambda n: _ntext(n),
@@ -278,10 +282,10 @@ PRIMITIVES: dict[str, Callable] = {
     # (the checker declares it from the graphs' metadata, check/distributed.py): its meaning for
     # a lemma is the shape and dtype that the two share
     "peer": lambda a, b: a.shape == b.shape and a.dtype == b.dtype,
-    # (concat2 x y d): the e-graph holds the concat of x and y along d (lemmas/movement.py, a rule
+    # (concat2 x y d): the e-graph holds the concat of x and y along d (entangle_py/lemmas/movement.py, a rule
     # derives it from every such concat): its meaning for a lemma is that the concat is defined
     "concat2": lambda x, y, d: _concat_defined(x, y, d),
-    # (stile x d a l): the parts of l are x from a to its end along d, in order (lemmas/movement.py:
+    # (stile x d a l): the parts of l are x from a to its end along d, in order (entangle_py/lemmas/movement.py:
     # rules chain the slices of x the e-graph holds)
     "stile": lambda x, d, a, l: _tiles(x, d, a, l),
 }
@@ -307,7 +311,7 @@ def _concat_defined(x, y, d) -> bool:
 
 # Element types.  (dtype x) is the name of tensor x's dtype ("float32", "int64", "bool"): every
 # tensor of either program has one (check/sizes.py), and data movement passes it on
-# (lemmas/shapes.py).  (fdtype t) holds for the floating dtypes.  Scaling moves through an op only
+# (entangle_py/lemmas/shapes.py).  (fdtype t) holds for the floating dtypes.  Scaling moves through an op only
 # where every operand has one floating dtype: with an int, bool or lower-precision operand the
 # result's dtype or value differs (int overflow, float16 overflow of an intermediate quotient).
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -345,7 +349,7 @@ GRAD_LINEAR = ("mul", "div", "gelu_backward", "gelu_tanh_backward", "silu_backwa
                "tanh_backward", "threshold_backward:0.0")    # the last: relu's backward, g where x > 0
 
 # Functions (not constructors) and relations the engine maintains.  Queries on int lists
-# (reduction dims) are computed on demand by rules in lemmas/shapes.py: (iask l i) asks for
+# (reduction dims) are computed on demand by rules in entangle_py/lemmas/shapes.py: (iask l i) asks for
 # (ihas l i) = 1 if i is in l else 0 and (ibelow l i) = #{a in l : a < i}; (ilen l) is the
 # length (their Python meaning, for lemma conditions, is in PRIMITIVES).
 FUNCTIONS_TEXT = """
@@ -485,7 +489,7 @@ class EvalError(Exception):
 DIM_ARGS: dict[str, tuple[int, ...]] = {
     "concat": (1,), "slice": (1,), "transpose": (1, 2), "permute": (1,), "reduce": (2,),
     "softmax": (1,), "zip_binary": (3, 4), "lsum": (1,), "map_transpose": (1, 2), "map_softmax": (1,),
-    "zip_matmul": (2,), "map_view_at": (2, 3), "map_view_split": (2,), "map_view_merge": (2,),
+    "zip_matmul": (2,), "map_view_at": (2, 3), "map_view_scale": (2,),
     "map_slice": (1,), "map_permute": (1,), "map_reduce": (2,), "dset": (1,), "map_expand_at": (2, 3),
     "concat_nest": (2, 3), "zip_concat": (2, 3), "zpad": (1,), "map_zpad": (1,),
     "map_zpad_each": (1,),

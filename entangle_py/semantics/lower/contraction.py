@@ -54,22 +54,11 @@ class ContractionLowering:
         return Term(f"(view (mm (view {self.t(a)} {row}) (view {self.t(b)} {col})) {self._shape_list(())})")
 
     # -- attention: scaled dot-product attention as its math ------------------------------------
-    @lowers("aten._scaled_dot_product_flash_attention_for_cpu.default")
-    def _h_sdpa(self, n):
-        """(softmax(q k^T * scale (+ mask)) v, log-sum-exp of the scores) as torch's math reference
-        computes it (F.scaled_dot_product_attention on CPU): scale = 1 / sqrt(E) when none is given;
-        is_causal masks the keys after each query (top-left: key j <= query i); a float mask is
-        added, a bool one keeps the scores where it holds (-inf elsewhere).  A row whose scores are
-        all -inf has output 0 and log-sum-exp 0 (the kernel's; softmax would give nan).  Refused:
-        dropout (random), half precision (the kernel computes in float32 and rounds), q, k and v of
-        other batch dims (grouped heads), a symbolic head size without a scale."""
-        q, k, v = n.args[:3]
-        p = self._arg(n, 3, "dropout_p", 0.0)
-        causal = self._arg(n, 4, "is_causal", False)
-        mask = n.kwargs.get("attn_mask")
-        scale = n.kwargs.get("scale")
-        if not all(isinstance(t, Ref) for t in (q, k, v)) or not isinstance(n.val, tuple) or len(n.val) != 2:
-            return Refused(n.target, "query", "not tensors, or not two results")
+    def _sdpa_scores(self, n, q, k, v, p, causal, mask, scale):
+        """(scores term, last dim, scale) of a CPU attention call (forward or backward), or Refused:
+        scale * q k^T, then the causal mask and attn_mask (see _h_sdpa)."""
+        if not all(isinstance(t, Ref) for t in (q, k, v)):
+            return Refused(n.target, "query", "not tensors")
         if p != 0 or not isinstance(causal, bool):
             return Refused(n.target, "dropout_p", f"dropout_p={p!r}, is_causal={causal!r}")
         dt = self._dtype(q.name)
@@ -102,11 +91,64 @@ class ContractionLowering:
                 s = f"(binary \"add\" {s} {self.t(mask)})"
             else:
                 return Refused(n.target, "attn_mask", f"a {md} mask for a {dt} attention")
+        return s, last, scale
+
+    @staticmethod
+    def _sdpa_dead(s, last, keep):
+        """Rows whose scores are all -inf (the kernel's output and gradients are 0 there)."""
+        return (f"(unary \"logical_not\" (reduce \"amax\" (unary \"logical_not\" (scalar \"eq\" {s} \"-inf\")) "
+                f"(ICons {last} (INil)) {keep}))")
+
+    @lowers("aten._scaled_dot_product_flash_attention_for_cpu.default")
+    def _h_sdpa(self, n):
+        """(softmax(q k^T * scale (+ mask)) v, log-sum-exp of the scores) as torch's math reference
+        computes it (F.scaled_dot_product_attention on CPU): scale = 1 / sqrt(E) when none is given;
+        is_causal masks the keys after each query (top-left: key j <= query i); a float mask is
+        added, a bool one keeps the scores where it holds (-inf elsewhere).  A row whose scores are
+        all -inf has output 0 and log-sum-exp 0 (the kernel's; softmax would give nan).  Refused:
+        dropout (random), half precision (the kernel computes in float32 and rounds), q, k and v of
+        other batch dims (grouped heads), a symbolic head size without a scale."""
+        q, k, v = n.args[:3]
+        if not isinstance(n.val, tuple) or len(n.val) != 2:
+            return Refused(n.target, "query", "not two results")
+        scores = self._sdpa_scores(n, q, k, v, self._arg(n, 3, "dropout_p", 0.0), self._arg(n, 4, "is_causal", False),
+                                   n.kwargs.get("attn_mask"), n.kwargs.get("scale"))
+        if isinstance(scores, Refused):
+            return scores
+        s, last, _ = scores
+        dt = self._dtype(q.name)
         out = f"(matmul (softmax {s} {last}) {self.t(v)})"
         # a row of -inf scores: output 0 and log-sum-exp 0 (the kernel's, not softmax's nan)
-        dead = f"(unary \"logical_not\" (reduce \"amax\" (unary \"logical_not\" (scalar \"eq\" {s} \"-inf\")) " \
-               f"(ICons {last} (INil)) {{keep}}))"
         zero = self._filled("0.0", (), dt)
-        out = f"(where {dead.format(keep=1)} {zero} {out})"
-        lse = f"(where {dead.format(keep=0)} {zero} (reduce \"logsumexp\" {s} (ICons {last} (INil)) 0))"
+        out = f"(where {self._sdpa_dead(s, last, 1)} {zero} {out})"
+        lse = f"(where {self._sdpa_dead(s, last, 0)} {zero} (reduce \"logsumexp\" {s} (ICons {last} (INil)) 0))"
         return TupleTerms((Term(out), Term(lse)))
+
+    @lowers("aten._scaled_dot_product_flash_attention_for_cpu_backward.default")
+    def _h_sdpa_backward(self, n):
+        """The gradients (dq, dk, dv) of _h_sdpa's output, as the math backward computes them from
+        the probabilities P (0 on a row of -inf scores, as the kernel's exp(s - lse) is there):
+        dv = P^T dO, dS = P * (dO v^T - rowsum(dO * out)), dq = scale * dS k, dk = scale * dS^T q.
+        The saved log-sum-exp is not read (P is recomputed from the scores); ``out`` is, as the
+        kernel reads it.  Refused as the forward is."""
+        g, q, k, v, o = n.args[:5]
+        if not isinstance(n.val, tuple) or len(n.val) != 3 or not all(isinstance(t, Ref) for t in (g, o)):
+            return Refused(n.target, "grad_out", "not tensors, or not three results")
+        if tuple(self.shape(g.name)) != tuple(self.shape(o.name)) or self._dtype(g.name) != self._dtype(q.name):
+            return Refused(n.target, "grad_out", f"a gradient {list(self.shape(g.name))} of an output "
+                                                 f"{list(self.shape(o.name))}")
+        scores = self._sdpa_scores(n, q, k, v, self._arg(n, 6, "dropout_p", 0.0), self._arg(n, 7, "is_causal", False),
+                                   n.kwargs.get("attn_mask"), n.kwargs.get("scale"))
+        if isinstance(scores, Refused):
+            return scores
+        s, last, scale = scores
+        zero = self._filled("0.0", (), self._dtype(q.name))
+        prob = f"(where {self._sdpa_dead(s, last, 1)} {zero} (softmax {s} {last}))"
+        gt, c = self.t(g), scalar_lit(scale)
+        dv = f"(matmul {transpose_text(prob, last - 1, last)} {gt})"
+        dprob = f"(matmul {gt} {transpose_text(self.t(v), last - 1, last)})"
+        rowdot = f"(reduce \"sum\" (binary \"mul\" {gt} {self.t(o)}) (ICons {last} (INil)) 1)"
+        ds = f"(binary \"mul\" {prob} (binary \"sub\" {dprob} {rowdot}))"
+        dq = f"(scalar \"mul\" (matmul {ds} {self.t(k)}) {c})"
+        dk = f"(scalar \"mul\" (matmul {transpose_text(ds, last - 1, last)} {self.t(q)}) {c})"
+        return TupleTerms((Term(dq), Term(dk), Term(dv)))

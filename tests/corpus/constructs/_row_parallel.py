@@ -1,6 +1,6 @@
 """What framework code does inside ``forward`` that capture must model (issue 26), on a
 row-parallel MLP: fc1 column-parallel, fc2 row-parallel, its partial sums all-reduced.
-``make_build(variant)``; each script beside it is ``build = make_build("<variant>")``:
+``make_build(variant)``; the builders at the end of this file name each program (``async_waited = make_build("async_waited")``):
 
 * ``"async_waited"``: the all-reduce issued with ``async_op=True`` and waited on before its result
   is read (Megatron overlaps its backward all-reduces so);
@@ -84,3 +84,18 @@ def make_build(variant):
     def build(rank, world_size):
         return RowParallelMLP(world_size, variant), {"x": torch.randn(4, HIDDEN)}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_row_parallel.py:<name>`, and `entangle capture tests/corpus/constructs/_row_parallel.py:<name>` captures one).  GLOO_*:
+# how run_gloo.py runs it (a derived input, a late peer).
+async_never_waited = make_build("async_never_waited")
+async_never_waited.GLOO_PEER_DELAY = 1.0  # seconds: rank 0 reads before its peers join
+async_read_before_wait = make_build("async_read_before_wait")
+async_read_before_wait.GLOO_PEER_DELAY = 1.0  # seconds: rank 0 reads before its peers join
+async_waited = make_build("async_waited")
+async_waited.GLOO_PEER_DELAY = 1.0  # seconds: rank 0 reads before its peers join
+constant = make_build("constant")
+constant_world_size = make_build("constant_world_size")
+gloo_group = make_build("gloo_group")
+gloo_group_pairs = make_build("gloo_group_pairs")

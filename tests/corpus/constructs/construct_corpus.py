@@ -9,11 +9,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2] / "tests" / "corpus" / "programs"))
-from corpus import Entry  # noqa: E402  (tests/corpus/programs/corpus.py)
+from corpus import Entry, builders  # noqa: E402  (tests/corpus/programs/corpus.py)
+
+TARGETS = builders(HERE)
 
 
 def _e(script, spec="row_parallel.toml", mode="forward", bug=None, ws=2):
-    return Entry(script, str(HERE / f"{script}.py"), str(HERE / spec), "buggy" if bug else "correct", mode, ws, bug)
+    target = TARGETS.get(script) or str(HERE / f"{script}.py")     # dtensor_output.py is a script of its own
+    return Entry(script, target, str(HERE / spec), "buggy" if bug else "correct", mode, ws, bug)
 
 
 CORPUS = [

@@ -68,3 +68,15 @@ def make_build(bug=None, form="index_put"):
         ids = (torch.arange(3 * VOCAB) * 7 % VOCAB).view(3, VOCAB)
         return MaskedEmbedding(rank, world_size, bug, form), {"ids": ids}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_masked.py:<name>`, and `entangle capture tests/corpus/embedding/_masked.py:<name>` captures one).
+clamp_mul_correct = make_build(form='clamp_mul')
+clamp_mul_off_by_one = make_build('off_by_one', form='clamp_mul')
+clamp_mul_unzeroed = make_build('unzeroed', form='clamp_mul')
+clamp_mul_wrong_offset = make_build('wrong_offset', form='clamp_mul')
+masked_correct = make_build()
+masked_off_by_one = make_build('off_by_one')
+masked_unzeroed = make_build('unzeroed')
+masked_wrong_offset = make_build('wrong_offset')

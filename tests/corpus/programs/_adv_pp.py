@@ -166,3 +166,17 @@ def make_build(kind, bug=None):
         cls = {"tags": Tags, "stale": Stale, "read_before": ReadBefore, "subgroup": Subgroup, "wrong_rank": WrongRank}[kind]
         return cls(rank, world_size, bug), {"x": torch.randn(BATCH, IN)}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_adv_pp.py:<name>`, and `entangle capture tests/corpus/programs/_adv_pp.py:<name>` captures one).
+adv_pp_read_before_clone_before = make_build('read_before', bug='clone_before')
+adv_pp_read_before_correct = make_build('read_before')
+adv_pp_stale_before_relu = make_build('stale', bug='before_relu')
+adv_pp_stale_correct = make_build('stale')
+adv_pp_subgroup_correct = make_build("subgroup")
+adv_pp_subgroup_swapped_comm = make_build("subgroup", bug="swapped_comm")
+adv_pp_tags_correct = make_build('tags')
+adv_pp_tags_tag_order = make_build('tags', bug='tag_order')
+adv_pp_wrong_rank = make_build("wrong_rank")
+adv_pp_wrong_rank_ok = make_build("wrong_rank")

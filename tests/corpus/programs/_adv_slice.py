@@ -55,3 +55,20 @@ def make_build(kind, bug=None):
     def build(rank, world_size):
         return Padded(rank, world_size, kind, bug), {"x": torch.randn(5, HIDDEN)}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_adv_slice.py:<name>`, and `entangle capture tests/corpus/programs/_adv_slice.py:<name>` captures one).  GLOO_*:
+# how run_gloo.py runs it (a derived input, a late peer).
+adv_slice_head_correct = make_build('head')
+adv_slice_head_correct.GLOO_DERIVE = {"param:w_up": head_part}
+adv_slice_head_off_by_one = make_build('head', bug='off_by_one')
+adv_slice_head_off_by_one.GLOO_DERIVE = {"param:w_up": head_part}
+adv_slice_head_pad = make_build('head', bug='pad')
+adv_slice_head_pad.GLOO_DERIVE = {"param:w_up": head_part}
+adv_slice_head_rank1_pad = make_build('head', bug='rank1_pad')
+adv_slice_head_rank1_pad.GLOO_DERIVE = {"param:w_up": head_part}
+adv_slice_tail_correct = make_build('tail')
+adv_slice_tail_correct.GLOO_DERIVE = {"param:w_up": tail_part}
+adv_slice_tail_head_read = make_build('tail', bug='head_read')
+adv_slice_tail_head_read.GLOO_DERIVE = {"param:w_up": tail_part}

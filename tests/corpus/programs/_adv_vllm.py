@@ -82,3 +82,15 @@ def make_build(kind, bug=None):
             inputs["residual"] = torch.randn(T, HIDDEN)
         return model, inputs
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_adv_vllm.py:<name>`, and `entangle capture tests/corpus/programs/_adv_vllm.py:<name>` captures one).
+adv_vllm_norm_correct = make_build('norm')
+adv_vllm_norm_eps = make_build('norm', bug='eps')
+adv_vllm_norm_residual = make_build('norm', bug='residual')
+adv_vllm_rope_correct = make_build('rope')
+adv_vllm_rope_gptj = make_build('rope', bug='gptj')
+adv_vllm_rope_positions = make_build('rope', bug='positions')
+adv_vllm_view_correct = make_build('view')
+adv_vllm_view_rows = make_build('view', 'rows')

@@ -68,3 +68,14 @@ def make_build(kind, bug=None):
             return Attention(world_size, 10, 8, 4, 2, False, bug), {"x": x}
         return Attention(world_size, 10, 4, 1, 3, True, bug), {"x": x}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_attn.py:<name>`, and `entangle capture tests/corpus/programs/_attn.py:<name>` captures one).
+gqa_causal_correct = make_build('gqa')
+gqa_causal_repeat = make_build('gqa', bug='repeat')
+gqa_causal_x_grad_not_reduced = make_build('gqa', bug='x_grad_not_reduced')
+mqa_causal_correct = make_build('mqa')
+mqa_causal_kv_grad_not_reduced = make_build('mqa', bug='kv_grad_not_reduced')
+mqa_head_per_rank_correct = make_build('mqa')
+mqa_head_per_rank_kv_grad_not_reduced = make_build('mqa', bug='kv_grad_not_reduced')

@@ -38,3 +38,10 @@ def make_build(bug=None):
         s = 6 // world_size
         return CPAttention(rank, world_size, bug), {n: torch.randn(2, s, 5, requires_grad=True) for n in ("q", "k", "v")}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_cp_attn.py:<name>`, and `entangle capture tests/corpus/programs/_cp_attn.py:<name>` captures one).
+cp_attention_correct = make_build()
+cp_attention_kv_grad_split = make_build(bug='kv_grad_split')
+cp_attention_local_mask = make_build(bug='local_mask')

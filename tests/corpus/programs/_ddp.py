@@ -64,3 +64,12 @@ def make_build(bug=None, uneven=False):
         rows = len(torch.arange(UNEVEN if uneven else EVEN).chunk(world_size)[rank])
         return Step(world_size, bug, uneven), {"x": torch.randn(rows, 5), "t": torch.randn(rows)}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_ddp.py:<name>`, and `entangle capture tests/corpus/programs/_ddp.py:<name>` captures one).
+ddp_correct = make_build()
+ddp_head_outside = make_build(bug="head_outside")
+ddp_loss_sum = make_build(bug="loss_sum")
+ddp_uneven_correct = make_build(uneven=True)
+ddp_uneven_mean = make_build(bug="uneven_mean", uneven=True)

@@ -55,3 +55,10 @@ def make_build(bug=None):
     def build(rank, world_size):
         return DP(world_size, bug), {"x": torch.randn(8 // world_size, 5), "t": torch.randn(8 // world_size)}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_dp.py:<name>`, and `entangle capture tests/corpus/programs/_dp.py:<name>` captures one).
+dp_avg_correct = make_build()
+dp_grad_sum = make_build(bug='grad_sum')
+dp_loss_sum = make_build(bug='loss_sum')

@@ -79,3 +79,17 @@ def make_build(kind, bug=None, bias=False, local=False):
                 model.local = (mesh, out, bug)
         return model, {"x": torch.randn(2, seq, HIDDEN)}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_dtensor.py:<name>`, and `entangle capture tests/corpus/programs/_dtensor.py:<name>` captures one).
+dtensor_bias_mlp_after_reduce = make_build("mlp", bug="bias_after_reduce", bias=True, local=True)
+dtensor_bias_mlp_correct = make_build("mlp", bias=True)
+dtensor_bias_mlp_every_rank = make_build("mlp", bug="bias_every_rank", bias=True, local=True)
+dtensor_bias_mlp_local_correct = make_build("mlp", bias=True, local=True)
+dtensor_bias_sp_correct = make_build("sp", bias=True)
+dtensor_bias_sp_every_rank = make_build("sp", bug="bias_every_rank", bias=True, local=True)
+dtensor_bias_sp_local_correct = make_build("sp", bias=True, local=True)
+dtensor_mlp_correct = make_build("mlp")
+dtensor_mlp_partial_output = make_build("mlp", bug="partial_output")
+dtensor_sp_correct = make_build("sp")

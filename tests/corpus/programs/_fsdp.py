@@ -42,3 +42,9 @@ def make_build(bug=None):
     def build(rank, world_size):
         return FSDP(rank, world_size, bug), {"x": torch.randn(4 // world_size, 5)}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_fsdp.py:<name>`, and `entangle capture tests/corpus/programs/_fsdp.py:<name>` captures one).
+fsdp_correct = make_build()
+fsdp_no_reduce_scatter = make_build(bug='no_reduce_scatter')

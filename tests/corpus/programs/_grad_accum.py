@@ -39,3 +39,9 @@ def make_build(bug=None):
         mask = torch.arange(5)[None, :] < lengths[:, None]
         return Accum(world_size, bug), {"x": torch.randn(b, 5, 3), "mask": mask}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_grad_accum.py:<name>`, and `entangle capture tests/corpus/programs/_grad_accum.py:<name>` captures one).
+grad_accum_correct = make_build()
+grad_accum_per_microbatch_mean = make_build(bug='per_microbatch_mean')

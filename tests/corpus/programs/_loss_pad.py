@@ -39,3 +39,9 @@ def make_build(bug=None):
         return LossPad(ws, bug), {"x": torch.randn(n, 4, requires_grad=True), "target": TARGETS[rows].clone(),
                                   "mask": MASK[rows].clone()}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_loss_pad.py:<name>`, and `entangle capture tests/corpus/programs/_loss_pad.py:<name>` captures one).
+loss_pad_batch = make_build("batch")
+loss_pad_correct = make_build()

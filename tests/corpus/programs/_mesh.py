@@ -32,3 +32,9 @@ def make_build(bug=None):
         dp = 1 if world_size == 1 else world_size // 2
         return MeshMLP(rank, world_size, bug), {"x": torch.randn(6 // dp, 5)}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_mesh.py:<name>`, and `entangle capture tests/corpus/programs/_mesh.py:<name>` captures one).
+mesh_dp_tp_correct = make_build()
+mesh_dp_tp_wrong_group = make_build(bug='dp_group')

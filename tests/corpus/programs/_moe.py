@@ -53,3 +53,9 @@ def make_build(bug=None):
     def build(rank, world_size):
         return MoE(world_size, bug), {"x": torch.randn(6 // world_size, H, requires_grad=True)}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_moe.py:<name>`, and `entangle capture tests/corpus/programs/_moe.py:<name>` captures one).
+moe_ep_correct = make_build()
+moe_ep_wrong_block = make_build(bug='wrong_block')

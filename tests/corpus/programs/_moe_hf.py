@@ -57,3 +57,11 @@ def make_build(bug=None):
     def build(rank, world_size):
         return SparseMoE(rank, world_size, bug), {"x": torch.randn(N, H, requires_grad=True)}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_moe_hf.py:<name>`, and `entangle capture tests/corpus/programs/_moe_hf.py:<name>` captures one).
+moe_hf_correct = make_build()
+moe_hf_index = make_build(bug="index")
+moe_hf_norm = make_build(bug="norm")
+moe_hf_offset = make_build(bug="offset")

@@ -84,3 +84,15 @@ def make_build(bug=None, dispatch="mask"):
     def build(rank, world_size):
         return SwitchMLP(rank, world_size, bug, dispatch), {"x": torch.randn(N // world_size, H, requires_grad=True)}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_moe_sinkhorn.py:<name>`, and `entangle capture tests/corpus/programs/_moe_sinkhorn.py:<name>` captures one).
+moe_sinkhorn_correct = make_build()
+moe_sinkhorn_nonzero_correct = make_build(dispatch="nonzero")
+moe_sinkhorn_nonzero_offset = make_build(bug="offset", dispatch="nonzero")
+moe_sinkhorn_nonzero_router_grad = make_build(bug="router_grad", dispatch="nonzero")
+moe_sinkhorn_nonzero_slice = make_build(bug="slice", dispatch="nonzero")
+moe_sinkhorn_offset = make_build(bug='offset')
+moe_sinkhorn_router_grad = make_build(bug='router_grad')
+moe_sinkhorn_slice = make_build(bug='slice')

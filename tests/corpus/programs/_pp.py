@@ -235,3 +235,13 @@ def make_build(kind="two_stage", bug=None):
         cls = {"two_stage": TwoStage, "p2p": P2P, "skip": Skip}[kind]
         return cls(rank, world_size, bug), {"x": torch.randn(BATCH, IN)}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_pp.py:<name>`, and `entangle capture tests/corpus/programs/_pp.py:<name>` captures one).
+pp_p2p_correct = make_build('p2p')
+pp_p2p_reordered = make_build('p2p', bug='reordered')
+pp_skip_correct = make_build('skip')
+pp_skip_swapped_peers = make_build('skip', bug='swapped_peers')
+pp_two_stage_correct = make_build()
+pp_two_stage_wrong_peer = make_build(bug='wrong_peer')

@@ -55,3 +55,10 @@ def make_build(bug=None):
     def build(rank, world_size):
         return CPRoPE(rank, world_size, 6, 4, bug), {"x": torch.randn(7, 6 // world_size, 5, 4, requires_grad=True)}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_rope.py:<name>`, and `entangle capture tests/corpus/programs/_rope.py:<name>` captures one).
+rope_cp_bwd_local_positions = make_build(bug='bwd_local_positions')
+rope_cp_correct = make_build()
+rope_cp_local_positions = make_build(bug='local_positions')

@@ -39,3 +39,10 @@ def make_build(bug=None):
         torch.manual_seed(1000 + rank)      # each sequence shard draws its own mask
         return SPDropout(world_size, 7, bug), {"x": torch.randn(6 // world_size, 5, 7, requires_grad=True)}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_sp_dropout.py:<name>`, and `entangle capture tests/corpus/programs/_sp_dropout.py:<name>` captures one).
+sp_dropout_correct = make_build()
+sp_dropout_scale_grad_not_reduced = make_build(bug='scale_grad_not_reduced')
+sp_dropout_wrong_p = make_build(bug='wrong_p')

@@ -55,3 +55,11 @@ def make_build(kind, bug=None):
             return SPLayerNorm(world_size, 6, bug), {"x": torch.randn(8 // world_size, 3, 6, requires_grad=True)}
         return SPRMSNormMLP(world_size, rank, 6, 10, bug), {"x": torch.randn(8 // world_size, 3, 6, requires_grad=True)}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_sp_norm.py:<name>`, and `entangle capture tests/corpus/programs/_sp_norm.py:<name>` captures one).
+sp_layernorm_correct = make_build('layernorm')
+sp_layernorm_grad_not_reduced = make_build('layernorm', bug='ln_grad_not_reduced')
+sp_rmsnorm_mlp_correct = make_build('rmsnorm')
+sp_rmsnorm_mlp_slice_not_reduce_scatter = make_build('rmsnorm', bug='slice_not_reduce_scatter')

@@ -93,3 +93,20 @@ def make_build(kind, bug=None):
                  "fused_t": lambda: FusedT(world_size, bug)}[kind]()
         return model, {"x": x}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_swiglu.py:<name>`, and `entangle capture tests/corpus/programs/_swiglu.py:<name>` captures one).  GLOO_*:
+# how run_gloo.py runs it (a derived input, a late peer).
+swiglu_fused_correct = make_build('fused')
+swiglu_fused_correct.GLOO_DERIVE = {"param:w_gate_up": _fused_part}
+swiglu_fused_rank1_swapped = make_build('fused', bug='rank1_swapped')
+swiglu_fused_rank1_swapped.GLOO_DERIVE = {"param:w_gate_up": _fused_part}
+swiglu_fused_swapped_halves = make_build('fused', bug='swapped_halves')
+swiglu_fused_swapped_halves.GLOO_DERIVE = {"param:w_gate_up": _fused_part}
+swiglu_fused_t_correct = make_build('fused_t')
+swiglu_fused_t_correct.GLOO_DERIVE = {"param:w_gate_up": _fused_t_part}
+swiglu_fused_t_swapped_halves = make_build('fused_t', bug='swapped_halves')
+swiglu_fused_t_swapped_halves.GLOO_DERIVE = {"param:w_gate_up": _fused_t_part}
+swiglu_unfused_correct = make_build('unfused')
+swiglu_unfused_swapped_shard = make_build('unfused', bug='swapped_up_shard')

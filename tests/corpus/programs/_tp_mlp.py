@@ -43,3 +43,12 @@ def make_build(shape, hidden, ffn, bug=None):
     def build(rank, world_size):
         return TPMLP(world_size, hidden, ffn, bug), {"x": torch.randn(*shape, hidden, requires_grad=True)}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_tp_mlp.py:<name>`, and `entangle capture tests/corpus/programs/_tp_mlp.py:<name>` captures one).
+tp_mlp2d_correct = make_build((5,), 6, 8)
+tp_mlp2d_funcol_all_reduce = make_build((5,), 6, 8, bug='funcol_all_reduce')
+tp_mlp2d_missing_allreduce = make_build((5,), 6, 8, bug='missing_allreduce')
+tp_mlp3d_bias_before_reduce = make_build((3, 5), 6, 8, bug='bias_before_reduce')
+tp_mlp3d_correct = make_build((3, 5), 6, 8)

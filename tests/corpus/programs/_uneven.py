@@ -39,3 +39,9 @@ def make_build(bug=None):
     def build(rank, world_size):
         return UnevenColumn(rank, world_size, bug), {"x": torch.randn(4, HIDDEN)}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_uneven.py:<name>`, and `entangle capture tests/corpus/programs/_uneven.py:<name>` captures one).
+uneven_gather_correct = make_build()
+uneven_gather_local_size = make_build(bug='local_size')

@@ -37,3 +37,9 @@ def make_build(bug=None):
     def build(rank, world_size):
         return VllmMLP(world_size, bug), {"x": torch.randn(5, HIDDEN), "residual": torch.randn(5, HIDDEN)}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_vllm.py:<name>`, and `entangle capture tests/corpus/programs/_vllm.py:<name>` captures one).
+vllm_mlp_correct = make_build()
+vllm_mlp_swapped_halves = make_build("swapped_halves")

@@ -77,3 +77,11 @@ def make_build(kind, bug=None):
         logits = torch.randn(N, VOCAB // world_size, requires_grad=True)
         return VocabCrossEntropy(rank, world_size, bug), {"logits": logits, "target": _ids(N)}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_vocab.py:<name>`, and `entangle capture tests/corpus/programs/_vocab.py:<name>` captures one).
+vocab_cross_entropy_correct = make_build('ce')
+vocab_cross_entropy_local_sumexp = make_build('ce', bug='local_sumexp')
+vocab_embedding_correct = make_build('embed')
+vocab_embedding_wrong_offset = make_build('embed', bug='wrong_offset')

@@ -46,3 +46,9 @@ def make_build(kind, bug=None):
         x = torch.randn(3, 5, 10, requires_grad=True)
         return Attention(world_size, 10, 4, 3, bug), {"x": x}
     return build
+
+
+# The corpus's programs of this family, one builder each (the corpus table names them
+# `_where.py:<name>`, and `entangle capture tests/corpus/programs/_where.py:<name>` captures one).
+where_attn_correct = make_build("attn")
+where_attn_shifted = make_build("attn", bug="shifted")

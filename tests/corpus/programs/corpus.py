@@ -5,10 +5,13 @@ confirmed on real gloo ranks (``run_gloo.py``).
 ``mode`` "forward" / "joint"; ``bug`` (buggy entries) = (family module, text of the ``# BUG``
 line), resolved to ``file:line`` by :func:`bug_line`.  ``entangle check`` SHOULD give exit 0 for a
 correct program and exit 1 for a buggy one.  Specs are per family (``<family>.toml`` forward,
-``<family>_joint.toml`` joint); twin scripts are two lines over a shared ``_<family>.py``.
+``<family>_joint.toml`` joint); a family's programs are builders its ``_<family>.py`` names
+(``<name> = make_build(...)``), and an entry's ``script`` is the capture target
+``.../_<family>.py:<name>`` (``entangle capture`` takes it as it is).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +27,16 @@ class Entry:
     mode: str = "forward"
     world_size: int = 2
     bug: tuple | None = None     # (module file, text on the # BUG line)
+
+    @property
+    def file(self) -> str:
+        """The program's file (``script`` is ``file:builder``)."""
+        return self.script.rsplit(":", 1)[0]
+
+    @property
+    def builder(self) -> str:
+        """The name of the program's build function in its file."""
+        return self.script.rsplit(":", 1)[1]
 
     @property
     def id(self) -> str:
@@ -42,10 +55,24 @@ def bug_line(entry, folder: Path = HERE) -> str | None:
     raise LookupError(f"{entry.name}: no '# BUG' line containing {text!r} in {module}")
 
 
+def builders(folder: Path) -> dict[str, str]:
+    """{program name: its capture target ``folder/_<family>.py:<name>``}: the builders the family
+    modules in ``folder`` name (``<name> = make_build(...)`` lines)."""
+    out: dict[str, str] = {}
+    for f in sorted(folder.glob("_*.py")):
+        for name in re.findall(r"^(\w+) = make_build\(", f.read_text(), re.M):
+            if name in out:
+                raise LookupError(f"program {name} is named by {out[name]} and {f}")
+            out[name] = f"{f}:{name}"
+    return out
+
+
+TARGETS = builders(HERE)
+
+
 def _e(script, family, mode="forward", bug=None, ws=2):
     spec = f"{family}_joint.toml" if mode == "joint" else f"{family}.toml"
-    return Entry(script, str(HERE / f"{script}.py"), str(HERE / spec), "buggy" if bug else "correct",
-                 mode, ws, bug)
+    return Entry(script, TARGETS[script], str(HERE / spec), "buggy" if bug else "correct", mode, ws, bug)
 
 
 CORPUS = [
@@ -105,6 +132,19 @@ CORPUS = [
     _e("swiglu_fused_correct", "swiglu_fused", "joint"),
     _e("swiglu_fused_swapped_halves", "swiglu_fused", "joint", bug=("_swiglu.py", "[up; gate] read from")),
     _e("swiglu_fused_rank1_swapped", "swiglu_fused", "joint", bug=("_swiglu.py", "rank 1 alone")),
+    # the CPU attention kernels with a hand-written backward, heads sharded
+    _e("attn_bwd_correct", "attn_bwd", "joint"),
+    _e("attn_bwd_not_causal", "attn_bwd", "joint", bug=("_attn_bwd.py", "without the mask")),
+    _e("attn_bwd_zero_out", "attn_bwd", "joint", bug=("_attn_bwd.py", "zeros for the output")),
+    # a fused QKV projection viewed into head groups across the sharded dim (2 and 4 ranks)
+    *(e for ws in (2, 4) for e in (
+        _e("fused_qkv_correct", "fused_qkv", ws=ws),
+        _e("fused_qkv_correct", "fused_qkv", "joint", ws=ws),
+        _e("fused_qkv_outer", "fused_qkv", bug=("_fused_qkv.py", "[3, G, h] rows sharded"), ws=ws),
+        _e("fused_qkv_outer", "fused_qkv", "joint", bug=("_fused_qkv.py", "[3, G, h] rows sharded"), ws=ws))),
+    # (at 4 ranks a rank holds one group: [3, 1, h] and [1, 3, h] read alike, so inner is right there)
+    _e("fused_qkv_inner", "fused_qkv", bug=("_fused_qkv.py", "q, k, v outermost")),
+    _e("fused_qkv_inner", "fused_qkv", "joint", bug=("_fused_qkv.py", "q, k, v outermost")),
     _e("swiglu_fused_t_correct", "swiglu_fused_t"),
     _e("swiglu_fused_t_swapped_halves", "swiglu_fused_t", bug=("_swiglu.py", "Conv1D weight")),
     _e("swiglu_fused_t_correct", "swiglu_fused_t", "joint"),
@@ -163,8 +203,8 @@ CORPUS = [
     _e("adv_pp_read_before_clone_before", "adv_pp", bug=("_adv_pp.py", "read before the receive")),
     _e("adv_pp_subgroup_correct", "adv_pp3", ws=3),
     _e("adv_pp_subgroup_swapped_comm", "adv_pp3", ws=3, bug=("_adv_pp.py", "WORLD receive taken as b")),
-    Entry("adv_pp_wrong_rank_ok", str(HERE / "adv_pp_wrong_rank_ok.py"), str(HERE / "adv_pp_wrong_rank_ok.toml"), "correct"),
-    Entry("adv_pp_wrong_rank", str(HERE / "adv_pp_wrong_rank.py"), str(HERE / "adv_pp_wrong_rank.toml"), "buggy",
+    Entry("adv_pp_wrong_rank_ok", TARGETS["adv_pp_wrong_rank_ok"], str(HERE / "adv_pp_wrong_rank_ok.toml"), "correct"),
+    Entry("adv_pp_wrong_rank", TARGETS["adv_pp_wrong_rank"], str(HERE / "adv_pp_wrong_rank.toml"), "buggy",
           bug=("adv_pp_wrong_rank.toml", "fc2 named as rank 0")),
     # adversarial (helper-adv): slice relations leaving rows unrelated (padding), negative bounds
     _e("adv_slice_head_correct", "adv_slice_head"),
@@ -607,7 +647,7 @@ CORPUS = [
     # Megatron's own SwitchMLP dispatch: out_total[(max_ind == e).nonzero(), :] = expert(gx[...]),
     # a size counted from the values (the checker's DRows); at 4 ranks joint the experts' input
     # gradients, added in backward order, are the reduce-scatter's sum in rank order (the peer sums,
-    # lemmas/collective.py)
+    # entangle_py/lemmas/collective.py)
     _e("moe_sinkhorn_nonzero_correct", "moe_sinkhorn"),
     _e("moe_sinkhorn_nonzero_correct", "moe_sinkhorn", "joint"),
     _e("moe_sinkhorn_nonzero_correct", "moe_sinkhorn", ws=4),
@@ -699,7 +739,7 @@ CORPUS = [
     # helper-hf: Hugging Face's MoE block as a training step.  The routing weights' gradient is
     # accumulated over the experts in reverse order by the sequential program; each rank pushes
     # the sum of its own experts' through the renormalisation, top-k and softmax backward before
-    # the all-reduce (peers summed over ranks, lemmas/collective.py)
+    # the all-reduce (peers summed over ranks, entangle_py/lemmas/collective.py)
     *[_e("moe_hf_correct", "moe_hf", "joint", ws=w) for w in (2, 4)],
     _e("moe_hf_offset", "moe_hf", "joint", bug=("_moe_hf.py", "BUG (offset)")),
     *[_e("moe_hf_index", "moe_hf", "joint", bug=("_moe_hf.py", "BUG (index)"), ws=w) for w in (2, 4)],

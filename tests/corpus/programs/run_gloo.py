@@ -35,12 +35,19 @@ import torch.nn.functional as F
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from soundness import gloo_ranks  # noqa: E402
-from soundness.run_gloo import _materialise, load_script, named_outputs  # noqa: E402
+from soundness.run_gloo import _materialise, named_outputs  # noqa: E402
 from soundness.run_gloo import _ports as _raw_ports  # noqa: E402
 
 from entangle_py.check import spec as S  # noqa: E402
+from entangle_py.frontend.capture_target import load_script  # noqa: E402  (an entry's script is a target)
 
 TOL = 1e-9
+
+
+def _setting(mod, name, default):
+    """A program's GLOO_* setting: its builder's own (``prog.GLOO_DERIVE = ...`` beside the builder
+    a family module names), else its module's."""
+    return getattr(mod.build, name, getattr(mod, name, default))
 
 
 def _dropout(x, p=0.5, training=True, inplace=False):
@@ -103,7 +110,7 @@ def _case(entry, seed):
     torch.manual_seed(seed)
     mod = load_script(entry.script)
     spec = read_spec(entry.spec)
-    fns = getattr(mod, "GLOO_DERIVE", {})
+    fns = _setting(mod, "GLOO_DERIVE", {})
     g = torch.Generator().manual_seed(seed)
     model, inputs = mod.build(0, 1)
     model = model.to(torch.float64)
@@ -249,7 +256,7 @@ def _run_rank(entry, rank, given, grad_inputs):
     if rank > 0:
         # a script whose collective may be read unfinished (async_op=True, read before wait())
         # names a delay: its peers start late, so rank 0 reads before the collective can finish
-        time.sleep(getattr(mod, "GLOO_PEER_DELAY", 0))
+        time.sleep(_setting(mod, "GLOO_PEER_DELAY", 0))
     res, _ = _run(model, inputs, values, grad_inputs, joint, tangents)
     return res
 
@@ -308,7 +315,7 @@ def run(entries=None, seed=0, verbose=True) -> dict:
             seq[e.id], inputs[e.id], expects[e.id] = res, (per_rank, grad_inputs), (expect, read_spec(e.spec).mesh)
             # a script computing in float32 on purpose (Hugging Face's router softmax, dtype=torch.float)
             # names a looser tolerance: its sums over ranks round in another order than the sequential ones
-            tols[e.id] = getattr(load_script(e.script), "GLOO_TOL", TOL)
+            tols[e.id] = _setting(load_script(e.script), "GLOO_TOL", TOL)
     finally:
         Fmod.dropout = saved
         torch.use_deterministic_algorithms(prev[0], warn_only=prev[1])

@@ -1,1 +1,0 @@
-"""The lemma library, grouped by operator family (one module per family)."""

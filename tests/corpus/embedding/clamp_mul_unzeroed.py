@@ -1,4 +1,0 @@
-"""See _masked.py."""
-from _masked import make_build
-
-build = make_build('unzeroed', form='clamp_mul')

@@ -1,4 +1,0 @@
-"""See _adv3.py."""
-from _adv3 import make_build
-
-build = make_build('all', bug='sum')

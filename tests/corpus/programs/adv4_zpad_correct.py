@@ -1,4 +1,0 @@
-"""See _adv4.py."""
-from _adv4 import make_build
-
-build = make_build('zpad')

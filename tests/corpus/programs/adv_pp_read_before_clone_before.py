@@ -1,4 +1,0 @@
-"""See _adv_pp.py."""
-from _adv_pp import make_build
-
-build = make_build('read_before', bug='clone_before')

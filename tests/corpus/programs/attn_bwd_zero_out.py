@@ -1,0 +1,4 @@
+"""See _attn_bwd.py."""
+from _attn_bwd import make_build
+
+build = make_build("zero_out")

@@ -1,4 +1,0 @@
-"""See _dp.py."""
-from _dp import make_build
-
-build = make_build(bug='loss_sum')

@@ -1,4 +1,0 @@
-"""See _fsdp.py."""
-from _fsdp import make_build
-
-build = make_build(bug='no_reduce_scatter')

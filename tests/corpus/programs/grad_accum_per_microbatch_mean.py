@@ -1,4 +1,0 @@
-"""See _grad_accum.py."""
-from _grad_accum import make_build
-
-build = make_build(bug='per_microbatch_mean')

@@ -1,4 +1,0 @@
-"""See _moe.py."""
-from _moe import make_build
-
-build = make_build()

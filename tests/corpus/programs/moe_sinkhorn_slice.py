@@ -1,4 +1,0 @@
-"""See _moe_sinkhorn.py."""
-from _moe_sinkhorn import make_build
-
-build = make_build(bug='slice')

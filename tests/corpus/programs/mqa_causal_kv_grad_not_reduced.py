@@ -1,4 +1,0 @@
-"""See _attn.py."""
-from _attn import make_build
-
-build = make_build('mqa', bug='kv_grad_not_reduced')

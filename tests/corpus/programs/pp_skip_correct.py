@@ -1,4 +1,0 @@
-"""See _pp.py."""
-from _pp import make_build
-
-build = make_build('skip')

@@ -1,4 +1,0 @@
-"""See _rope.py."""
-from _rope import make_build
-
-build = make_build()

@@ -1,4 +1,0 @@
-"""See _sp_dropout.py."""
-from _sp_dropout import make_build
-
-build = make_build(bug='scale_grad_not_reduced')

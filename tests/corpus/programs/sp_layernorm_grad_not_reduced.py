@@ -1,4 +1,0 @@
-"""See _sp_norm.py."""
-from _sp_norm import make_build
-
-build = make_build('layernorm', bug='ln_grad_not_reduced')

@@ -1,4 +1,0 @@
-"""See _swiglu.py."""
-from _swiglu import make_build
-
-build = make_build('unfused')

@@ -1,4 +1,0 @@
-"""See _uneven.py."""
-from _uneven import make_build
-
-build = make_build()

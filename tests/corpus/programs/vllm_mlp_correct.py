@@ -1,4 +1,0 @@
-"""See _vllm.py."""
-from _vllm import make_build
-
-build = make_build()

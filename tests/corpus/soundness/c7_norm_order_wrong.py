@@ -1,0 +1,22 @@
+"""WRONG: the cube of the global 3-norm (a clip_grad_norm total before its root) combined as if the order were 2: the ranks' squared 3-norms all-reduced."""
+import torch
+import torch.distributed as dist
+import torch.distributed._functional_collectives as funcol
+import torch.nn as nn
+
+R, C = 6, 5     # x [R, C] sharded along R (a gradient's rows)
+
+
+class Reduce(nn.Module):
+    def __init__(self, world_size):
+        super().__init__()
+        self.ws = world_size
+
+    def forward(self, x):
+        if self.ws == 1:
+            return torch.linalg.vector_norm(x, 3) ** 3
+        return funcol.all_reduce(torch.linalg.vector_norm(x, 3) ** 2, "sum", dist.group.WORLD)    # BUG
+
+
+def build(rank, world_size):
+    return Reduce(world_size), {"x": torch.randn(R // world_size, C)}

@@ -75,6 +75,8 @@ def _add_check(sub):
 
     p.add_argument("--no-numeric", action="store_true",
                    help="skip the interpreter's re-check of a proof and the witness of a failure")
+    p.add_argument("--no-memo", action="store_true",
+                   help="prove every block of a repeated stack (no layer memoization; docs/memoization.md)")
     p.add_argument("--recheck-budget", type=int, default=2 << 30, metavar="BYTES",
                    help="memory the numeric re-check may use (estimated from the shapes; default 2 GB)")
 

@@ -69,6 +69,9 @@ class Policy:
     deferred: int = 8           # G_s ops without a clean term awaiting a clean consumer
     window_depth: int = 4       # G_d operators explored past an operator's related inputs
     window_nodes: int = 4_000   # e-graph size above which proven tensors' facts are retired
+    memoize: bool = True        # repeated blocks: one proved, the others reused (docs/memoization.md)
+    memo_min_ops: int = 16      # ... when reuse could skip at least this many G_s operators (below,
+                                # a fresh e-graph for block 0 costs more than it saves)
 
 
 # Assumptions a check may rest on: facts about the programs that the checker cannot prove.  None

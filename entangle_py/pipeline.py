@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from entangle_py.check import spec as S
 from entangle_py.check.checker import Checker, Result
-from entangle_py.config import Limits
+from entangle_py.config import Limits, Policy
 from entangle_py.frontend.decompose import decompose
 from entangle_py.frontend.fx_import import dump_files, import_fx
 from entangle_py.ir import graph as G
@@ -95,6 +95,7 @@ def run_check_cli(args) -> int:
                                                  matches=args.max_matches, seconds=args.max_seconds,
                                                  memory=args.max_memory),
                                    progress=progress, numeric=not getattr(args, "no_numeric", False),
+                                   policy=Policy(memoize=not getattr(args, "no_memo", False)),
                                    budget_bytes=getattr(args, "recheck_budget", DEFAULT_BUDGET),
                                    assume=getattr(args, "assume", ()))
     t_report = time.perf_counter()

@@ -35,7 +35,7 @@ def test_corpus_labels_confirmed_on_gloo(gloo_report):
 
 
 def test_corpus_has_wrong_and_correct_programs_in_every_class():
-    for cls in range(1, 7):
+    for cls in range(1, 9):
         labels = [e.label for e in CORPUS if e.cls == cls]
         assert labels.count("wrong") >= 2 and labels.count("correct") >= 2, (cls, labels)
 

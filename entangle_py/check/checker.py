@@ -16,6 +16,7 @@ from entangle_py.check import random as R
 from entangle_py.check import spec as S
 from entangle_py.check import state as ST
 from entangle_py.check.assumed import assumption_uses
+from entangle_py.check.blocks import Memo, plan
 from entangle_py.check.distributed import DistProgram
 from entangle_py.check.inputs import Inputs, SpecTerms, declared_constant
 from entangle_py.check.names import Display, Names, gd_leaf, gd_leaves, list_items, source, split_key, unsupported_key
@@ -85,6 +86,7 @@ class Checker(OutputChecks):
         # (G_s global -> facts, clean terms) for deciding a failure found after it (_restore)
         self.retired_facts: dict[str, tuple[list[str], list[str]]] = {}
         self.rechecked = False                 # a failure was decided again after _restore
+        self.memoized: set[str] = set()        # G_s operators of blocks proved or reused (check/blocks.py)
         self._narrow: set[str] = set()         # G_s operators last tried without all of G_d
         self._exhausted: set[str] = set()      # G_s operators whose attempt a limit on resources ended
 
@@ -255,10 +257,19 @@ class Checker(OutputChecks):
         # is deferred while fewer than `policy.deferred` are; an op proven clean absorbs the
         # deferred ops it depends on.  Otherwise refinement fails at the earliest deferred op.
         deferred: list[OpFailure] = []
+        stack = plan(self.seq, self.dist.ranks, self.policy.memo_min_ops) if self.policy.memoize else None
         for i, n in enumerate(ops):
             if self.progress:
                 self.progress(i, len(ops), n.name)
-            if n.name not in needed or n.name in self.svar:
+            if stack is not None and i == stack.seq.start and not deferred:
+                done = Memo(self, low, ops, stack, needed).run()
+                if done is not None:
+                    res.blocks = {"proved": done[0], "reused": done[1], "count": stack.count,
+                                  "period": stack.seq.period}
+                    res.ops_checked += sum(1 for k in range(done[1] + 1) for m in stack.seq.block(ops, k)
+                                           if m.name in needed)
+                stack = None
+            if n.name not in needed or n.name in self.svar or n.name in self.memoized:
                 continue
             if not deferred and self.engine.size() > self.policy.window_nodes:
                 self._retire(ops[i:], needed)
@@ -427,12 +438,22 @@ class Checker(OutputChecks):
         return c.ordered(ranks)
 
     def _relate(self, low: L.Lowerer, n: G.Node, widen: str = "all") -> OpFailure | None:
+        v = self._define(low, n)
+        return None if v is None else self._prove(n, v, widen)
+
+    def _define(self, low: L.Lowerer, n: G.Node, layout: bool = True) -> str | None:
+        """``n``'s G_s facts (its globals and their definitions); the global to relate now, or
+        None (no tensor, an identity, a free tensor, outputs related lazily by their getitem).
+        ``layout``: a random draw's coupling follows its input's proven layout (not when a block's
+        operators are all defined before any is proved: check/blocks.py)."""
         res = low.lower(n)
         if L.draws_in(res):      # a random draw: a leaf, equal to its coupling's term if it has one
             key = L.draw_key(n)
             v = self.svar[key] = self._new_svar(f"(Gs {str_lit(key)})", L.draw_meta(n))
             if key in self.coupled:
-                c = self.coupled[key] = self._laid_out_like_data(self.coupled[key], n)
+                if layout:
+                    self.coupled[key] = self._laid_out_like_data(self.coupled[key], n)
+                c = self.coupled[key]
                 self._add_sfact(v, c.term)
         try:
             res = L.bind_result(res, self.svar.__getitem__)
@@ -449,7 +470,7 @@ class Checker(OutputChecks):
             if res.ref in self.svar:
                 self.svar[n.name] = self.svar[res.ref]
                 if "#" in res.ref:          # an output of a multi-output op: relate it now
-                    return self._prove(n, self.svar[n.name], widen)
+                    return self.svar[n.name]
             return None
         if isinstance(res, L.Free):   # a free G_s tensor (undeclared constant, empty): related to nothing
             self.svar[n.name] = self._new_svar(f"(Gs {str_lit(n.name)})", n.val)
@@ -473,8 +494,8 @@ class Checker(OutputChecks):
                 text = item.text if item is not None else f"(Gs {str_lit(key)})"
                 self.svar[key] = self._new_svar(text, n.val[i])
             return None    # related lazily: by the getitem that uses an output
-        v = self.svar[n.name] = self._new_svar(res.text, n.val)
-        return self._prove(n, v, widen)
+        self.svar[n.name] = self._new_svar(res.text, n.val)
+        return self.svar[n.name]
 
     def _prove(self, n: G.Node, v: str, widen: str = "all") -> OpFailure | None:
         """Relate ``n`` (its G_s global ``v``): lemma steps in its window, then, before it fails,

@@ -58,6 +58,8 @@ class Result:
     op_relations: dict = field(default_factory=dict)
     retired: int = 0             # times proven facts were retired for a fresh e-graph
     rechecked: bool = False      # a failure found after retiring was decided again with its facts back
+    # repeated blocks (check/blocks.py): {"proved", "reused", "period"}; empty when none was reused
+    blocks: dict = field(default_factory=dict)
     # the check's work in deterministic units: peak e-graph size, lemma steps, lemma matches (and
     # by lemma family) -- what benchmarks and CI compare across degrees
     work: dict = field(default_factory=dict)

@@ -53,6 +53,7 @@ def to_json(res, seq: str, dist: str, spec: str | None = None) -> dict:
         "timings_s": {k: round(v, 4) for k, v in res.timings.items()},
         "retired": res.retired,
         "rechecked": res.rechecked,
+        "blocks": res.blocks,
         "work": res.work,
         "numeric": res.numeric,
     }

@@ -104,6 +104,11 @@ def print_result(res: Result, console: Console, verbose: bool = False):
             plain(console, f"    {key}: {why}")
     if res.numeric:
         print_numeric(res.numeric, console, verbose)
+    if res.blocks:
+        b = res.blocks
+        rest = b["count"] - b["proved"] - b["reused"]
+        plain(console, f"blocks: {b['proved']} proved, {b['reused']} reused"
+                       + (f", {rest} checked on their own" if rest else "") + f" ({b['period']} operators each)")
     if verbose:
         for line in describe(res.rank_classes):
             plain(console, line)

@@ -16,6 +16,9 @@ Classes:
   6 spec entries and state: a [cut] tensor, an inner [outputs] check entry, a write to the state
     only one program makes (a spec entry adds facts, never removes an obligation)
   7 reductions over a sharded dim combined from the ranks' reductions (norms, orders, logsumexp)
+  8 layer memoization: a stack of 8 blocks where one block is wrong (its all-reduce missing, its
+    slice at the wrong offset), where one block's parameters are related differently, or where
+    the blocks are isomorphic but the relation at their boundary differs
 """
 from __future__ import annotations
 
@@ -129,6 +132,15 @@ CORPUS = [
     _e("c7_inf_norm_max_correct", 7),
     _e("c7_lse_sum_wrong", 7),
     _e("c7_lse_gather_correct", 7),
+    # 8. layer memoization: one block of eight wrong, a block's parameters related differently,
+    #    and isomorphic blocks whose boundary relation differs (docs/memoization.md)
+    _e("c8_stack_correct", 8),
+    _e("c8_stack_noreduce_wrong", 8),
+    _e("c8_stack_sliced_correct", 8),
+    _e("c8_stack_tanh_correct", 8),
+    _e("c8_stack_sliced_offset_wrong", 8),
+    _e("c8_stack_param_wrong", 8, script="c8_stack_correct"),
+    _e("c8_stack_boundary_wrong", 8),
 ]
 
 BY_NAME = {e.name: e for e in CORPUS}

@@ -58,9 +58,8 @@ CASES = [
     ("c8_stack_sliced_correct", None, "refines", 8, 7, None, None),
     # one constant differs in block 5 (in both programs): blocks 5-7 are checked on their own
     ("c8_stack_tanh_correct", None, "refines", WRONG, WRONG - 1, None, None),
-    # block 5's output is the ranks' sum (r0's partial + bias, r1's partial: a relation the lemmas
-    # prove); block 6's fc1, which each rank applies to its own part, has none
-    ("c8_stack_noreduce_wrong", None, "fails", WRONG, WRONG - 1, WRONG + 1, "F.gelu(F.linear(x, self.w1, self.b1))"),
+    # block 5's bias add, on partial sums no rank reduces: the bug's own line
+    ("c8_stack_noreduce_wrong", None, "fails", WRONG, WRONG - 1, WRONG, "# BUG: no all-reduce"),
     ("c8_stack_sliced_offset_wrong", None, "fails", WRONG, WRONG - 1, WRONG, "F.gelu(F.linear(x, w1, self.b1))"),
     # the spec relates block 5's bias differently: its facts are not block 0's renamed
     ("c8_stack_param_wrong", "c8_stack_correct", "fails", 8, WRONG - 1, WRONG, "+ self.b2"),

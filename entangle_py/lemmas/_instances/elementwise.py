@@ -281,6 +281,15 @@ def rsum_pair(rng):
     return {"a": tensor(rng, *s).to(dt), "b": tensor(rng, *s).to(dt)}
 
 
+@repeat(8)
+def rsum_fold(rng):
+    """A list of 3-8 parts of one shape (size-1 and empty dims) and dtype, float or int."""
+    s = [rng.randint(0, 3) for _ in range(rng.randint(0, 3))]
+    dt = rng.choice([torch.float64, torch.float32, torch.int64])
+    a, b, c, *r = (tensor(rng, *s).to(dt) for _ in range(rng.randint(3, 8)))
+    return {"a": a, "b": b, "c": c, "r": r}
+
+
 @repeat(4)
 def add_zero(rng):
     return {"x": tensor(rng, *[rng.randint(0, 3) for _ in range(rng.randint(0, 2))]), "t": "float64"}

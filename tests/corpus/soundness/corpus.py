@@ -132,6 +132,8 @@ CORPUS = [
     _e("c7_inf_norm_max_correct", 7),
     _e("c7_lse_sum_wrong", 7),
     _e("c7_lse_gather_correct", 7),
+    _e("c7_norm_stack_duplicate_wrong", 7),
+    _e("c7_norm_stack_duplicate_correct", 7),
     # 8. layer memoization: one block of eight wrong, a block's parameters related differently,
     #    and isomorphic blocks whose boundary relation differs (docs/memoization.md)
     _e("c8_stack_correct", 8),

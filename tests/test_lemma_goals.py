@@ -1200,3 +1200,20 @@ def test_a_partial_sum_plus_a_bias_is_not_regrouped_over_another_ranks_output():
     reached, _ = proves(_add(rsum, "{y0}", "{bias}"), f"(rsum {cons('{out0}', '{w}', '{v}')})", both,
                         facts=facts + ("(peer {out0} {w})", "(peer {w} {v})"))
     assert reached
+
+
+def test_sum_of_three_scalars_regroups_with_a_part_one_rank_holds():
+    """A sum over three 0-D parts -- two sums over ranks and a replicated c (the squared norms of a
+    stack of per-tensor norms) -- is the ranks' sum (in the e-graph: the all-reduce) of rank 0's
+    three parts (it counts c) and rank 1's two (rsum-fold-first, add-rsum-rsum, add-rsum-part); not
+    where every rank counts c."""
+    shapes = {n: [] for n in ("a0", "a1", "b0", "b1", "c")}
+    start = "(rsum " + cons("(rsum " + cons("{a0}", "{a1}") + ")", "(rsum " + cons("{b0}", "{b1}") + ")", "{c}") + ")"
+    ranks = ("(rsum " + cons("{a0}", "{b0}", "{c}") + ")", "(rsum " + cons("{a1}", "{b1}") + ")")
+    allreduce = "(rsum " + cons(*ranks) + ")"
+    reached, saturated = proves(start, allreduce, shapes, present=(allreduce,))
+    assert reached and saturated
+    twice = ("(rsum " + cons("{a0}", "{b0}", "{c}") + ")", "(rsum " + cons("{a1}", "{b1}", "{c}") + ")")
+    allreduce = "(rsum " + cons(*twice) + ")"
+    reached, saturated = proves(start, allreduce, shapes, present=(allreduce,))
+    assert saturated and not reached

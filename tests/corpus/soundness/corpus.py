@@ -123,7 +123,8 @@ CORPUS = [
     _e("c6_state_write_correct", 6),
     # 7. a reduction over a sharded dim is the combining reduction of the ranks' reductions, not
     #    any other: a norm is not the sum of norms, an order is not another, an inf-norm combines
-    #    by max, a logsumexp by logsumexp
+    #    by max, a logsumexp by logsumexp; a replicated tensor's norm in a stack of norms counts
+    #    once (one rank stacks it), not once per rank
     _e("c7_norm_sum_of_norms_wrong", 7),
     _e("c7_norm_sum_of_norms_correct", 7),
     _e("c7_norm_order_wrong", 7),

@@ -83,10 +83,13 @@ LEMMAS = [
     Lemma("map-iscalar-nil", "(map_iscalar op (Nil) c)", "(Nil)", instances=fixed({"op": "ne", "c": 0})),
     Lemma("map-iscalar-cons", "(map_iscalar op (Cons x r) c)", "(Cons (iscalar op x c) (map_iscalar op r c))",
           instances=map_iscalar),
-    # binary op of two concats along the same axis (aligned from the right, as broadcasting does)
-    Lemma("binary-concat-concat", "(binary op (concat l1 d1) (concat l2 d2))", "(concat (zip_binary op l1 l2 d1 d2) d1)",
-          when=("(= (- (ndim (concat l1 d1)) d1) (- (ndim (concat l2 d2)) d2))",
-                "(>= (ndim (concat l1 d1)) (ndim (concat l2 d2)))", "(zipok l1 l2 d1 d2)"),
+    # binary op of two concats along the same axis k counted from the right (as broadcasting aligns
+    # operands of any ndims, either the wider): the concat of the parts' ops along the result's
+    # axis k from the right.  The parts line up along it (zipok), so no part broadcasts there.
+    Lemma("binary-concat-concat", "(binary op (concat l1 d1) (concat l2 d2))",
+          "(concat (zip_binary op l1 l2 d1 d2) (- (max n1 n2) k))",
+          when=("(= n1 (ndim (concat l1 d1)))", "(= n2 (ndim (concat l2 d2)))", "(= k (- n1 d1))", "(= k (- n2 d2))",
+                "(zipok l1 l2 d1 d2)"),
           instances=binary_concat, rejects=binary_concat_rejected),
     Lemma("zip-binary-nil", "(zip_binary op (Nil) (Nil) d1 d2)", "(Nil)",
           instances=fixed({"op": "add", "d1": 0, "d2": 0})),

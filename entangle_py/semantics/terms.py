@@ -242,6 +242,7 @@ BY_NAME = {c.name: c for c in CONSTRUCTORS}
 PRIMITIVES: dict[str, Callable] = {
     "+": lambda a, b: a + b,
     "-": lambda a, b: a - b,
+    "max": lambda a, b: max(a, b),
     "*": lambda a, b: a * b,
     "=": lambda a, b: a == b,
     "!=": lambda a, b: a != b,

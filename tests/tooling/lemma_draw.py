@@ -45,7 +45,7 @@ _FUNCS = {
     "replace": (("String", "String", "String"), "String"), "count-matches": (("String", "String"), "i64"),
     "tlen": (("TList",), "i64"), "ntext": (("i64",), "String"), "to-string": (("i64",), "String"),
 }
-for _op in ("+", "-", "*", "/", "%"):
+for _op in ("+", "-", "*", "/", "%", "max"):
     _FUNCS[_op] = (("i64", "i64"), "i64")
 for _op in ("<", "<=", ">", ">="):
     _FUNCS[_op] = (("i64", "i64"), "bool")

@@ -42,40 +42,65 @@ def map_scalar(rng):
     return {"op": rng.choice(["mul", "add"]), "x": l[0], "r": l[1:], "c": "0.25"}
 
 
-def _aligned_pair(rng, equal=True, op=None):
-    """Two concats along the same axis (counted from the right), possibly of different ranks."""
-    nd1 = rng.randint(1, 3)
-    nd2 = rng.randint(1, nd1)
-    k = rng.randint(1, nd2)            # axis position from the right
-    d1, d2 = nd1 - k, nd2 - k
-    parts = rng.randint(1, 6)
-    sizes = [rng.randint(1, 4) for _ in range(parts)]
-    other = [rng.randint(1, 4) for _ in range(nd1)]
-    l1, l2 = [], []
+def _aligned_pair(rng, op=None):
+    """Two concats along the same axis k counted from the right, of any ndims (either operand the
+    wider), 1-8 parts of uneven sizes (some empty), other dims broadcasting (1 in either operand),
+    float64, float32 or int64."""
+    nw = rng.randint(1, 4)
+    nn = rng.randint(1, nw)
+    k = rng.randint(1, nn)
+    sizes = [rng.choice([0, 1, 1, 2, 3, 4]) for _ in range(rng.randint(1, 8))]
+    other = [rng.randint(1, 4) for _ in range(nw)]
+    one_w = [rng.random() < 0.2 for _ in range(nw)]     # dims of size 1 in the wider operand ...
+    one_n = [rng.random() < 0.2 and not one_w[i] for i in range(nw)]   # ... or in the narrower
+    dtype = rng.choice([torch.float64, torch.float32, torch.int64])
+    dw = nw - k
+    lw, ln = [], []
     for n in sizes:
-        s1 = list(other)
-        s1[d1] = n
-        s2 = s1[nd1 - nd2:]
-        l1.append(tensor(rng, *s1))
-        l2.append(tensor(rng, *s2))
-    op = op or rng.choice(["add", "sub", "mul", "maximum"])
-    if op.startswith(MASKED_FILL):      # the second operand is a bool mask
-        l2 = [t > 0 for t in l2]
-    return {"op": op, "l1": l1, "l2": l2, "d1": d1, "d2": d2, "n1": nd1, "n2": nd2}
+        sw = [1 if one_w[i] else v for i, v in enumerate(other)]
+        sn = [1 if one_n[i] else v for i, v in enumerate(other)][nw - nn:]
+        sw[dw], sn[nn - k] = n, n
+        lw.append(tensor(rng, *sw))
+        ln.append(tensor(rng, *sn))
+    if dtype == torch.int64:
+        lw, ln = [(t * 4).round().long() for t in lw], [(t * 4).round().long() for t in ln]
+    else:
+        lw, ln = [t.to(dtype) for t in lw], [t.to(dtype) for t in ln]
+    op = op or rng.choice(["add", "sub", "mul", "div", "maximum"])
+    if op.startswith(MASKED_FILL):      # the second operand is a bool mask, no wider than the first
+        lw, ln = [t.double() for t in lw], [t > 0 for t in ln]
+    elif rng.random() < 0.5:            # the narrower operand first
+        lw, ln = ln, lw
+        return {"op": op, "l1": lw, "l2": ln, "d1": nn - k, "d2": dw, "n1": nn, "n2": nw, "k": k}
+    return {"op": op, "l1": lw, "l2": ln, "d1": dw, "d2": nn - k, "n1": nw, "n2": nn, "k": k}
 
 
-@repeat(8)
+@repeat(12)
 def _binary_concat(rng):
     return _aligned_pair(rng)
 
 
 @repeat(4)
 def binary_concat_misaligned(rng):
+    """The concat axis of one operand moved (the narrower's need not align with the wider's)."""
     inst = _aligned_pair(rng)
-    if inst["n1"] < 2:
+    i = rng.choice((1, 2))
+    if inst[f"n{i}"] < 2:
         return None
-    inst["d1"] = (inst["d1"] + 1) % inst["n1"]
+    inst[f"d{i}"] = (inst[f"d{i}"] + 1) % inst[f"n{i}"]
     return inst
+
+
+@repeat(3)
+def binary_concat_left_aligned(rng):
+    """Axes equal counted from the left, not from the right: an n-D concat of rows and a 1-D
+    concat, both of one-long parts (they line up), the 1-D one broadcast along the last dim.  Zipped
+    part by part, row i would meet the 1-D operand's entry i, not entry j of every column j."""
+    n, parts = rng.randint(2, 4), rng.randint(2, 8)
+    shape = [rng.randint(1, 3) for _ in range(n - 1)] + [parts]
+    rows = [tensor(rng, *([1] + shape[1:])) for _ in range(parts)]
+    return {"op": rng.choice(["add", "mul", "sub"]), "l1": rows, "l2": [tensor(rng, 1) for _ in range(parts)],
+            "d1": 0, "d2": 0, "n1": n, "n2": 1, "k": n}
 
 
 @repeat(6)
@@ -556,7 +581,7 @@ def binary_concat_misparted(rng):
     whole = torch.cat(inst["l2"], inst["d2"])
     n = whole.shape[inst["d2"]]
     cut = rng.randint(0, n)
-    if cut == inst["l2"][0].shape[inst["d2"]]:
+    if [cut, n - cut] == [p.shape[inst["d1"]] for p in inst["l1"]]:
         return None
     inst["l2"] = list(torch.split(whole, [cut, n - cut], inst["d2"]))
     return inst
@@ -566,6 +591,7 @@ def binary_concat_rejected(rng):
     """Concat axes that differ, or parts that do not line up."""
     yield from binary_concat_misaligned(rng)
     yield from binary_concat_misparted(rng)
+    yield from binary_concat_left_aligned(rng)
 
 
 # ----------------------------------------------------------------------------- a constant beside a concat

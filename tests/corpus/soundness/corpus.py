@@ -103,6 +103,8 @@ CORPUS = [
     _e("c4_bias_cols_correct", 4),
     _e("c4_rowpar_bias_before_wrong", 4),
     _e("c4_rowpar_bias_after_correct", 4),
+    _e("c4_weight_rows_wrong", 4),
+    _e("c4_weight_cols_correct", 4),
     # 5. collectives paired by communicator; broadcast's src is a group rank
     _e("c5_same_members_swapped_wrong", 5),
     _e("c5_same_members_same_order_correct", 5),

@@ -26,6 +26,14 @@ NEW_BINARY = ["gelu_backward", "gelu_tanh_backward", "silu_backward", "sigmoid_b
 
 # ----------------------------------------------------------------------------- op meanings
 
+def _tensors(values):
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            yield v
+        elif isinstance(v, (list, tuple)):
+            yield from _tensors(v)
+
+
 @pytest.mark.parametrize("op", NEW_BINARY)
 def test_backward_ops_satisfy_every_binary_lemma(op):
     """The binary lemmas are generic in the op: each backward op must satisfy them (elementwise,
@@ -41,6 +49,9 @@ def test_backward_ops_satisfy_every_binary_lemma(op):
             env = {**env, "op": op}
             if lem.when and not lem.condition_holds(env):
                 continue
+            if not all(t.is_floating_point() and t.numel() for t in _tensors(env.values())):
+                continue    # backward ops take floats only (torch: "not implemented for 'Long'"), and
+                            # torch's oneDNN gelu_backward fails broadcasting an empty part
             lhs, rhs = lem.sides(env)
             assert terms.allclose(lhs, rhs), f"{lem.name} with {op}"
             n += 1

@@ -133,6 +133,7 @@ CORPUS = [
     _e("swiglu_fused_swapped_halves", "swiglu_fused", "joint", bug=("_swiglu.py", "[up; gate] read from")),
     _e("swiglu_fused_rank1_swapped", "swiglu_fused", "joint", bug=("_swiglu.py", "rank 1 alone")),
     # the CPU attention kernels with a hand-written backward, heads sharded
+    _e("attn_bwd_correct", "attn_bwd"),
     _e("attn_bwd_correct", "attn_bwd", "joint"),
     _e("attn_bwd_not_causal", "attn_bwd", "joint", bug=("_attn_bwd.py", "without the mask")),
     _e("attn_bwd_zero_out", "attn_bwd", "joint", bug=("_attn_bwd.py", "zeros for the output")),

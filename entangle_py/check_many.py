@@ -133,11 +133,11 @@ def _entry(t: CheckTask, r) -> dict:
 def run_check_many_cli(args) -> int:
     from rich.console import Console
     from rich.table import Table
-    from entangle_py.config import MEMORY_FRACTION, machine_memory
+    from entangle_py.config import Limits
     console = Console(highlight=False, emoji=False, soft_wrap=not sys.stdout.isatty())
     executor = make_executor(args.workers, args.ray, args.ray_address, preload)
     # the machine's default share of memory, split between the workers that run at once
-    memory = args.max_memory or int(MEMORY_FRACTION * machine_memory() / executor.workers)
+    memory = args.max_memory or Limits().memory_bytes() // executor.workers
     tasks = load_manifest(args.manifest, memory)
     console.print(f"{len(tasks)} checks on {executor.name}, {executor.workers} worker(s)")
     t0, finished = time.perf_counter(), [0]

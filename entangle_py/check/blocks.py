@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from entangle_py.check.names import split_key
+from entangle_py.check.window import leaves_in
 from entangle_py.ir import graph as G
 
 TOKEN = re.compile(r'\((Gd|Gs) "((?:[^"\\]|\\.)*)"\)|(\$v\d+)')
@@ -478,5 +479,4 @@ def shape_facts(facts: list[str]) -> list[str]:
 
 
 def leaves_of(facts: list[str]) -> set[str]:
-    from entangle_py.check.window import leaves_in
     return leaves_in(" ".join(facts))

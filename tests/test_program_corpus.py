@@ -146,6 +146,9 @@ FAR = {
     "adv6_dswap_after[joint]": "the bug is where fc's weight is replaced after DDP (line 159): its reducer "
         "stalls and averages no gradient; the report names the loss (line 177) whose gradient the ranks' own "
         "gradients do not average, and capture's note names the DDP it stalls (line 153)",
+    **{f"fused_qkv_split_swapped[joint{at}]": "the bug is in a custom autograd Function's backward (the cat "
+       "of the q/k/v gradients, line 55): the report names the view of that cat the weight's gradient reads "
+       "(line 74) and the weight's gradient (line 73)" for at in ("", "@4")},
     "adv6_dbuf_bcast[forward]": "the bug is DDP's default broadcast_buffers (line 142): the report names where the "
         "forward adds the buffer (line 101), rank 0's rows on every rank",
     "adv6_dbuf_bcast[joint]": "the bug is DDP's default broadcast_buffers (line 142): the report names where the "

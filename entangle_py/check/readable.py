@@ -119,7 +119,7 @@ _HELPERS = {
     "map_view": ((0,), lambda a, e, k: _app("view", e[0], a[1])),
     "map_view_last": ((0,), lambda a, e, k: _app("view", e[0], _dims_with(a[1], -1, _INFERRED) or a[1])),
     "map_view_at": ((0,), lambda a, e, k: _app("view", e[0], _dims_with(a[1], a[3], _INFERRED) or a[1])),
-    "map_view_scale": ((0,), lambda a, e, k: _app("view", e[0], _dims_with(a[1], a[2], _INFERRED) or a[1])),
+    "map_view_scale": ((0,), lambda a, e, k: _app("view", e[0], _dims_with(a[1], a[3], _INFERRED) or a[1])),
     "map_slice": ((0,), lambda a, e, k: _app("slice", e[0], a[1], a[2], a[3])),
     "map_permute": ((0,), lambda a, e, k: _app("permute", e[0], a[1])),
     "map_reduce": ((1,), lambda a, e, k: _app("reduce", a[0], e[0], a[2], a[3])),
@@ -138,6 +138,8 @@ _HELPERS = {
     "cst_parts": ((4,), lambda a, e, k: _app("cst", a[0], _dims_with(a[1], a[3], _INFERRED) or a[1], a[2])),
     "map_expand_at": ((0,), lambda a, e, k: _app("expand", e[0], _dims_with(a[1], a[3], _INFERRED) or a[1])),
     "zip_concat": ((0, 1), lambda a, e, k: _app("concat", make_list([e[0], e[1]]), a[2])),
+    # part k of acc, then block k (along e) of each tensor of the second list, along d
+    "zip_concat_fold": ((0,), lambda a, e, k: _app("concat", make_list([e[0], Sym(f"their_blocks_{k}_along_dim_{a[3]}")]), a[2])),
     "map_zpad": ((0,), lambda a, e, k: _app("zpad", e[0], a[1], _offset(a[2], k), Sym(f"to_{a[3]}"))),
     "map_place_each": ((0,), lambda a, e, k: _app("place", e[0], a[1], a[2])),
     "map_zpad_each": ((0,), lambda a, e, k: _app("zpad", e[0], a[1], a[2], a[3])),

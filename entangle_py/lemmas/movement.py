@@ -23,6 +23,8 @@ from entangle_py.lemmas._instances.movement import (
     view_kept_dims_terms, expand_not_self, view_last, view_last_bad, view_merge_into_axis, view_not_self, view_rsum,
     view_self, view_regroup, view_regroup_bad, view_view)
 from entangle_py.lemmas._instances.movement import concat_nest_cst, concat_nest_cst_bad, concat2_terms
+from entangle_py.lemmas._instances.movement import (view_concat_prods_terms, view_regroup_prefix, view_regroup_prefix_bad,
+    zip_concat_fold, zip_concat_fold_nil)
 from entangle_py.lemmas._instances.movement import slice_tiles, stile_terms
 from entangle_py.lemmas._instances.movement import permute_inverse, permute_not_inverse, expand_split_absent, expand_split_absent_bad
 from entangle_py.lemmas._instances.movement import concat_zpad, concat_zpad_bad, map_zpad, map_zpad_bad, zpad_terms
@@ -46,6 +48,9 @@ _KEEP_SUFFIX = ("(= n (ndim (concat (Cons x r) d)))", "(= m (dlen s))", "(vsfx (
 # reads that one, literal or not); the view's own validity makes the rest of s regroup the rest
 _REGROUP = ("(vpfx (concat (Cons x r) d) s d)", "(= (dim (concat (Cons x r) d) d) (DLit t))", "(= (dat s d) (DLit p))",
             "(> t 0)", "(!= p t)")
+# the first d dims' product (a literal) that of the view's first j, j != d
+_REGROUP_PREFIX = ("(= (tprod (concat (Cons x r) d) d) q)", "(= (sprod s j) q)", "(!= j d)",
+                   "(= (dim (concat (Cons x r) d) d) (DLit t))", "(= (dat s j) (DLit p))", "(> t 0)", "(!= p t)")
 
 # a + y + x for zero-padded blocks y, x of one float dtype with a, of one padded size along d:
 # the blocks adjacent (x before y, or after it).  Elementwise at most one of y, x is not a padding
@@ -184,16 +189,24 @@ LEMMAS = [
     # axis staying the outermost: the flattened region [d:] of part k holds the rows [o_k, o_k + m_k)
     # of the axis, whole rows of the view's dim d where p * m_k / t is whole (checked part by part
     # by the walk, which stops otherwise).  A view merging the axis into a dim before it is not one
-    Lemma("view-concat-regroup", "(view (concat (Cons x r) d) s)", "(concat (map_view_scale (Cons x r) s d t) d)",
+    Lemma("view-concat-regroup", "(view (concat (Cons x r) d) s)", "(concat (map_view_scale (Cons x r) s d d t) d)",
           when=_REGROUP, instances=view_regroup, rejects=view_regroup_bad),
+    # ... and with the dims before the axis regrouped among themselves too (split, merged: the
+    # product of the first d dims is the product of the view's first j, j != d), the axis moving to
+    # j (Megatron's fused QKV gradient [s, b, G, 3 * h] viewed [s * b, G * 3 * h]: row-major, the
+    # view is one of the matrix [prod(dims before d), rest], whose columns the parts split).  The
+    # products (tprod, sprod: RULES) are kept for views of concats only, of literal sizes
+    Lemma("view-concat-regroup-prefix", "(view (concat (Cons x r) d) s)", "(concat (map_view_scale (Cons x r) s d j t) j)",
+          when=_REGROUP_PREFIX, instances=view_regroup_prefix, rejects=view_regroup_prefix_bad),
     Lemma("map-view-at-nil", "(map_view_at (Nil) s d j)", "(Nil)", instances=fixed({"s": [1], "d": 0, "j": 0})),
     Lemma("map-view-at-cons", "(map_view_at (Cons x r) s d j)",
           "(Cons (view x (dset s j v)) (map_view_at r s d j))", when=("(= v (dim x d))",),
           instances=map_view_at, rejects=map_view_at_bad),
-    Lemma("map-view-scale-nil", "(map_view_scale (Nil) s d t)", "(Nil)", instances=fixed({"s": [1, 1], "d": 0, "t": 2})),
-    Lemma("map-view-scale-cons", "(map_view_scale (Cons x r) s d t)",
-          "(Cons (view x (dset s d (DLit (/ (* p m) t)))) (map_view_scale r s d t))",
-          when=("(= (dim x d) (DLit m))", "(= (dat s d) (DLit p))", "(> t 0)", "(= (% (* p m) t) 0)"),
+    Lemma("map-view-scale-nil", "(map_view_scale (Nil) s d j t)", "(Nil)",
+          instances=fixed({"s": [1, 1], "d": 0, "j": 0, "t": 2})),
+    Lemma("map-view-scale-cons", "(map_view_scale (Cons x r) s d j t)",
+          "(Cons (view x (dset s j (DLit (/ (* p m) t)))) (map_view_scale r s d j t))",
+          when=("(= (dim x d) (DLit m))", "(= (dat s j) (DLit p))", "(> t 0)", "(= (% (* p m) t) 0)"),
           instances=map_view_scale, rejects=map_view_scale_bad),
     Lemma("dset-here", "(dset (DCons a r) 0 v)", "(DCons v r)", instances=fixed({"a": 3, "r": [4], "v": 5})),
     Lemma("dset-later", "(dset (DCons a r) i v)", "(DCons a (dset r (- i 1) v))", when=("(> i 0)",),
@@ -305,11 +318,18 @@ LEMMAS = [
     Lemma("concat-nest", "(concat (Cons (concat l1 e) r) d)", "(concat_nest l1 r d e)",
           when=("(!= d e)", "(= (+ d 1) (ndim (concat l1 e)))"),
           instances=concat_nest, rejects=concat_nest_bad),
-    Lemma("concat-interchange", "(concat_nest (Cons a r1) (Cons (concat (Cons b r2) e) (Nil)) d e)",
-          "(concat (zip_concat (Cons a r1) (Cons b r2) d e) e)",
-          trigger=("(concat_nest (Cons a r1) (Cons (concat (Cons b r2) e) (Nil)) d e)",
-                   "(concat (Cons a (Cons b (Nil))) d)"),
+    # Any number of concats along e (the transpose of a block matrix: Megatron's fused QKV
+    # gradient, the q, k and v gradients, each a concat over ranks, concatenated along the last
+    # dim): the first two zipped, the rest folded in one by one (zip_concat_fold), each pair's
+    # concat of concats flattened (concat-flatten-head) into the rank's concat of its blocks
+    Lemma("concat-interchange", "(concat_nest (Cons a r1) (Cons (concat (Cons b r2) e) r3) d e)",
+          "(concat (zip_concat_fold (zip_concat (Cons a r1) (Cons b r2) d e) r3 d e) e)",
+          trigger=("(concat_nest (Cons a r1) (Cons (concat (Cons b r2) e) r3) d e)",
+                   "(concat (Cons a (Cons b q)) d)"),
           when=("(!= d e)",), instances=concat_interchange, rejects=concat_interchange_same),
+    Lemma("zip-concat-fold-nil", "(zip_concat_fold l (Nil) d e)", "l", instances=zip_concat_fold_nil),
+    Lemma("zip-concat-fold-cons", "(zip_concat_fold l (Cons (concat (Cons b r2) e) r) d e)",
+          "(zip_concat_fold (zip_concat l (Cons b r2) d e) r d e)", instances=zip_concat_fold),
     # ... and with a constant for the second concat: a constant is the concat of its blocks, split
     # where the first concat's parts are (labels shifted and padded with a constant column, -100,
     # along dim 1, of row-sharded ids: each rank pads its rows with its own block of the column)
@@ -455,6 +475,13 @@ RULES = [
     # (concat2 x y d): the e-graph holds the concat of the two parts x, y along d
     Rule("concat2", "(rule ((= c (concat (Cons x (Cons y (Nil))) d))) ((concat2 x y d)) :ruleset shapes)",
          check_terms=concat2_terms),
+    # (tprod c i), (sprod s i): the product of the first i dims of a concat c, and of the first i
+    # entries of s, for each view of a concat to s (view-concat-regroup-prefix); literal sizes
+    Rule("view-concat-prods", (
+        "(rule ((= y (view (concat l d) s))) ((set (tprod (concat l d) 0) 1) (set (sprod s 0) 1)) :ruleset shapes)\n"
+        "(rule ((= v (tprod x i)) (= (dim x i) (DLit w))) ((set (tprod x (+ i 1)) (* v w))) :ruleset shapes)\n"
+        "(rule ((= v (sprod s i)) (= (dat s i) (DLit w))) ((set (sprod s (+ i 1)) (* v w))) :ruleset shapes)"),
+        check_terms=view_concat_prods_terms),
     Rule("shape-expand", (
         "(rule ((= y (expand x s)) (= n (dlen s))) ((set (ndim y) n)) :ruleset shapes)\n"
         "(rule ((= y (expand x s)) (= v (dat s i))) ((set (dim y i) v)) :ruleset shapes)"),

@@ -283,6 +283,18 @@ def _zip_aligned(l1, l2, d1, d2):
     return zip(l1, l2)
 
 
+def _zip_concat_fold(acc, l, d, e):
+    """Each tensor of l split along e at the sizes acc's parts have there, its blocks appended to
+    acc's parts along d: concat([concat(acc, e)] + l, d) as a list of the blocks' concats along d."""
+    acc = list(acc)
+    for x in l:
+        sizes = [int(a.shape[e]) for a in acc]
+        if sum(sizes) != x.shape[e]:
+            raise ValueError("a tensor's rows do not line up with the parts")
+        acc = [_concat([a, b], d) for a, b in zip(acc, torch.split(x, sizes, e))]
+    return acc
+
+
 def _where(c, a, b):
     """torch.where(c, a, b): a where c holds, b elsewhere, all three broadcast together, the
     result of torch's promotion of a and b.  The condition is a bool tensor (torch raises on others)."""

@@ -20,7 +20,7 @@ from entangle_py.semantics.meanings import (  # noqa: F401  (re-exported: the te
     _unary, unary_fn, _scalar, _binary, binary_fn, _pointwise, _slice, _view, _expand, _reduce,
     REDUCTIONS, _concat, _no_bool, _stack_sum, _stack_max, _stack_lse, UNARY_OPS, CASTS, SCALAR_OPS, BINARY_OPS,
     UNARY_NAMES, BINARY_NAMES, const_product, const_positive, MASKED_FILL, THRESHOLD_BACKWARD,
-    _exact_div, _dset, _repl, _zip_aligned, _where, _bc_like, WHERE_PATTERNS, _zip_where, _zip_exact,
+    _exact_div, _dset, _repl, _zip_aligned, _zip_concat_fold, _where, _bc_like, WHERE_PATTERNS, _zip_where, _zip_exact,
     INT_SCALAR_OPS, _iscalar, _take, _iput, _mtake, _pick, _mpick, _tpick, _tcount, _cst, _map_offsets,
     _layernorm, _arange, _scatter, _mscatter, _place, _tplace, _mplace, _pad, _map_pad, ROWWISE_OPS,
     rowwise_fn, _rowwise,)
@@ -190,10 +190,11 @@ CONSTRUCTORS: list[Constructor] = [
     # each part viewed to s with s[j] := the part's size on its dim d
     _c("map_view_at", "TList DList i64 i64", "TList", BIG, False,
        lambda l, s, d, j: [x.reshape(tuple(_dset(s, j, x.shape[d]))) for x in l]),
-    # each part viewed to s with s[d] := s[d] * (the part's size on d) / t, t the concat's size on d:
-    # the concat axis and the dims after it regrouped, d staying the outermost (split, merged)
-    _c("map_view_scale", "TList DList i64 i64", "TList", BIG, False,
-       lambda l, s, d, t: [x.reshape(tuple(_dset(s, d, _exact_div(_dat(s, d) * x.shape[d], t)))) for x in l]),
+    # each part viewed to s with s[j] := s[j] * (the part's size on d) / t, t the concat's size on d:
+    # the concat axis (d, j in the view) and the dims after it regrouped, the axis staying the
+    # outermost (split, merged), the dims before it kept (j = d) or regrouped among themselves
+    _c("map_view_scale", "TList DList i64 i64 i64", "TList", BIG, False,
+       lambda l, s, d, j, t: [x.reshape(tuple(_dset(s, j, _exact_div(_dat(s, j) * x.shape[d], t)))) for x in l]),
     _c("map_slice", "TList i64 Dim Dim", "TList", BIG, False, lambda l, d, a, b: [_slice(x, d, a, b) for x in l]),
     _c("map_permute", "TList IList", "TList", BIG, False, lambda l, p: [x.permute(*p) for x in l]),
     _c("dset", "DList i64 Dim", "DList", BIG, False, lambda s, i, v: _dset(s, i, v)),
@@ -219,6 +220,9 @@ CONSTRUCTORS: list[Constructor] = [
     # pairs of parts that line up on dim e, each pair concatenated along d: [concat([a_i, b_i], d)]
     _c("zip_concat", "TList TList i64 i64", "TList", BIG, False,
        lambda l1, l2, d, e: [_concat([a, b], d) for a, b in _zip_aligned(l1, l2, e, e)]),
+    # ... folded over more tensors (a concat along d of k concats along e): each tensor of l split
+    # along e where acc's parts are, its blocks appended part by part along d
+    _c("zip_concat_fold", "TList TList i64 i64", "TList", BIG, False, _zip_concat_fold),
     # reductions and layer norm part by part
     _c("map_reduce", "String TList IList i64", "TList", BIG, False,
        lambda op, l, dims, k: [_reduce(op, x, dims, k) for x in l]),
@@ -375,6 +379,8 @@ FUNCTIONS_TEXT = """
 (relation givenl (TList))
 (relation vpfx (T DList i64))
 (relation vsfx (T DList i64))
+(function tprod (T i64) i64 :merge old)
+(function sprod (DList i64) i64 :merge old)
 (relation bsame (T T i64))
 (relation peer (T T))
 (relation concat2 (T T i64))
@@ -490,9 +496,9 @@ class EvalError(Exception):
 DIM_ARGS: dict[str, tuple[int, ...]] = {
     "concat": (1,), "slice": (1,), "transpose": (1, 2), "permute": (1,), "reduce": (2,),
     "softmax": (1,), "zip_binary": (3, 4), "lsum": (1,), "map_transpose": (1, 2), "map_softmax": (1,),
-    "zip_matmul": (2,), "map_view_at": (2, 3), "map_view_scale": (2,),
+    "zip_matmul": (2,), "map_view_at": (2, 3), "map_view_scale": (2, 3),
     "map_slice": (1,), "map_permute": (1,), "map_reduce": (2,), "dset": (1,), "map_expand_at": (2, 3),
-    "concat_nest": (2, 3), "zip_concat": (2, 3), "zpad": (1,), "map_zpad": (1,),
+    "concat_nest": (2, 3), "zip_concat": (2, 3), "zip_concat_fold": (2, 3), "zpad": (1,), "map_zpad": (1,),
     "map_zpad_each": (1,),
     "zip_place": (3,), "zip_tplace": (4,), "cst_parts": (3, 5),
 }
@@ -571,6 +577,20 @@ def _zipok(l1, l2, d1, d2):
     return len(l1) == len(l2) and all(a.shape[d1] == b.shape[d2] for a, b in zip(l1, l2))
 
 
+def _tprod(x, i):
+    """The product of the first i dims of tensor x."""
+    if not 0 <= i <= x.dim():
+        raise IndexError("tprod index out of range")
+    return math.prod(x.shape[:i])
+
+
+def _sprod(s, i):
+    """The product of the first i entries of shape list s."""
+    if not 0 <= i <= len(s):
+        raise IndexError("sprod index out of range")
+    return math.prod(s[:i])
+
+
 def _dat(s, i):
     if not 0 <= i < len(s):
         raise IndexError("dat index out of range")
@@ -583,6 +603,7 @@ def _ipos(p, d):
 
 VIEW_RELATIONS: dict[str, Callable] = {
     "vpfx": _vpfx, "vsfx": _vsfx, "bsame": _bsame, "dat": _dat, "ipos": _ipos, "zipok": _zipok,
+    "tprod": _tprod, "sprod": _sprod,
 }
 
 

@@ -418,22 +418,76 @@ def _view_regroup_bad(rng):
     yield {"l": [tensor(rng, 0, 4), tensor(rng, 0, 4)], "d": 0, "s": [2, 0, 2], "t": 0, "p": 2}
 
 
+_DTYPES = ("float64", "float32", "int64", "bool")
+
+
+def _factor(rng, n, k):
+    """n as a product of k factors (size-1 ones where it runs out; [] for k = 0, n = 1)."""
+    out = []
+    for _ in range(k - 1):
+        f = rng.choice([f for f in range(1, n + 1) if n % f == 0]) if n else rng.choice([0, 1])
+        out.append(f)
+        n = n // f if f else n
+    return out + [n] if k else out
+
+
+def _regroup_prefix_instance(rng):
+    """A regroup instance (_regroup_instance) whose dims before d are regrouped too: their product
+    cut into j != d factors (split, merged, size-1 dims added or dropped), the parts of one random
+    dtype."""
+    while True:
+        inst = _regroup_instance(rng)
+        d = inst["d"]
+        before = inst["s"][:d]
+        q = 1
+        for v in before:
+            q *= v
+        j = rng.choice([k for k in range(0, 4) if k != d and (k or q == 1)])
+        dt = getattr(torch, rng.choice(_DTYPES))
+        l = [x.to(dt) for x in inst["l"]]
+        return {**inst, "l": l, "s": _factor(rng, q, j) + inst["s"][d:], "j": j, "q": q}
+
+
+@repeat(12)
+def _view_regroup_prefix(rng):
+    return _regroup_prefix_instance(rng)
+
+
+def _view_regroup_prefix_bad(rng):
+    """The axis merged into the dim before it ([a, n, c] -> [a * n, c]: the first dim's product not
+    the view's); the prefix kept (j = d: view-concat-regroup's); the axis kept whole (p = t: the
+    keep lemmas'); the prefix's product found only past a dim that mixes the axis in; t = 0."""
+    for inst in _view_merge_into_axis(rng):
+        a = inst["l"][0].shape[0]
+        yield {**inst, "j": 1, "q": a, "t": _total(inst["l"], 1), "p": inst["s"][0]}
+    l = _parts_on(rng, [2, 3, 1], 1, parts=3)
+    t = _total(l, 1)
+    yield {"l": l, "d": 1, "s": [2, 3 * t], "j": 1, "q": 2, "t": t, "p": 3 * t}                # j = d
+    yield {"l": l, "d": 1, "s": [1, 2, t], "j": 2, "q": 2, "t": t, "p": t}                     # p = t
+    yield {"l": l, "d": 1, "s": [2 * t, 3], "j": 1, "q": 2, "t": t, "p": 2 * t}                # 2 != 2 t
+    yield {"l": [tensor(rng, 2, 0, 4), tensor(rng, 2, 0, 4)], "d": 1, "s": [1, 2, 2, 0], "j": 2, "q": 2, "t": 0, "p": 2}
+
+
 @repeat(6)
 def map_view_scale(rng):
-    inst = _regroup_instance(rng)
-    l = inst["l"]
-    return {"x": l[0], "r": l[1:], "s": inst["s"], "d": inst["d"], "t": inst["t"], "m": l[0].shape[inst["d"]],
-            "p": inst["p"]}
+    inst = _regroup_prefix_instance(rng) if rng.random() < 0.5 else {**_regroup_instance(rng), "j": None}
+    l, d = inst["l"], inst["d"]
+    j = d if inst["j"] is None else inst["j"]
+    return {"x": l[0], "r": l[1:], "s": inst["s"], "d": d, "j": j, "t": inst["t"], "m": l[0].shape[d],
+            "p": inst["s"][j]}
 
 
 def map_view_scale_bad(rng):
     """A part whose rows do not fill whole rows of the view: [3 | 1] rows of 2 viewed [2, 4] (the
     first part ends in the middle of row 1); and t = 0."""
     x = tensor(rng, 3, 2)
-    yield {"x": x, "r": [tensor(rng, 1, 2)], "s": [2, 4], "d": 0, "t": 4, "m": 3, "p": 2}
+    yield {"x": x, "r": [tensor(rng, 1, 2)], "s": [2, 4], "d": 0, "j": 0, "t": 4, "m": 3, "p": 2}
     # [6 | 2] columns viewed [2, 4]: the first part ends inside the second row of 4
-    yield {"x": tensor(rng, 2, 6), "r": [tensor(rng, 2, 2)], "s": [2, 2, 4], "d": 1, "t": 8, "m": 6, "p": 2}
-    yield {"x": tensor(rng, 0, 2), "r": [], "s": [0, 1, 2], "d": 0, "t": 0, "m": 0, "p": 0}
+    yield {"x": tensor(rng, 2, 6), "r": [tensor(rng, 2, 2)], "s": [2, 2, 4], "d": 1, "j": 1, "t": 8, "m": 6, "p": 2}
+    # ... and with the dims before merged ([1, 2, 6 | 2] viewed [2, 2, 4], the axis at j = 1)
+    yield {"x": tensor(rng, 1, 2, 6), "r": [tensor(rng, 1, 2, 2)], "s": [2, 2, 4], "d": 2, "j": 1, "t": 8, "m": 6,
+           "p": 2}
+    yield {"x": tensor(rng, 0, 2), "r": [], "s": [0, 1, 2], "d": 0, "j": 0, "t": 0, "m": 0, "p": 0}
 
 
 @repeat(4)
@@ -664,6 +718,7 @@ def _xr(gen):
 # bindings with the concat parts as (Cons x r)
 view_keep_prefix, view_keep_suffix, view_merge_into_axis = map(_xr, (_view_keep_prefix, _view_keep_suffix,
                                                                      _view_merge_into_axis))
+view_regroup_prefix, view_regroup_prefix_bad = map(_xr, (_view_regroup_prefix, _view_regroup_prefix_bad))
 view_regroup, view_regroup_bad, slice_other, slice_same = map(_xr, (_view_regroup, _view_regroup_bad, _slice_other,
                                                                     _slice_same))
 permute_concat, permute_concat_bad = map(_xr, (_permute_concat_raw, _permute_concat_bad))
@@ -888,9 +943,41 @@ def _ab(inst):
     return {**inst, "a": l1[0], "r1": l1[1:], "b": l2[0], "r2": l2[1:]}
 
 
-@repeat(8)
+def _more(rng, inst, k):
+    """k - 2 more concats along e of parts lining up with l1's (uneven widths along d, some empty),
+    as the tensors r3; q: the first column's blocks after a and b (the trigger's list)."""
+    d, e, l1 = inst["d"], inst["e"], inst["l1"]
+    more = []
+    for _ in range(k - 2):
+        w = rng.randint(0, 3)
+        parts = [tensor(rng, *[w if i == d else n for i, n in enumerate(p.shape)]) for p in l1]
+        more.append(parts)
+    return {**_ab(inst), "r3": [torch.cat(m, e) for m in more], "q": [m[0] for m in more]}
+
+
+@repeat(10)
 def concat_interchange(rng):
-    return _ab(_interchange(rng))
+    return _more(rng, _interchange(rng), rng.randint(2, 8))
+
+
+@repeat(6)
+def zip_concat_fold(rng):
+    """acc: the blocks of the first concats (one per part along e), b r2: the parts of the next
+    concat along e, r: the concats after it."""
+    inst = _more(rng, _interchange(rng), rng.randint(2, 6))
+    acc = [torch.cat([a, b], inst["d"]) for a, b in zip([inst["a"]] + inst["r1"], [inst["b"]] + inst["r2"])]
+    r3 = inst["r3"]
+    if not r3:
+        return None
+    e = inst["e"]
+    first = list(torch.split(r3[0], [int(p.shape[e]) for p in acc], e))
+    return {"l": acc, "b": first[0], "r2": first[1:], "r": r3[1:], "d": inst["d"], "e": e}
+
+
+@repeat(3)
+def zip_concat_fold_nil(rng):
+    inst = _interchange(rng)
+    return {"l": inst["l1"], "d": inst["d"], "e": inst["e"]}
 
 
 def _nest(inst):
@@ -951,7 +1038,7 @@ def zip_concat_misaligned(rng):
 
 @repeat(3)
 def concat_interchange_same(rng):
-    return _ab(_interchange(rng, same=True))
+    return _more(rng, _interchange(rng, same=True), rng.randint(2, 4))
 
 
 # ----------------------------------------------------------------------------- zero padding
@@ -1475,3 +1562,26 @@ def zpad_zeros_bad(rng):
     """m read wrong (not the constant's size along d)."""
     inst = next(zpad_zeros(rng))
     return {**inst, "m": inst["m"] + 1}
+
+
+def view_concat_prods_terms(rng):
+    """(tprod c i), (sprod s i) for a view of a concat c to s: the products of the first i dims, and
+    of s's first i entries (true where they are, false for another value)."""
+    for _ in range(4):
+        inst = _regroup_prefix_instance(rng)
+        l, d, s = inst["l"], inst["d"], inst["s"]
+        env = {f"a{i}": x for i, x in enumerate(l)}
+        c = f"(concat {' '.join(f'(Cons a{i}' for i in range(len(l)))} (Nil){')' * len(l)} {d})"
+        cat = torch.cat(l, d)
+        facts = []
+        for i in range(cat.dim() + 1):
+            v = 1
+            for n in cat.shape[:i]:
+                v *= int(n)
+            facts += [f"(= (tprod {c} {i}) {v})", f"(= (tprod {c} {i}) {v + 1})"]
+        for i in range(len(s) + 1):
+            v = 1
+            for n in s[:i]:
+                v *= n
+            facts += [f"(= (sprod {dlist(s)} {i}) {v})", f"(= (sprod {dlist(s)} {i}) {v + 1})"]
+        yield f"(view {c} {dlist(s)})", env, facts

@@ -44,12 +44,50 @@ class FusedQKV(nn.Module):
         return q * k + v
 
 
-def make_build(bug=None):
+class _SplitSwapped(torch.autograd.Function):
+    """split(h, -1) whose backward concatenates the gradients [dq, dv, dk] (the k and v blocks swapped)."""
+    @staticmethod
+    def forward(ctx, y):
+        return tuple(t.clone() for t in y.split(HEAD, -1))
+
+    @staticmethod
+    def backward(ctx, dq, dk, dv):
+        return torch.cat([dq, dv, dk], -1)  # BUG (swapped): the key and value gradients swapped in the cat
+
+
+class FusedQKVSplit(nn.Module):
+    """Megatron's layout: the output [s, b, G_r * 3 * h] viewed [s, b, G_r, 3 * h] and split along the
+    last dim into q, k, v; the backward concatenates their gradients along the last dim and views the
+    result [s * b, G_r * 3 * h] for the weight's gradient (layers.py's LinearWithGradAccumulation...)."""
+
+    def __init__(self, ws, bug):
+        super().__init__()
+        self.ws, self.bug = ws, bug
+        self.wqkv = nn.Parameter(torch.empty(GROUPS * 3 * HEAD // ws, DIM))
+
+    def forward(self, x):
+        if self.bug == "unreduced":
+            x_in = x  # BUG (unreduced): the input's gradient never all-reduced (no copy_to)
+        else:
+            x_in = copy_to(x, self.ws)
+        y = torch.matmul(x_in, self.wqkv.t())
+        y = y.view(*y.shape[:2], GROUPS // self.ws, 3 * HEAD)
+        if self.bug == "swapped" and self.ws > 1:
+            q, k, v = _SplitSwapped.apply(y)
+        else:
+            q, k, v = torch.split(y, HEAD, dim=-1)
+        return q * k + v
+
+
+def make_build(bug=None, module=FusedQKV):
     def build(rank, world_size):
-        return FusedQKV(world_size, bug), {"x": torch.randn(2, 3, DIM, requires_grad=True)}
+        return module(world_size, bug), {"x": torch.randn(2, 3, DIM, requires_grad=True)}
     return build
 
 
 fused_qkv_correct = make_build()
 fused_qkv_inner = make_build("inner")
 fused_qkv_outer = make_build("outer")
+fused_qkv_split_correct = make_build(module=FusedQKVSplit)
+fused_qkv_split_swapped = make_build("swapped", FusedQKVSplit)
+fused_qkv_split_unreduced = make_build("unreduced", FusedQKVSplit)

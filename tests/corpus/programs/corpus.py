@@ -146,6 +146,13 @@ CORPUS = [
     # (at 4 ranks a rank holds one group: [3, 1, h] and [1, 3, h] read alike, so inner is right there)
     _e("fused_qkv_inner", "fused_qkv", bug=("_fused_qkv.py", "q, k, v outermost")),
     _e("fused_qkv_inner", "fused_qkv", "joint", bug=("_fused_qkv.py", "q, k, v outermost")),
+    # Megatron's layout: viewed [.., G_r, 3 * h] and split along the last dim; the weight's gradient
+    # is the concat of q's, k's and v's gradients (each a concat over ranks) viewed [s * b, G * 3 * h]
+    *(e for ws in (2, 4) for e in (
+        _e("fused_qkv_split_correct", "fused_qkv", ws=ws),
+        _e("fused_qkv_split_correct", "fused_qkv", "joint", ws=ws),
+        _e("fused_qkv_split_swapped", "fused_qkv", "joint", bug=("_fused_qkv.py", "key and value gradients swapped"), ws=ws),
+        _e("fused_qkv_split_unreduced", "fused_qkv", "joint", bug=("_fused_qkv.py", "never all-reduced"), ws=ws))),
     _e("swiglu_fused_t_correct", "swiglu_fused_t"),
     _e("swiglu_fused_t_swapped_halves", "swiglu_fused_t", bug=("_swiglu.py", "Conv1D weight")),
     _e("swiglu_fused_t_correct", "swiglu_fused_t", "joint"),

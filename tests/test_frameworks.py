@@ -42,7 +42,6 @@ _FUSED_QKV_GRAD = ("the fused-QKV weight's gradient: the backward concatenates t
                    "nor relates that view")
 XFAIL = {
     "torchtitan_llama3[joint]": _FUSED_QKV_GRAD + " (exit 3: the e-node limit, at the weight's mm in spmd_types/runtime.py)",
-    "megatron_layer[joint]": _FUSED_QKV_GRAD + " (megatron/core/tensor_parallel/layers.py:626)",
     "megatron_layer[forward@4]": "one head per rank: the attention scores' baddbmm reads the query and key views "
                                  "[s, b, 1, d] -> [b, s, d] of the ranks' heads "
                                  "(megatron/core/transformer/dot_product_attention.py:184-194); no lemma relates "

@@ -24,7 +24,8 @@ from entangle_py.lemmas._instances.movement import (
     view_self, view_regroup, view_regroup_bad, view_view)
 from entangle_py.lemmas._instances.movement import concat_nest_cst, concat_nest_cst_bad, concat2_terms
 from entangle_py.lemmas._instances.movement import (view_concat_prods_terms, view_regroup_prefix, view_regroup_prefix_bad,
-    zip_concat_fold, zip_concat_fold_nil)
+    zip_concat_fold, zip_concat_fold_nil, concat_interchange_more, concat_interchange_more_bad,
+    zip_concat_fold_misaligned, concat_nest_zip_terms)
 from entangle_py.lemmas._instances.movement import slice_tiles, stile_terms
 from entangle_py.lemmas._instances.movement import permute_inverse, permute_not_inverse, expand_split_absent, expand_split_absent_bad
 from entangle_py.lemmas._instances.movement import concat_zpad, concat_zpad_bad, map_zpad, map_zpad_bad, zpad_terms
@@ -64,6 +65,7 @@ _ZPAD_ADJ = ("(= n (ndim x))", "(= n (ndim y))", "(= (dim x d) (DLit m))", "(= l
              "(= t (dtype y))")
 
 _GROUP2 = "(concat (Cons x (Cons y (Cons z r))) d)"
+_NEST3 = "(concat_nest (Cons a r1) (Cons (concat (Cons b r2) e) (Cons (concat (Cons c r3) e) r4)) d e)"
 
 LEMMAS = [
     # ------------------------------------------------------------------ slice / concat / transpose
@@ -318,18 +320,26 @@ LEMMAS = [
     Lemma("concat-nest", "(concat (Cons (concat l1 e) r) d)", "(concat_nest l1 r d e)",
           when=("(!= d e)", "(= (+ d 1) (ndim (concat l1 e)))"),
           instances=concat_nest, rejects=concat_nest_bad),
-    # Any number of concats along e (the transpose of a block matrix: Megatron's fused QKV
+    Lemma("concat-interchange", "(concat_nest (Cons a r1) (Cons (concat (Cons b r2) e) (Nil)) d e)",
+          "(concat (zip_concat (Cons a r1) (Cons b r2) d e) e)",
+          trigger=("(concat_nest (Cons a r1) (Cons (concat (Cons b r2) e) (Nil)) d e)",
+                   "(concat (Cons a (Cons b (Nil))) d)"),
+          when=("(!= d e)",), instances=concat_interchange, rejects=concat_interchange_same),
+    # ... of three or more concats along e (the transpose of a block matrix: Megatron's fused QKV
     # gradient, the q, k and v gradients, each a concat over ranks, concatenated along the last
     # dim): the first two zipped, the rest folded in one by one (zip_concat_fold), each pair's
-    # concat of concats flattened (concat-flatten-head) into the rank's concat of its blocks
-    Lemma("concat-interchange", "(concat_nest (Cons a r1) (Cons (concat (Cons b r2) e) r3) d e)",
-          "(concat (zip_concat_fold (zip_concat (Cons a r1) (Cons b r2) d e) r3 d e) e)",
-          trigger=("(concat_nest (Cons a r1) (Cons (concat (Cons b r2) e) r3) d e)",
-                   "(concat (Cons a (Cons b q)) d)"),
-          when=("(!= d e)",), instances=concat_interchange, rejects=concat_interchange_same),
+    # concat of concats flattened (concat-flatten-head) into the rank's concat of its blocks.
+    # Only where a rank's concat begins with the first three parts' first blocks (one beginning
+    # with two of them fired on every grouping of a TP 8 all-gather: 20 k zip steps at L1 TP 8)
+    Lemma("concat-interchange-more", _NEST3,
+          "(concat (zip_concat_fold (zip_concat (Cons a r1) (Cons b r2) d e) (Cons (concat (Cons c r3) e) r4) d e) e)",
+          trigger=(_NEST3, "(concat (Cons a (Cons b (Cons c q))) d)"),
+          when=("(!= d e)", "(zipok (Cons a r1) (Cons b r2) e e)"), instances=concat_interchange_more,
+          rejects=concat_interchange_more_bad),
     Lemma("zip-concat-fold-nil", "(zip_concat_fold l (Nil) d e)", "l", instances=zip_concat_fold_nil),
     Lemma("zip-concat-fold-cons", "(zip_concat_fold l (Cons (concat (Cons b r2) e) r) d e)",
-          "(zip_concat_fold (zip_concat l (Cons b r2) d e) r d e)", instances=zip_concat_fold),
+          "(zip_concat_fold (zip_concat l (Cons b r2) d e) r d e)", when=("(zipok l (Cons b r2) e e)",),
+          instances=zip_concat_fold, rejects=zip_concat_fold_misaligned),
     # ... and with a constant for the second concat: a constant is the concat of its blocks, split
     # where the first concat's parts are (labels shifted and padded with a constant column, -100,
     # along dim 1, of row-sharded ids: each rank pads its rows with its own block of the column)
@@ -475,6 +485,13 @@ RULES = [
     # (concat2 x y d): the e-graph holds the concat of the two parts x, y along d
     Rule("concat2", "(rule ((= c (concat (Cons x (Cons y (Nil))) d))) ((concat2 x y d)) :ruleset shapes)",
          check_terms=concat2_terms),
+    # the parts zipped by the interchange of three or more concats line up along e (zipok: the
+    # zip-aligned rule walks the lists).  Without it every concat form of a part (a TP 8 concat
+    # over ranks grouped every way) was zipped with the parts so far: 20 k zip steps at L1 TP 8
+    Rule("ask-zip-concat-nest", (
+        "(rule ((= y (concat_nest (Cons a r1) (Cons (concat l2 e) r) d e))) ((ask_zip (Cons a r1) l2 e e)) :ruleset zips)\n"
+        "(rule ((= y (zip_concat_fold l (Cons (concat l2 e) r) d e))) ((ask_zip l l2 e e)) :ruleset zips)"),
+        check_terms=concat_nest_zip_terms),
     # (tprod c i), (sprod s i): the product of the first i dims of a concat c, and of the first i
     # entries of s, for each view of a concat to s (view-concat-regroup-prefix); literal sizes
     Rule("view-concat-prods", (

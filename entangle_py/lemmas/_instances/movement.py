@@ -955,9 +955,23 @@ def _more(rng, inst, k):
     return {**_ab(inst), "r3": [torch.cat(m, e) for m in more], "q": [m[0] for m in more]}
 
 
-@repeat(10)
+@repeat(8)
 def concat_interchange(rng):
-    return _more(rng, _interchange(rng), rng.randint(2, 8))
+    return _ab(_interchange(rng))
+
+
+def _abc(inst):
+    """The third concat's parts as c r3, the ones after it r4."""
+    r3 = inst.pop("r3")
+    e = inst["e"]
+    sizes = [int(p.shape[e]) for p in [inst["a"]] + inst["r1"]]
+    third = list(torch.split(r3[0], sizes, e))
+    return {**inst, "c": third[0], "r3": third[1:], "r4": r3[1:]}
+
+
+@repeat(10)
+def concat_interchange_more(rng):
+    return _abc(_more(rng, _interchange(rng), rng.randint(3, 8)))
 
 
 @repeat(6)
@@ -1038,7 +1052,52 @@ def zip_concat_misaligned(rng):
 
 @repeat(3)
 def concat_interchange_same(rng):
-    return _more(rng, _interchange(rng, same=True), rng.randint(2, 4))
+    return _ab(_interchange(rng, same=True))
+
+
+def _misalign(rng, inst):
+    """b r2 regrouped: the second concat's first two parts joined, or its first part cut in two
+    (its parts no longer line up with a r1's)."""
+    e, parts = inst["e"], [inst["b"]] + inst["r2"]
+    if len(parts) > 1:
+        parts = [torch.cat(parts[:2], e)] + parts[2:]
+    else:
+        parts = [parts[0], parts[0].narrow(e, 0, 0)] if parts[0].shape[e] == 0 else \
+            list(torch.split(parts[0], [1, parts[0].shape[e] - 1], e))
+    return {**inst, "b": parts[0], "r2": parts[1:]}
+
+
+def concat_interchange_more_bad(rng):
+    """The same dim (d == e); parts that do not line up along e."""
+    for _ in range(3):
+        inst = _abc(_more(rng, _interchange(rng), rng.randint(3, 5)))
+        yield {**inst, "d": inst["e"]}
+    for _ in range(3):
+        yield _misalign(rng, _abc(_more(rng, _interchange(rng), rng.randint(3, 5))))
+
+
+def zip_concat_fold_misaligned(rng):
+    for inst in zip_concat_fold(rng):
+        yield _misalign(rng, inst)
+
+
+def concat_nest_zip_terms(rng):
+    """A concat_nest and a zip_concat_fold of concats along e whose parts line up with the first
+    list's or not (regrouped): (zipok l1 l2 e e) true exactly when they do."""
+    for k in range(4):
+        inst = _abc(_more(rng, _interchange(rng), 3))
+        if k % 2:
+            inst = _misalign(rng, inst)
+        l1, l2 = [inst["a"]] + inst["r1"], [inst["b"]] + inst["r2"]
+        env = {**{f"a{i}": x for i, x in enumerate(l1)}, **{f"b{i}": x for i, x in enumerate(l2)}, "c": inst["r4"][0]
+               if inst["r4"] else torch.cat([inst["c"]] + inst["r3"], inst["e"])}
+        t1 = " ".join(f"(Cons a{i}" for i in range(len(l1))) + " (Nil)" + ")" * len(l1)
+        t2 = " ".join(f"(Cons b{i}" for i in range(len(l2))) + " (Nil)" + ")" * len(l2)
+        d, e = inst["d"], inst["e"]
+        rest = f"(Cons (concat {t2} {e}) (Cons c (Nil)))"
+        facts = [f"(zipok {t1} {t2} {e} {e})"]
+        yield f"(concat_nest {t1} {rest} {d} {e})", env, facts
+        yield f"(zip_concat_fold {t1} {rest} {d} {e})", env, facts
 
 
 # ----------------------------------------------------------------------------- zero padding

@@ -139,6 +139,9 @@ _HELPERS = {
     "map_expand_at": ((0,), lambda a, e, k: _app("expand", e[0], _dims_with(a[1], a[3], _INFERRED) or a[1])),
     "zip_concat": ((0, 1), lambda a, e, k: _app("concat", make_list([e[0], e[1]]), a[2])),
     # part k of acc, then block k (along e) of each tensor of the second list, along d
+    "map_ccol": ((0,), lambda a, e, k: e[0]),
+    "zip_ccol": ((0, 1), lambda a, e, k: _app("concat", make_list([e[0], e[1]]), a[2])),
+    "unccol": ((0,), lambda a, e, k: e[0]),
     "zip_concat_fold": ((0,), lambda a, e, k: _app("concat", make_list([e[0], Sym(f"their_blocks_{k}_along_dim_{a[3]}")]), a[2])),
     "map_zpad": ((0,), lambda a, e, k: _app("zpad", e[0], a[1], _offset(a[2], k), Sym(f"to_{a[3]}"))),
     "map_place_each": ((0,), lambda a, e, k: _app("place", e[0], a[1], a[2])),

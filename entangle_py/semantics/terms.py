@@ -223,6 +223,13 @@ CONSTRUCTORS: list[Constructor] = [
     # ... folded over more tensors (a concat along d of k concats along e): each tensor of l split
     # along e where acc's parts are, its blocks appended part by part along d
     _c("zip_concat_fold", "TList TList i64 i64", "TList", BIG, False, _zip_concat_fold),
+    # a column of blocks the interchange is gathering: the concat of its parts along d, kept apart
+    # from concat (no concat lemma reads a half-built column), a concat once complete (unccol)
+    _c("ccol", "TList i64", "T", BIG, False, lambda l, d: _concat(l, d)),
+    _c("map_ccol", "TList i64", "TList", BIG, False, lambda l, d: [_concat([x], d) for x in l]),
+    _c("zip_ccol", "TList TList i64 i64", "TList", BIG, False,
+       lambda l1, l2, d, e: [_concat([a, b], d) for a, b in _zip_aligned(l1, l2, e, e)]),
+    _c("unccol", "TList", "TList", BIG, False, lambda l: list(l)),
     # reductions and layer norm part by part
     _c("map_reduce", "String TList IList i64", "TList", BIG, False,
        lambda op, l, dims, k: [_reduce(op, x, dims, k) for x in l]),
@@ -498,7 +505,7 @@ DIM_ARGS: dict[str, tuple[int, ...]] = {
     "softmax": (1,), "zip_binary": (3, 4), "lsum": (1,), "map_transpose": (1, 2), "map_softmax": (1,),
     "zip_matmul": (2,), "map_view_at": (2, 3), "map_view_scale": (2, 3),
     "map_slice": (1,), "map_permute": (1,), "map_reduce": (2,), "dset": (1,), "map_expand_at": (2, 3),
-    "concat_nest": (2, 3), "zip_concat": (2, 3), "zip_concat_fold": (2, 3), "zpad": (1,), "map_zpad": (1,),
+    "concat_nest": (2, 3), "zip_concat": (2, 3), "zip_concat_fold": (2, 3), "ccol": (1,), "map_ccol": (1,), "zip_ccol": (2, 3), "zpad": (1,), "map_zpad": (1,),
     "map_zpad_each": (1,),
     "zip_place": (3,), "zip_tplace": (4,), "cst_parts": (3, 5),
 }

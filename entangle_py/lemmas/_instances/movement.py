@@ -1004,6 +1004,31 @@ def concat_nest(rng):
     return _nest(_interchange(rng, last=True))
 
 
+def _nest_more(rng, last):
+    """A concat along d (the last dim or not) of a concat along e and two or more tensors."""
+    while True:
+        inst = _interchange(rng)
+        n = inst["l1"][0].dim()
+        if (inst["d"] == n - 1) == last:
+            break
+    inst = _more(rng, inst, rng.randint(3, 6))
+    return {"l1": [inst["a"]] + inst["r1"], "y": torch.cat([inst["b"]] + inst["r2"], inst["e"]), "z": inst["r3"][0],
+            "r": inst["r3"][1:], "d": inst["d"], "e": inst["e"]}
+
+
+@repeat(6)
+def concat_nest_more(rng):
+    return _nest_more(rng, last=False)
+
+
+def concat_nest_more_bad(rng):
+    """The same dim (d == e); the last dim (concat-nest's)."""
+    for _ in range(3):
+        inst = _nest_more(rng, last=False)
+        yield {**inst, "d": inst["e"]}
+        yield _nest_more(rng, last=True)
+
+
 def concat_nest_bad(rng):
     """The same dim (d == e), or an outer concat along a dim that is not the last."""
     for _ in range(3):
@@ -1074,6 +1099,55 @@ def concat_interchange_more_bad(rng):
         yield {**inst, "d": inst["e"]}
     for _ in range(3):
         yield _misalign(rng, _abc(_more(rng, _interchange(rng), rng.randint(3, 5))))
+
+
+@repeat(4)
+def map_ccol(rng):
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    l = concat_parts(rng, nd, rng.randrange(nd))
+    return {"x": l[0], "r": l[1:], "d": d}
+
+
+def _ccol_pair(rng):
+    """Columns (each already the concat of 1-3 blocks along d) and blocks lining up with them on e."""
+    inst = _interchange(rng)
+    d, e = inst["d"], inst["e"]
+    cols = []
+    for a in inst["l1"]:
+        cols.append([a] + [tensor(rng, *[rng.randint(0, 2) if i == d else n for i, n in enumerate(a.shape)])
+                           for _ in range(rng.randint(0, 2))])
+    return cols, inst["l2"], d, e
+
+
+@repeat(6)
+def zip_ccol(rng):
+    cols, l2, d, e = _ccol_pair(rng)
+    return {"la": cols[0], "r1": [torch.cat(c, d) for c in cols[1:]], "b": l2[0], "r2": l2[1:], "d": d, "e": e}
+
+
+def zip_ccol_misaligned(rng):
+    for inst in zip_ccol(rng):
+        b = inst["b"]
+        yield {**inst, "b": torch.cat([b, b.narrow(inst["e"], 0, min(1, b.shape[inst["e"]]))], inst["e"])
+               if b.shape[inst["e"]] else tensor(rng, *[1 if i == inst["e"] else n for i, n in enumerate(b.shape)])}
+
+
+@repeat(4)
+def unccol(rng):
+    cols, _, d, _ = _ccol_pair(rng)
+    return {"la": cols[0], "r": [torch.cat(c, d) for c in cols[1:]], "d": d}
+
+
+def ccol_terms(rng):
+    """A column of 1-3 blocks: its dims but the axis are its first block's (true), not one more."""
+    for _ in range(4):
+        cols, _, d, e = _ccol_pair(rng)
+        col = cols[0]
+        env = {f"a{i}": x for i, x in enumerate(col)}
+        t = f"(ccol {' '.join(f'(Cons a{i}' for i in range(len(col)))} (Nil){')' * len(col)} {d})"
+        v = int(col[0].shape[e])
+        yield t, env, [f"(= (dim t {e}) (DLit {v}))", f"(= (dim t {e}) (DLit {v + 1}))", f"(= (ndim t) {col[0].dim()})"]
 
 
 def zip_concat_fold_misaligned(rng):

@@ -36,12 +36,12 @@ from framework_corpus import BY_ID, CORPUS, bug_line, framework  # noqa: E402
 pytestmark = pytest.mark.frameworks
 
 # Correct entries the checker cannot prove today, and why (strict: they fail loudly once it can).
-_FUSED_QKV_GRAD = ("the fused-QKV weight's gradient: the backward concatenates the query, key and value gradients "
-                   "(each a concat over ranks along the heads) along the last dim and views the result [s * b, G * 3 * h], "
-                   "merging the dims before the sharded one; no lemma interchanges a concat of three concats over ranks, "
-                   "nor relates that view")
 XFAIL = {
-    "torchtitan_llama3[joint]": _FUSED_QKV_GRAD + " (exit 3: the e-node limit, at the weight's mm in spmd_types/runtime.py)",
+    "torchtitan_llama3[joint]": "the vocab-parallel embedding's gradient: each rank scatters its gradient times the "
+                                "owner mask at its clamped ids (embedding_dense_backward of torchtitan's clamp-and-mask "
+                                "lookup); no lemma relates that to the whole table's scatter (exit 3: the e-node limit, "
+                                "at the weight's embedding_dense_backward; the fused-QKV weight's gradient before it "
+                                "is related)",
     "megatron_layer[forward@4]": "one head per rank: the attention scores' baddbmm reads the query and key views "
                                  "[s, b, 1, d] -> [b, s, d] of the ranks' heads "
                                  "(megatron/core/transformer/dot_product_attention.py:184-194); no lemma relates "

@@ -71,6 +71,9 @@ WEAK_DRAWS = {"transpose-view-merged-right": 1, "transpose-view-merged-left": 1,
                # a constant of the shape of a concat along another dim than the outer concat's, and
                # of the parts' dtype
                "concat-nest-cst": 4,
+               # three or more concats along e of parts lining up with a first list's blocks (and
+               # a rank's concat of the first blocks, the trigger)
+               "concat-nest-more": 3, "concat-interchange-more": 0, "zip-concat-fold-cons": 2,
                # rows of ids' shape plus a width, ids in [0, n)
                "scatter-concat-last": 2, "map-scatter-cons": 2,
                # a write at distinct rows (a nonzero) first in a list of parts of one shape

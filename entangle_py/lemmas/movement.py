@@ -51,7 +51,7 @@ _KEEP_SUFFIX = ("(= n (ndim (concat (Cons x r) d)))", "(= m (dlen s))", "(vsfx (
 _REGROUP = ("(vpfx (concat (Cons x r) d) s d)", "(= (dim (concat (Cons x r) d) d) (DLit t))", "(= (dat s d) (DLit p))",
             "(> t 0)", "(!= p t)")
 # the first d dims' product (a literal) that of the view's first j, j != d
-_REGROUP_PREFIX = ("(= (tprod (concat (Cons x r) d) d) q)", "(= (sprod s j) q)", "(!= j d)",
+_REGROUP_PREFIX = ("(= q (tprod (concat (Cons x r) d) d))", "(= j (spos s q))", "(!= j d)",
                    "(= (dim (concat (Cons x r) d) d) (DLit t))", "(= (dat s j) (DLit p))", "(> t 0)", "(!= p t)")
 
 # a + y + x for zero-padded blocks y, x of one float dtype with a, of one padded size along d:
@@ -518,11 +518,14 @@ RULES = [
         "(rule ((= y (ccol (Cons x r) d)) (= v (dim x i)) (!= i d)) ((set (dim y i) v)) :ruleset shapes)"),
         check_terms=ccol_terms),
     # (tprod c i), (sprod s i): the product of the first i dims of a concat c, and of the first i
-    # entries of s, for each view of a concat to s (view-concat-regroup-prefix); literal sizes
+    # entries of s, for each view of a concat to s (view-concat-regroup-prefix); literal sizes.
+    # (spos s q): the last index i < len(s) where s's first i entries multiply to q (past the
+    # size-1 dims the view puts before its axis)
     Rule("view-concat-prods", (
         "(rule ((= y (view (concat l d) s))) ((set (tprod (concat l d) 0) 1) (set (sprod s 0) 1)) :ruleset shapes)\n"
         "(rule ((= v (tprod x i)) (= (dim x i) (DLit w))) ((set (tprod x (+ i 1)) (* v w))) :ruleset shapes)\n"
-        "(rule ((= v (sprod s i)) (= (dat s i) (DLit w))) ((set (sprod s (+ i 1)) (* v w))) :ruleset shapes)"),
+        "(rule ((= v (sprod s i)) (= (dat s i) (DLit w))) ((set (sprod s (+ i 1)) (* v w))) :ruleset shapes)\n"
+        "(rule ((= v (sprod s i)) (< i (dlen s))) ((set (spos s v) i)) :ruleset shapes)"),
         check_terms=view_concat_prods_terms),
     Rule("shape-expand", (
         "(rule ((= y (expand x s)) (= n (dlen s))) ((set (ndim y) n)) :ruleset shapes)\n"

@@ -388,6 +388,7 @@ FUNCTIONS_TEXT = """
 (relation vsfx (T DList i64))
 (function tprod (T i64) i64 :merge old)
 (function sprod (DList i64) i64 :merge old)
+(function spos (DList i64) i64 :merge (max old new))
 (relation bsame (T T i64))
 (relation peer (T T))
 (relation concat2 (T T i64))
@@ -598,6 +599,14 @@ def _sprod(s, i):
     return math.prod(s[:i])
 
 
+def _spos(s, q):
+    """The last index i < len(s) at which the first i entries of shape list s multiply to q."""
+    found = [i for i in range(len(s)) if math.prod(s[:i]) == q]
+    if not found:
+        raise ValueError(f"no prefix of {s} multiplies to {q}")
+    return found[-1]
+
+
 def _dat(s, i):
     if not 0 <= i < len(s):
         raise IndexError("dat index out of range")
@@ -610,7 +619,7 @@ def _ipos(p, d):
 
 VIEW_RELATIONS: dict[str, Callable] = {
     "vpfx": _vpfx, "vsfx": _vsfx, "bsame": _bsame, "dat": _dat, "ipos": _ipos, "zipok": _zipok,
-    "tprod": _tprod, "sprod": _sprod,
+    "tprod": _tprod, "sprod": _sprod, "spos": _spos,
 }
 
 

@@ -35,6 +35,7 @@ _FUNCS = {
     "dat": (("DList", "i64"), "Dim"), "dlast": (("DList",), "Dim"),
     "ihas": (("IList", "i64"), "i64"), "ibelow": (("IList", "i64"), "i64"), "ilen": (("IList",), "i64"),
     "vpfx": (("T", "DList", "i64"), "bool"), "vsfx": (("T", "DList", "i64"), "bool"),
+    "tprod": (("T", "i64"), "i64"), "sprod": (("DList", "i64"), "i64"), "spos": (("DList", "i64"), "i64"),
     "bsame": (("T", "T", "i64"), "bool"), "zipok": (("TList", "TList", "i64", "i64"), "bool"), "ipos": (("IList", "i64"), "i64"),
     "dle": (("Dim", "Dim"), "bool"),
     "cmul": (("String", "String"), "String"), "itext": (("i64",), "String"), "fillop": (("i64",), "String"), "clampop": (("i64",), "String"),

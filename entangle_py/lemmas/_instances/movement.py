@@ -1,6 +1,8 @@
 """Instances of the movement lemmas (entangle_py/lemmas/movement.py): slice / concat / transpose / view algebra."""
 from __future__ import annotations
 
+import math
+
 from entangle_py.lazy import torch
 
 from entangle_py.lemmas._instances import concat_parts, dlist, ilist, repeat, tensor
@@ -445,7 +447,10 @@ def _regroup_prefix_instance(rng):
         j = rng.choice([k for k in range(0, 4) if k != d and (k or q == 1)])
         dt = getattr(torch, rng.choice(_DTYPES))
         l = [x.to(dt) for x in inst["l"]]
-        return {**inst, "l": l, "s": _factor(rng, q, j) + inst["s"][d:], "j": j, "q": q}
+        s = _factor(rng, q, j) + inst["s"][d:]
+        j = max(i for i in range(len(s)) if math.prod(s[:i]) == q)     # past size-1 dims (spos)
+        if j != d and s[j] != inst["t"]:
+            return {**inst, "l": l, "s": s, "j": j, "q": q, "p": s[j]}
 
 
 @repeat(12)
@@ -1717,4 +1722,6 @@ def view_concat_prods_terms(rng):
             for n in s[:i]:
                 v *= n
             facts += [f"(= (sprod {dlist(s)} {i}) {v})", f"(= (sprod {dlist(s)} {i}) {v + 1})"]
+        last = max(i for i in range(len(s)) if math.prod(s[:i]) == inst["q"])
+        facts += [f"(= (spos {dlist(s)} {inst['q']}) {last})", f"(= (spos {dlist(s)} {inst['q']}) {last + 1})"]
         yield f"(view {c} {dlist(s)})", env, facts

@@ -1703,11 +1703,16 @@ def zpad_zeros_bad(rng):
 
 
 def view_concat_prods_terms(rng):
-    """(tprod c i), (sprod s i) for a view of a concat c to s: the products of the first i dims, and
-    of s's first i entries (true where they are, false for another value)."""
-    for _ in range(4):
+    """(tprod c i), (sprod s i) for a view of a concat c to s that merges dims, c's axis not its last:
+    the products of the first i dims, and of s's first i entries (true where they are, false for
+    another value)."""
+    n = 0
+    while n < 4:
         inst = _regroup_prefix_instance(rng)
         l, d, s = inst["l"], inst["d"], inst["s"]
+        if not d + 1 < l[0].dim() or not len(s) < l[0].dim():
+            continue
+        n += 1
         env = {f"a{i}": x for i, x in enumerate(l)}
         c = f"(concat {' '.join(f'(Cons a{i}' for i in range(len(l)))} (Nil){')' * len(l)} {d})"
         cat = torch.cat(l, d)

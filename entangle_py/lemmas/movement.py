@@ -518,8 +518,8 @@ RULES = [
         "(rule ((= y (ccol (Cons x r) d)) (= v (dim x i)) (!= i d)) ((set (dim y i) v)) :ruleset shapes)"),
         check_terms=ccol_terms),
     # (tprod c i), (sprod s i): the product of the first i dims of a concat c, and of the first i
-    # entries of s, for each view of a concat to s (view-concat-regroup-prefix; literal sizes)
-    # that merges dims, of a concat along a dim but its last (view-concat-last's): kept for every
+    # entries of s, for each view to s that merges dims of a concat along a dim but its last (the
+    # last is view-concat-last's) -- view-concat-regroup-prefix's; literal sizes.  Kept for every
     # view of a concat, the new facts of each step cost GPT L8 TP 2 four lemma steps and 23 % more
     # matches.
     # (spos s q): the last index i < len(s) where s's first i entries multiply to q (past the

@@ -79,6 +79,8 @@ def run_stages(seq: str, dist: str, spec_path: str, executor, assume=(), numeric
     entries = []
     for st, t, r in zip(stages, tasks, results):
         e = entry(t, r)
+        if e["report"] is not None:     # the derived spec was a temporary file: name the user's
+            e["report"]["spec"] = f"{spec_path} [stage {st.index}]"
         e.update(spec=spec_path, index=st.index, assumes=dict(st.assumes),
                  proves=dict(st.proves) if st.proves else "the spec's outputs",
                  text=r.value.text if r.ok else "")

@@ -22,8 +22,12 @@ EXPECT = '[expect]\n"out" = "r2.out"\n'
 
 @pytest.fixture(scope="module")
 def skip(tmp_path_factory):
+    return capture_skip(tmp_path_factory.mktemp("skip"))
+
+
+def capture_skip(d: Path) -> dict:
+    """The sequential skip program and its correct and swapped-peers three-stage twins, captured."""
     from entangle_py.frontend.capture import capture
-    d = tmp_path_factory.mktemp("skip")
     paths = {}
     for key, name, ws in (("seq", "pp_skip_correct", 1), ("dist", "pp_skip_correct", 3),
                           ("swapped", "pp_skip_swapped_peers", 3)):

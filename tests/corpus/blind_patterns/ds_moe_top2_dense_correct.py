@@ -1,7 +1,8 @@
 """DeepSpeed-MoE style top-2 gating with expert parallelism, dense combine: the gate's top-2
 probabilities are scattered into a [tokens, experts] combine-weight matrix (zeros + scatter_),
-each rank runs its NUM_EXPERTS / ep local experts on all tokens, accumulates combine-weighted
-outputs into a zeros_like buffer, and the buffers are all-reduced over the expert-parallel group."""
+each rank runs its NUM_EXPERTS / ep local experts (grouped weights, a dim-0 slice of the
+experts' stacked parameters) on all tokens, accumulates the combine-weighted outputs into a
+zeros_like buffer, and the buffers are all-reduced over the expert-parallel group."""
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
@@ -11,14 +12,17 @@ import torch.nn.functional as F
 HIDDEN, FFN, NUM_EXPERTS, TOKENS = 4, 6, 4, 5
 
 
-class Expert(nn.Module):
-    def __init__(self):
+class GroupedExperts(nn.Module):
+    def __init__(self, num_local_experts):
         super().__init__()
-        self.fc1 = nn.Linear(HIDDEN, FFN)
-        self.fc2 = nn.Linear(FFN, HIDDEN)
+        self.w1 = nn.Parameter(torch.empty(num_local_experts, HIDDEN, FFN))
+        self.b1 = nn.Parameter(torch.empty(num_local_experts, FFN))
+        self.w2 = nn.Parameter(torch.empty(num_local_experts, FFN, HIDDEN))
+        self.b2 = nn.Parameter(torch.empty(num_local_experts, HIDDEN))
 
-    def forward(self, x):
-        return self.fc2(F.gelu(self.fc1(x)))
+    def forward(self, local_expert_id, x):
+        h = F.gelu(x @ self.w1[local_expert_id] + self.b1[local_expert_id])
+        return h @ self.w2[local_expert_id] + self.b2[local_expert_id]
 
 
 class MOELayer(nn.Module):
@@ -27,7 +31,7 @@ class MOELayer(nn.Module):
         self.ep_rank, self.ep_size = rank, world_size
         self.num_local_experts = NUM_EXPERTS // world_size
         self.wg = nn.Linear(HIDDEN, NUM_EXPERTS, bias=False)
-        self.deepspeed_experts = nn.ModuleList([Expert() for _ in range(self.num_local_experts)])
+        self.experts = GroupedExperts(self.num_local_experts)
 
     def top2gating(self, logits):
         gates = F.softmax(logits, dim=1)
@@ -38,9 +42,9 @@ class MOELayer(nn.Module):
     def forward(self, hidden_states):
         combine_weights = self.top2gating(self.wg(hidden_states))
         expert_output = torch.zeros_like(hidden_states)
-        for local_expert_id, expert in enumerate(self.deepspeed_experts):
+        for local_expert_id in range(self.num_local_experts):
             global_expert_id = self.ep_rank * self.num_local_experts + local_expert_id
-            expert_output += combine_weights[:, global_expert_id:global_expert_id + 1] * expert(hidden_states)
+            expert_output += combine_weights[:, global_expert_id:global_expert_id + 1] * self.experts(local_expert_id, hidden_states)
         if self.ep_size > 1:
             expert_output = funcol.all_reduce(expert_output, "sum", dist.group.WORLD)
         return expert_output

@@ -7,7 +7,7 @@ import torch.distributed._functional_collectives as funcol
 import torch.nn as nn
 import torch.nn.functional as F
 
-NUM_EMBEDDINGS, EMBEDDING_DIM, BATCH, SEQ = 8, 4, 2, 3
+NUM_EMBEDDINGS, EMBEDDING_DIM, BATCH, SEQ = 8, 4, 4, 8
 
 
 class VocabParallelEmbedding(nn.Module):

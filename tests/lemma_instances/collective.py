@@ -1,11 +1,9 @@
 """Instances of the collective lemmas (entangle_py/lemmas/collective.py): sums and maxima over ranks."""
 from __future__ import annotations
 
-import random
-
 from entangle_py.lazy import torch
 
-from entangle_py.lemmas._instances import dlist, concat_parts, repeat, tensor
+from lemma_instances.common import concat_parts, repeat, tensor
 
 
 @repeat(4)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from entangle_py.lazy import torch
 
 from entangle_py.semantics import terms
-from entangle_py.lemmas._instances import concat_parts, ilist, repeat, tensor
+from lemma_instances.common import concat_parts, ilist, repeat, tensor
 
 @repeat(6)
 def softmax_other(rng):

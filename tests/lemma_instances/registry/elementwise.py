@@ -62,9 +62,12 @@ INSTANCES = {
     "rsum-pair-add-swapped": Instances(rsum_pair),
     "rsum-fold-first": Instances(rsum_fold, rejects=rsum_fold_not_0d),
     "add-zero": Instances(add_zero, rejects=add_zero_int),
-    "add-zeros-right": Instances(with_zero_text(add_zeros("right")), rejects=with_zero_text(add_zeros_bad("right"), add_zeros("right"))),
-    "add-zeros-left": Instances(with_zero_text(add_zeros("left")), rejects=with_zero_text(add_zeros_bad("left"), add_zeros("left"))),
-    "add-zeros-bcast-right": Instances(with_zero_text(add_zeros_bcast), rejects=with_zero_text(add_zeros_bcast_bad, add_zeros_bcast)),
+    "add-zeros-right": Instances(with_zero_text(add_zeros("right")),
+                                 rejects=with_zero_text(add_zeros_bad("right"), add_zeros("right"))),
+    "add-zeros-left": Instances(with_zero_text(add_zeros("left")),
+                                rejects=with_zero_text(add_zeros_bad("left"), add_zeros("left"))),
+    "add-zeros-bcast-right": Instances(with_zero_text(add_zeros_bcast),
+                                       rejects=with_zero_text(add_zeros_bcast_bad, add_zeros_bcast)),
     "div-rsum-nonzero": Instances(div_rsum, rejects=div_rsum_zero),
     "mul-rsum-finite": Instances(mul_rsum, rejects=mul_rsum_inf),
     "mul-finite-rsum": Instances(mul_rsum, rejects=mul_rsum_inf),
@@ -90,7 +93,8 @@ INSTANCES = {
     **{"where-concat-" + "".join(o for o, kind in zip("cab", p) if kind == "L"):
        Instances(where_concat(p), rejects=where_concat_misaligned(p)) for p in WHERE_PATTERNS},
     # ... with a condition (so rejects) where two or more parts line up
-    **{f"zip-where-cons-{p}": Instances(zip_where_cons(p), rejects=zip_where_misaligned(p) if p.count("L") > 1 else None)
+    **{f"zip-where-cons-{p}": Instances(zip_where_cons(p),
+                                        rejects=zip_where_misaligned(p) if p.count("L") > 1 else None)
        for p in WHERE_PATTERNS},
     "zip-where-nil": Instances(zip_where_nil),
     "bc-like-nil": Instances(bc_like_nil),

@@ -18,7 +18,7 @@ LAYERS = [
     {"oracle"},
     {"report"},
     {"pipeline"},
-    {"check_many"},
+    {"check_many", "stages"},
     {"testing", "cli", "__main__", "__init__"},
 ]
 

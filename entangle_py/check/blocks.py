@@ -356,6 +356,8 @@ class Memo:
         proved = []
         for a in self.block_ops(0):
             if a in self.to_prove and a in self.needed:
+                for u in self.created[a]:    # its window: from its inputs' relations, as in the loop
+                    c._relink(u)
                 if c.engine.size() > c.policy.window_nodes:
                     self._restart(proved)
                 if c._prove(c.seq.node(a), self.to_prove[a], "gd") is not None:

@@ -103,6 +103,12 @@ class Checker(OutputChecks):
         self.sleaves[v] = leaves_in(text).union(*(self.sleaves.get(u, ()) for u in SVAR.findall(text)))
         return v
 
+    def _relink(self, v: str):
+        """``v``'s G_d tensors again from what its facts name now: the tensors it reads may have
+        been related since ``v`` was defined (a block's facts are all defined before its proof)."""
+        text = " ".join(self.sfacts[v])
+        self.sleaves[v] = leaves_in(text).union(*(self.sleaves.get(u, ()) for u in SVAR.findall(text) if u != v))
+
     def _add_sfact(self, v: str, text: str):
         """``v`` also equals ``text`` (said before ``v`` is brought into the e-graph)."""
         self.sfacts[v].append(f"(union {v} {text})")

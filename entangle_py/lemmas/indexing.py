@@ -66,10 +66,12 @@ LEMMAS = [
     Lemma("tpick-valid", "(tpick L t c)", "(pick L t)", when=("(< c 0)",),
           trigger=("(tpick L t c)", "(given t)"), assumes=("valid_indices", "no_ignored_targets")),
     # the mean: the sum of the targets' terms over their count (both of L's dtype; float32 / float64
-    # only: in float16 2049 targets count 2048, while the scalar n divides exactly)
+    # only: in float16 2049 targets count 2048, while the scalar n divides exactly).  The count is
+    # of the targets other than c, whatever their values: no_ignored_targets alone makes it n
+    # (valid ids are for the picks, tpick-valid)
     Lemma("tcount-div-valid", f'(binary "div" {_LOSS_SUM} (tcount L t c n))', f'(scalar "div" {_LOSS_SUM} n)',
           when=("(< c 0)", '(!= n "")', "(= f (dtype L))", "(fdtype f)", '(!= f "float16")', '(!= f "bfloat16")'),
-          trigger=(f'(binary "div" {_LOSS_SUM} (tcount L t c n))', "(given t)"), assumes=("valid_indices", "no_ignored_targets")),
+          trigger=(f'(binary "div" {_LOSS_SUM} (tcount L t c n))', "(given t)"), assumes=("no_ignored_targets",)),
     # the pick of an elementwise op with a term constant along the picked dim (log_softmax's
     # log-sum-exp, viewed with a trailing 1) is the op of the pick and that term
     Lemma("pick-binary-bcast", "(pick (binary op a (view y s)) t)", "(binary op (pick a t) y)",
@@ -155,7 +157,7 @@ LEMMAS = [
     # float32 / float64 (in float16 2049 targets count 2048) and both divide in that dtype
     Lemma("tcount-div-valid-any", '(binary "div" x (tcount L t c n))', '(scalar "div" x n)',
           when=("(< c 0)", '(!= n "")', "(= f (dtype x))", "(= f (dtype L))", "(fdtype f)", '(!= f "float16")',
-                '(!= f "bfloat16")'), trigger=('(binary "div" x (tcount L t c n))', "(given t)"), assumes=("valid_indices", "no_ignored_targets")),
+                '(!= f "bfloat16")'), trigger=('(binary "div" x (tcount L t c n))', "(given t)"), assumes=("no_ignored_targets",)),
     # a placement (torch raises on an index outside [0, n)) is the masked placement of columns [0, n)
     Lemma("place-mplace", "(place v t n)", "(mplace v t 0 n)"),
     # the sum of a placement along its new dim is the values (zeros added; float: a sum of int32 is int64)

@@ -43,6 +43,8 @@ class CheckTask:
     assume: tuple = ()
     numeric: bool = True
     max_memory: int = 0         # resident bytes before the check gives up (0: the default limit)
+    limits: object = None       # a config.Limits for every limit (then max_memory is its memory)
+    memo: bool = True           # layer memoization (--no-memo: False)
 
 
 @dataclass
@@ -53,19 +55,25 @@ class CheckOutcome:
     exit_code: int
     report: dict | None = None
     message: str = ""
+    text: str = ""              # the verdict as `entangle check` prints it
 
 
 def check_task(t: CheckTask) -> CheckOutcome:
     """One whole check, as ``entangle check SEQ DIST --spec SPEC`` runs it (a task's function)."""
-    from entangle_py.config import Limits
+    import io
+    from rich.console import Console
+    from entangle_py.config import Limits, Policy
     from entangle_py.pipeline import check_files
     from entangle_py.report.jsonout import to_json
+    from entangle_py.report.text import print_result
     try:
-        res, _ = check_files(t.seq, t.dist, t.spec, limits=Limits(memory=t.max_memory),
-                             numeric=t.numeric, assume=t.assume)
+        res, _ = check_files(t.seq, t.dist, t.spec, limits=t.limits or Limits(memory=t.max_memory),
+                             numeric=t.numeric, assume=t.assume, policy=Policy(memoize=t.memo))
     except InputError as e:
         return CheckOutcome("bad-input", 2, None, str(e))
-    return CheckOutcome(res.status, res.exit_code, to_json(res, t.seq, t.dist, t.spec))
+    out = io.StringIO()
+    print_result(res, Console(file=out, highlight=False, emoji=False, soft_wrap=True, color_system=None))
+    return CheckOutcome(res.status, res.exit_code, to_json(res, t.seq, t.dist, t.spec), text=out.getvalue())
 
 
 def preload():
@@ -114,10 +122,10 @@ def load_manifest(path: str | Path, max_memory: int = 0) -> list[CheckTask]:
 def run_check_many(tasks: list[CheckTask], executor, on_result=None) -> list[dict]:
     """Every check through ``executor``; one entry per task, in the manifest's order."""
     results = executor.run([Task(t.name, check_task, (t,)) for t in tasks], on_result=on_result)
-    return [_entry(t, r) for t, r in zip(tasks, results)]
+    return [entry(t, r) for t, r in zip(tasks, results)]
 
 
-def _entry(t: CheckTask, r) -> dict:
+def entry(t: CheckTask, r) -> dict:
     if r.ok:
         out: CheckOutcome = r.value
         status, code, report, message = out.status, out.exit_code, out.report, out.message
@@ -144,7 +152,7 @@ def run_check_many_cli(args) -> int:
 
     def progress(i, r):
         finished[0] += 1
-        e = _entry(tasks[i], r)
+        e = entry(tasks[i], r)
         what = e["status"] + (f": {e['message']}" if e["message"] else "")
         retried = f", {r.attempts} attempts" if r.attempts > 1 else ""
         console.print(f"[{finished[0]}/{len(tasks)}] {e['name']}: {what} (exit {e['exit_code']}) "

@@ -79,8 +79,20 @@ def _add_check(sub):
                    help="prove every block of a repeated stack (no layer memoization; docs/memoization.md)")
     p.add_argument("--recheck-budget", type=int, default=2 << 30, metavar="BYTES",
                    help="memory the numeric re-check may use (estimated from the shapes; default 2 GB)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="with [stages] in the spec: stages checked at once (default: the cores; docs/scale-out.md)")
+    p.add_argument("--ray", action="store_true", help="with [stages]: check the stages on a local Ray cluster")
+    p.add_argument("--ray-address", metavar="ADDR", help="with [stages]: check the stages on the Ray cluster at ADDR")
 
     def run(args):
+        from entangle_py.check.spec import load_spec
+        if args.spec and load_spec(args.spec).stages:
+            from entangle_py.stages import run_stages_cli
+            return run_stages_cli(args)
+        given = [f for f, v in (("--workers", args.workers), ("--ray", args.ray), ("--ray-address", args.ray_address)) if v]
+        if given:
+            raise InputError(f"{', '.join(given)}: only a check by stages runs on workers (a spec with [stages]; "
+                             f"docs/scale-out.md)")
         from entangle_py.pipeline import run_check_cli
         return run_check_cli(args)
     p.set_defaults(run=run)

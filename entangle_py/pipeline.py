@@ -43,6 +43,10 @@ def check_graphs(seq, dist, spec, lemma_files=(), limits=None, progress=None, po
     refute an [expect] equality the lemmas did not prove in the exploration window, which ends
     its search (recheck.refuter), and it re-checks the verdict (recheck.attach).  ``assume``:
     assumptions given on the command line, as if the spec's [assume] said ``name = true``."""
+    if spec.stages:
+        raise S.SpecError(f"{spec.path}: [stages] splits a check into one check per pipeline stage, which "
+                          f"`entangle check` runs (docs/scale-out.md); this entry point checks a pair whole: "
+                          f"remove [stages] to check it whole")
     spec.assume = S.with_assumptions(spec.assume, assume, "--assume")
     checker = Checker(decompose(seq), decompose(dist), spec, limits=limits, lemma_files=lemma_files,
                       progress=progress, policy=policy,

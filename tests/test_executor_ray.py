@@ -64,3 +64,20 @@ def test_a_killed_ray_worker_is_retried_once(ray_cluster, tmp_path):
     assert fine.ok and fine.value[0] == 36
     assert not doomed.ok and doomed.attempts == 2 and "worker died on every attempt" in doomed.error
     assert doomed.error.count("WorkerCrashedError") == 2, doomed.error
+
+
+def test_stages_on_ray_are_the_in_process_stages(ray_cluster, tmp_path):
+    """A check by [stages] (entangle_py/stages.py) on Ray: each stage's verdict and report are the
+    in-process ones, correct and wrong."""
+    from entangle_py.stages import run_stages
+    from test_stages import BASE, EXPECT, STAGES, capture_skip
+    paths = capture_skip(tmp_path)
+    spec = tmp_path / "staged.toml"
+    spec.write_text(BASE + STAGES + EXPECT)
+    for dist, want in ((paths["dist"], [0, 0, 0]), (paths["swapped"], [0, 0, 1])):
+        local = run_stages(paths["seq"], dist, str(spec), InProcessExecutor(), numeric=False)
+        on_ray = run_stages(paths["seq"], dist, str(spec), RayExecutor(2), numeric=False)
+        assert [e["exit_code"] for e in local] == [e["exit_code"] for e in on_ray] == want
+        for a, b in zip(local, on_ray):
+            assert T.without_timings(a["report"]) == T.without_timings(b["report"]), a["name"]
+            assert b["worker"].startswith("ray:")

@@ -229,3 +229,19 @@ def test_every_pointwise_op_torch_lists_commutes_with_concat():
             checked += 1
     assert not bad, bad
     assert checked > 150, checked
+
+
+@pytest.mark.parametrize("text", [
+    '(mm (ref "a") (ref "b"))',
+    '(scalar "mul" (ref "x") 2.0)',
+    '(f "(ref \\"x\\")" (ref "y"))',                 # a reference written inside a string literal
+    '(f "a\\\\" (ref "q\\"uote"))',                  # escaped backslash and quote
+    '(concat (Cons (ref "r") (Cons (ref "r") (Nil))) 0)',
+])
+def test_binding_a_terms_references_is_the_parsed_terms(text):
+    """Term.bind substitutes references in the text; it must be what substituting them in the
+    parsed term and printing it gives."""
+    from entangle_py.semantics.lower.core import Term, _bind
+    from entangle_py.semantics.sexpr import parse_sexpr, to_sexpr
+    expr = {"a": '(Gd "r0.a")', "b": "$v1", "x": "$v2", "y": "$v3", "r": '(Gd "r1.r")', 'q"uote': "$v4"}.__getitem__
+    assert Term(text).bind(expr) == to_sexpr(_bind(parse_sexpr(text), expr))

@@ -220,3 +220,23 @@ def test_gpt_tp2_without_valid_indices_fails_at_the_lookup_with_a_hint(tmp_path)
     assert any("[assume] valid_indices = true" in h for h in hints(res))
     wrong = _gpt(tmp_path, _wrong_offset, ranks_edited=(1,))
     assert wrong.status == "fails" and not hints(wrong)
+
+
+def _grid_steps(layers: int, tp: int, policy=None) -> tuple[str, dict]:
+    """(verdict, lemma steps per G_s operator) of the shared grid cell, as bench_grid.py checks it."""
+    res, checker = check_files(str(GPT / f"paral1_layer{layers}"), str(GPT / f"paral{tp}_layer{layers}"),
+                               str(GPT / "specs" / f"layer{layers}_tp{tp}.toml"), assume=("same_rng",),
+                               policy=policy, numeric=False)
+    return res.status, {k: s["iterations"] for k, s in checker.op_stats.items()}
+
+
+def test_gpt_block_proof_steps_do_not_grow_with_the_degree():
+    """Layer memoization proves one block in an e-graph of its own; each of its operators is
+    explored from its inputs' relations as in the operator loop.  Exploring from the block's
+    boundary instead (its operators' facts are defined before any is proved) left TP 8's
+    attention to saturate a window without the ranks' own operators: 228 lemma steps at TP 8
+    against 137 at TP 2."""
+    v2, s2 = _grid_steps(8, 2)
+    v8, s8 = _grid_steps(8, 8)
+    assert v2 == v8 == "refines"
+    assert sum(s8.values()) <= 1.05 * sum(s2.values()), (sum(s8.values()), sum(s2.values()))

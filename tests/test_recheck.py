@@ -193,10 +193,33 @@ def test_loss_targets_are_drawn_with_padding_unless_assumed_absent(tmp_path):
     G.save(capture(str(programs / "_adv4.py:adv4_xpad_batch"), 1), seq)
     G.save(capture(str(programs / "_adv4.py:adv4_xpad_batch"), 2), dist)
     assert main(["check", str(seq), str(dist), "--spec", str(programs / "adv4_xpad.toml"), "--json", str(out)]) == 1
-    assert json.loads(out.read_text())["numeric"]["status"] == "confirmed"
+    num = json.loads(out.read_text())["numeric"]
+    assert num["status"] == "confirmed"
+    # drawn again without padding the programs agree: the verdict names the assumption
+    assert num["padded_targets"] == {"inputs": ["input:target"], "equal_without": True}, num
+    assert "only where labels are padding" in num["verdict"] and "no_ignored_targets" in num["verdict"]
     t = {"t": torch.arange(8), "one": torch.tensor([3])}
     _ignore_some(t, {"t": -100, "one": -100}, torch.Generator().manual_seed(0))
     assert int((t["t"] == -100).sum()) == 2 and t["one"].tolist() == [3]
+
+
+def test_a_wrong_program_whose_output_relation_is_guessed_says_so(tmp_path, capsys):
+    """Without [expect] the witness guesses the output's relation from the ranks' outputs: it says
+    so and lists every clean relation it tried (none holds: fc2's all-reduce is missing)."""
+    seq, dist, spec = _paths("mlp_tp2_missing_allreduce")
+    text = Path(spec).read_text()
+    assert '[expect]\n"out" = "replicate"' in text
+    (tmp_path / "spec.toml").write_text(text.replace('[expect]\n"out" = "replicate"', ""))
+    out = tmp_path / "r.json"
+    assert main(["check", seq, dist, "--spec", str(tmp_path / "spec.toml"), "--json", str(out)]) == 1
+    num = json.loads(out.read_text())["numeric"]
+    assert num["status"] == "confirmed" and num["guessed"]["output"] == "out", num
+    assert {"r0.out", "sum over ranks of out", "mean over ranks of out", "max over ranks of out"} <= \
+        set(num["guessed"]["tried"])
+    assert "out has no [expect], so its relation was guessed: none of r0.out, sum over ranks of out" in num["verdict"]
+    # with [expect] the relation is the user's: nothing was guessed
+    assert main(["check", seq, dist, "--spec", spec, "--json", str(out)]) == 1
+    assert "guessed" not in json.loads(out.read_text())["numeric"]
 
 
 def test_a_violated_expectation_refuted_on_values_ends_its_search():

@@ -131,3 +131,24 @@ def test_around_takes_what_a_value_related_to_the_seeds_can_equal():
     took = {c.split('"')[1] for c in w.around({"r0.h1"}) if c.startswith("(union")}
     assert took == {f"r{r}.{n}" for r in (0, 1) for n in ("t1", "h1", "t2", "h2", "m")}
     assert not w.complete and w.around({"r0.h1"}) == []
+
+
+@pytest.mark.parametrize("text", [
+    '(Gd "r0.x")', '(concat (Cons (Gd "r0.x") (Cons (Gd "r1.x") (Nil))) 0)',
+    '(view (Gd "r0.a") (DCons (DLit 4) (DNil)))', '(mm (Gd "r0.a") (Gd "r0.b"))',
+    '(rsum (Cons (Gd "r0.(mm x") (Cons (Gd "r1.\\"(mm") (Nil))))',      # a name that reads as an op
+    '(concat (Cons (mm (Gd "r0.a") (Gd "r0.b")) (Nil)) 1)', '(slice (Gd "r0.a") 0 0 2 1)', '3', '"(mm"',
+])
+def test_cleanliness_read_from_text_is_cleanliness_of_the_parsed_term(text):
+    from entangle_py.semantics.terms import is_clean, is_clean_text, parse_sexpr
+    assert is_clean_text(text) == is_clean(parse_sexpr(text))
+
+
+def test_data_movement_is_the_definitions_whose_terms_are_clean():
+    facts = DistFacts()
+    for k in ("r0.a", "r0.b", "r0.c", "r0.d"):
+        facts.declare(k, [])
+    facts.define("r0.c", '(union (Gd "r0.c") (concat (Cons (Gd "r0.a") (Cons (Gd "r0.b") (Nil))) 0))')
+    facts.define("r0.d", '(union (Gd "r0.d") (mm (Gd "r0.a") (Gd "r0.c")))')
+    from entangle_py.check.window import data_movement
+    assert data_movement(facts) == {"r0.c"}

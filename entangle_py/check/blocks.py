@@ -12,6 +12,7 @@ the corresponding fact of block k.
 """
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -86,9 +87,11 @@ def find_stack(g: G.RankGraph, min_count: int = 2) -> Stack | None:
     best = None
     n = len(ops)
     for p in range(1, n // 2 + 1):
-        same = [a == b for a, b in zip(shapes, shapes[p:])]      # the cheap half of alike
-        if best is not None and sum(same) <= best.count * best.period - p:
+        if best is not None and (n // p) * p <= best.count * best.period:
+            continue        # whole blocks of this period cannot cover more than the best
+        if best is not None and sum(map(operator.eq, shapes, shapes[p:])) <= best.count * best.period - p:
             continue        # too few alike pairs at this period to cover more than the best
+        same = list(map(operator.eq, shapes, shapes[p:]))      # the cheap half of alike (a C loop)
         i = 0
         while i + p < n:
             if not same[i] or not alike(i, p):
@@ -264,7 +267,9 @@ class Memo:
             if m is None:
                 return None
             rank_maps.append(m)
-        ren = Renaming(gd_keys(c.dfacts.shape, rank_maps), gs, svar)
+        inside, outside = self.gd_keys0      # the names block 0's facts and boundary terms hold
+        names = {*inside, *outside, *(k for terms in self.boundary.values() for k in leaves_in(" ".join(terms)))}
+        ren = Renaming(gd_keys(sorted(names), rank_maps), gs, svar)
         return ren if ren.injective() else None
 
     @cached_property
@@ -356,6 +361,8 @@ class Memo:
         proved = []
         for a in self.block_ops(0):
             if a in self.to_prove and a in self.needed:
+                for u in self.created[a]:    # its window: from its inputs' relations, as in the loop
+                    c._relink(u)
                 if c.engine.size() > c.policy.window_nodes:
                     self._restart(proved)
                 if c._prove(c.seq.node(a), self.to_prove[a], "gd") is not None:

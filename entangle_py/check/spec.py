@@ -312,13 +312,14 @@ class Spec:
     path: str | None = None
     constants: dict = field(default_factory=dict)   # const port name -> int | float | bool
     assume: tuple = ()                              # assumption names the user wrote (sorted; config.ASSUMPTIONS)
+    stages: dict = field(default_factory=dict)      # cut tensor -> Relation, in pipeline order (entangle_py/stages.py)
 
     def to_toml(self) -> str:
         lines = []
         if self.mesh.shape:
             lines += ["[mesh]", f"shape = {list(self.mesh.shape)}",
                       "names = [" + ", ".join(_toml_str(n) for n in self.mesh.names) + "]", ""]
-        for section, table in (("inputs", self.inputs), ("cut", self.cut)):
+        for section, table in (("inputs", self.inputs), ("cut", self.cut), ("stages", self.stages)):
             if table:
                 lines.append(f"[{section}]")
                 lines += [f"{_toml_str(k)} = {_toml_str(str(v))}" for k, v in table.items()]
@@ -365,7 +366,7 @@ def load_spec(path: str | Path) -> Spec:
 
 
 def parse_spec(data: dict, where: str = "spec") -> Spec:
-    unknown = set(data) - {"mesh", "inputs", "outputs", "expect", "cut", "constants", "assume"}
+    unknown = set(data) - {"mesh", "inputs", "outputs", "expect", "cut", "constants", "assume", "stages"}
     if unknown:
         raise SpecError(f"{where}: unknown section(s) {sorted(unknown)}")
     mesh = Mesh()
@@ -377,7 +378,7 @@ def parse_spec(data: dict, where: str = "spec") -> Spec:
             raise SpecError(f"{where}: [mesh] needs shape = [ints] and names = [strings] of the same length")
         mesh = Mesh(tuple(shape), tuple(names))
     spec = Spec(mesh=mesh, path=where)
-    for section in ("inputs", "cut", "expect"):
+    for section in ("inputs", "cut", "expect", "stages"):
         table = data.get(section, {})
         if not isinstance(table, dict):
             raise SpecError(f"{where}: [{section}] must be a table")
@@ -389,6 +390,10 @@ def parse_spec(data: dict, where: str = "spec") -> Spec:
         if not (isinstance(check, list) and all(isinstance(c, str) for c in check)):
             raise SpecError(f"{where}: [outputs] check must be a list of output names")
         spec.check = list(check)
+    both = sorted(set(spec.stages) & (set(spec.cut) | set(spec.expect) | set(spec.inputs)))
+    if both:    # a stage boundary is assumed by one stage and discharged by the one before it
+        raise SpecError(f"{where}: {', '.join(map(repr, both))} in [stages] and in [cut], [expect] or [inputs]: "
+                        f"a stage boundary's relation is written once, in [stages]")
     spec.constants = _parse_constants(data.get("constants", {}), where)
     spec.assume = _parse_assume(data.get("assume", {}), where)
     return spec

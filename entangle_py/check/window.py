@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from entangle_py.semantics.terms import is_clean, parse_sexpr
+from entangle_py.semantics.terms import is_clean_text
 
 LEAF = re.compile(r'\(Gd "((?:[^"\\]|\\.)*)"\)')
 
@@ -161,10 +161,18 @@ def data_movement(facts: DistFacts) -> set[str]:
     """G_d tensors defined by clean terms only (data movement, collectives): no exploration depth."""
     out = set()
     for k, cmds in facts.defn.items():
-        terms = [parse_sexpr(c)[2] for c in cmds]     # (union (Gd k) term)
-        if terms and all(is_clean(t) for t in terms):
+        terms = [defined_term(c) for c in cmds]
+        if terms and all(is_clean_text(t) for t in terms):
             out.add(k)
     return out
+
+
+_DEFINITION = re.compile(r'\(union \(Gd "(?:[^"\\]|\\.)*"\) (.*)\)', re.S)
+
+
+def defined_term(command: str) -> str:
+    """The text of the term a G_d definition ``(union (Gd k) term)`` gives its tensor."""
+    return _DEFINITION.fullmatch(command).group(1)
 
 
 def _constants(facts: DistFacts) -> set[str]:

@@ -88,9 +88,11 @@ def rank_classes(bundle: G.Bundle) -> list[RankClass]:
     own.  Classes in order of their first rank."""
     streams = rng_streams(bundle) or {}
     forms: dict[tuple, list[tuple[int, list]]] = {}
+    form_of: dict[int, tuple] = {}
     for g in bundle.ranks:
         form, constants = canonical_form(g, streams.get(g.rank))
         forms.setdefault(form, []).append((g.rank, constants))
+        form_of[g.rank] = form
     groups = [part for members in forms.values() for part in _split(members)]
     groups.sort(key=lambda members: members[0][0])
     first = groups[0] if groups else None
@@ -101,7 +103,7 @@ def rank_classes(bundle: G.Bundle) -> list[RankClass]:
         varying = tuple((where, tuple(c[k][1] for _, c in members))
                         for k, (where, _) in enumerate(rep)
                         if any(c[k][1] != rep[k][1] for _, c in members))
-        differs = None if members is first else _difference(bundle, first, members)
+        differs = None if members is first else _difference(bundle, first, members, form_of)
         classes.append(RankClass(ranks, varying, differs))
     return classes
 
@@ -138,20 +140,21 @@ def _affine(ranks: list[int], values: list) -> bool:
     return all(v[i] == v[0] + a * (ranks[i] - ranks[0]) for i in range(len(v)))
 
 
-def _difference(bundle, first, members) -> str:
+def _difference(bundle, first, members, form_of) -> str:
     """Where a class departs from the first one: its graph, or the literals that split it off."""
     a, b = bundle.rank(first[0][0]), bundle.rank(members[0][0])
-    if canonical_form(a)[0] != canonical_form(b)[0]:
-        return first_difference(a, b)
+    if form_of[a.rank] != form_of[b.rank]:
+        return first_difference(a, b, (form_of[a.rank], form_of[b.rank]))
     ca, cb = first[0][1], members[0][1]
     diffs = [f"{where} = {vb!r} where rank {a.rank} has {va!r}"
              for (where, va), (_, vb) in zip(ca, cb) if _is_number(va) and va != vb]
     return "; ".join(diffs[:3]) + (f" (+{len(diffs) - 3} more)" if len(diffs) > 3 else "")
 
 
-def first_difference(a: G.RankGraph, b: G.RankGraph) -> str:
-    """Where rank b's canonical form first departs from rank a's, in words."""
-    fa, fb = canonical_form(a)[0], canonical_form(b)[0]
+def first_difference(a: G.RankGraph, b: G.RankGraph, forms=None) -> str:
+    """Where rank b's canonical form first departs from rank a's, in words (``forms``: theirs,
+    where the caller has them)."""
+    fa, fb = forms or (canonical_form(a)[0], canonical_form(b)[0])
     for k, (x, y) in enumerate(zip(fa[0], fb[0])):
         if x != y:
             n = b.nodes[k]

@@ -68,7 +68,9 @@ class OverridingRunner(interp.Runner):
 class Draw:
     """One random draw: G_s and every rank of G_d run on related inputs."""
 
-    def __init__(self, checker, seed: int, sizes: dict):
+    def __init__(self, checker, seed: int, sizes: dict, padded_targets: bool = True):
+        """``padded_targets``: set some loss targets to their ignore index, as padded labels are,
+        unless the spec assumes no_ignored_targets."""
         self.ck = checker
         seq_bundle, dist = checker.seq_bundle, checker.dist
         W = dist.world_size
@@ -76,7 +78,7 @@ class Draw:
         g0 = checker.seq
         try:
             seq_in = placement.random_inputs(g0, gen, sizes=sizes, int_ranges=int_ranges(g0), float_dtype=torch.float64)
-            if "no_ignored_targets" not in checker.spec.assume:   # else labels may be padding
+            if padded_targets and "no_ignored_targets" not in checker.spec.assume:   # else labels may be padding
                 _ignore_some(seq_in, ignored_targets(g0), gen)
             _set_constants(g0, seq_in, checker.spec.constants)
             spec = replace(checker.spec, inputs={**checker.spec.inputs, **getattr(checker, "inferred", {})})

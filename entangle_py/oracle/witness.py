@@ -11,7 +11,8 @@ from entangle_py.oracle import graph_values
 from entangle_py.oracle import placement
 from entangle_py.check import spec as S
 from entangle_py.semantics.terms import EvalError
-from entangle_py.oracle.numeric_runs import DEFAULT_BUDGET, DEFAULT_DRAWS, Draw, Skip, compare, diff_text, prepare
+from entangle_py.oracle.numeric_runs import (DEFAULT_BUDGET, DEFAULT_DRAWS, Draw, Skip, compare, diff_text,
+                                             ignored_targets, prepare)
 from entangle_py.oracle.proof_recheck import first_wrong_op, mark_unsound, recheck_draw
 
 MAX_CANDIDATES = 4000
@@ -29,29 +30,7 @@ def witness(checker, result, draws: int = DEFAULT_DRAWS, budget_bytes: int = DEF
     try:
         sizes, need = prepare(checker, budget_bytes)
         out.update(sizes=sizes, estimated_bytes=need)
-        local: dict[str, dict] = {}       # candidate label -> {'equal_all', 'worst'}
-        outputs: dict[str, dict] = {}
-        best_equal, unsound = None, None
-        for d in range(draws):
-            run = Draw(checker, seed + d, sizes)
-            out["draws"] = d + 1
-            if unsound is None:     # what the proof did claim must hold too
-                culprit, bad = first_wrong_op(checker, result, run), recheck_draw(checker, result, run)
-                if culprit or bad:
-                    unsound = (bad, culprit)
-            if f is not None and f.node in run.seq_env and isinstance(run.seq_env[f.node], torch.Tensor):
-                expected = run.seq_env[f.node]
-                for label, value in _held_candidates(checker, run, expected, f.node):
-                    _merge(local, label, compare(expected, value))
-                if f.best_term:
-                    try:
-                        c = compare(expected, run.eval(f.best_term))
-                        best_equal = c["equal"] if best_equal is None else best_equal and c["equal"]
-                    except EvalError:
-                        pass
-            for port, cands in _output_candidates(checker, run).items():
-                for label, value in cands:
-                    _merge(outputs.setdefault(port, {}), label, compare(run.seq_value(port), value))
+        local, outputs, best_equal, unsound, out["draws"] = _compare(checker, result, draws, seed, sizes)
         out["best_term_equal"] = best_equal
         equal_local = [k for k, v in local.items() if v["equal"]]
         outputs_equal = bool(outputs) and all(any(v["equal"] for v in c.values()) for c in outputs.values())
@@ -81,6 +60,9 @@ def witness(checker, result, draws: int = DEFAULT_DRAWS, budget_bytes: int = DEF
                 # relation names tensors the program does not return): what goes wrong is how the
                 # program computes the output, so name where it does
                 out["output_sources"] = output_sources(checker, where[len("at output "):])
+        if out["status"] == "confirmed":
+            _say_what_was_guessed(checker, out, outputs)
+            _try_without_padded_targets(checker, result, out, draws, seed, sizes)
         out["candidates"] = len(local)
         free = uncoupled_draws(checker, [f.node] if f else [p.node for p in checker.checked_outputs])
         if out["status"] == "confirmed" and free:
@@ -96,6 +78,70 @@ def witness(checker, result, draws: int = DEFAULT_DRAWS, budget_bytes: int = DEF
         out["reason"] = str(e)
     out["seconds"] = round(time.perf_counter() - t0, 3)
     return out
+
+
+def _say_what_was_guessed(checker, out: dict, outputs: dict):
+    """A confirmed verdict at an output without [expect] rests on relations the witness guessed:
+    say so, and which it tried (none held)."""
+    port = out["at"][len("at output "):] if out["at"].startswith("at output ") else None
+    if port is None or port not in outputs or next(iter(checker.expected(port)), None) is not None:
+        return
+    tried = list(outputs[port])
+    out["guessed"] = {"output": port, "tried": tried}
+    out["verdict"] += (f"; {port} has no [expect], so its relation was guessed: none of {', '.join(tried)} "
+                       f"holds on {out['draws']} draws (write the relation you mean in [expect])")
+
+
+def _try_without_padded_targets(checker, result, out: dict, draws: int, seed: int, sizes: dict):
+    """The draws set some loss targets to their ignore index (padded labels), unless the spec
+    assumes no_ignored_targets.  Where the programs then differ, draw again without padding: if
+    they agree, the difference is only in how they treat padded labels, and the verdict names the
+    assumption that rules padding out (it stays confirmed: with padded labels they differ)."""
+    if "no_ignored_targets" in checker.spec.assume:
+        return
+    padded = ignored_targets(checker.seq)
+    if not padded:
+        return
+    local, outputs, _, _, n = _compare(checker, result, draws, seed, sizes, padded_targets=False)
+    agree = bool(outputs) and all(any(v["equal"] for v in c.values()) for c in outputs.values())
+    out["padded_targets"] = {"inputs": sorted(padded), "equal_without": agree}
+    if agree:
+        where = ", ".join(f"{k} = {v}" for k, v in sorted(padded.items()))
+        out["verdict"] += (f"; only where labels are padding: drawn with no target equal to its ignore index "
+                           f"({where}) the programs agree on {n} draws. If no label is ever padding, assume it "
+                           f"(--assume no_ignored_targets, or [assume] no_ignored_targets = true); otherwise the "
+                           f"programs treat padded labels differently")
+
+
+def _compare(checker, result, draws: int, seed: int, sizes: dict, padded_targets: bool = True):
+    """Over ``draws`` draws: (held candidates of the failing tensor, candidates at each checked
+    output, whether the failure's best term holds its value, what a re-check of the proof found
+    wrong, draws run); each candidate label -> {'equal', 'worst'}."""
+    f = result.failure
+    local: dict[str, dict] = {}
+    outputs: dict[str, dict] = {}
+    best_equal, unsound, n = None, None, 0
+    for d in range(draws):
+        run = Draw(checker, seed + d, sizes, padded_targets)
+        n = d + 1
+        if unsound is None:     # what the proof did claim must hold too
+            culprit, bad = first_wrong_op(checker, result, run), recheck_draw(checker, result, run)
+            if culprit or bad:
+                unsound = (bad, culprit)
+        if f is not None and f.node in run.seq_env and isinstance(run.seq_env[f.node], torch.Tensor):
+            expected = run.seq_env[f.node]
+            for label, value in _held_candidates(checker, run, expected, f.node):
+                _merge(local, label, compare(expected, value))
+            if f.best_term:
+                try:
+                    c = compare(expected, run.eval(f.best_term))
+                    best_equal = c["equal"] if best_equal is None else best_equal and c["equal"]
+                except EvalError:
+                    pass
+        for port, cands in _output_candidates(checker, run).items():
+            for label, value in cands:
+                _merge(outputs.setdefault(port, {}), label, compare(run.seq_value(port), value))
+    return local, outputs, best_equal, unsound, n
 
 
 def uncoupled_draws(checker, nodes) -> list[str]:
@@ -233,8 +279,11 @@ def _output_candidates(checker, run: Draw) -> dict:
         if any(not isinstance(t, torch.Tensor) for t in ts):
             continue
         cands.append((f"r0.{p.name}", ts[0]))
-        if W > 1 and ts[0].is_floating_point():
-            cands.append((f"sum over ranks of {p.name}", sum(ts[1:], ts[0])))
+        if W > 1 and ts[0].is_floating_point() and all(t.shape == ts[0].shape for t in ts):
+            total = sum(ts[1:], ts[0])
+            cands.append((f"sum over ranks of {p.name}", total))
+            cands.append((f"mean over ranks of {p.name}", total / W))
+            cands.append((f"max over ranks of {p.name}", torch.stack(ts).amax(0)))
         for dim in range(expected.dim()):
             try:
                 cands.append((f"concat({p.name}, dim={dim})", torch.cat(ts, dim)))

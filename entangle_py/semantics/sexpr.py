@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_TOKEN = re.compile(r'\s*(?:(\()|(\))|("(?:[^"\\]|\\.)*")|([^\s()"]+))')
 
 
 @dataclass(frozen=True)
@@ -14,36 +13,42 @@ class Var:
     name: str
 
 
+_TOKENS = re.compile(r'\(|\)|"(?:[^"\\]|\\.)*"|[^\s()"]+|\S')
+_INT = re.compile(r"-?\d+")
+_FLOAT = re.compile(r"-?\d+\.\d*(e-?\d+)?")
+_ESCAPE = re.compile(r"\\(.)")
+
+
 def parse_sexpr(text: str):
     """Parse one s-expression: lists become tuples, "strings" str, numbers int/float, else Var."""
-    stack, pos, text = [[]], 0, text.strip()
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m or m.end() == pos:
-            raise ValueError(f"bad s-expression near {text[pos:pos + 20]!r}")
-        lp, rp, string, atom = m.groups()
-        pos = m.end()
-        if lp:
+    stack: list[list] = [[]]
+    for tok in _TOKENS.findall(text):     # one pass of the tokenizer over the whole text
+        c = tok[0]
+        if c == "(":
             stack.append([])
-        elif rp:
+        elif c == ")":
             if len(stack) < 2:
                 raise ValueError(f"unbalanced s-expression {text!r}")
             done = tuple(stack.pop())
             stack[-1].append(done)
-        elif string is not None:
-            stack[-1].append(re.sub(r'\\(.)', r'\1', string[1:-1]))
+        elif c == '"':
+            if len(tok) < 2 or tok[-1] != '"':
+                raise ValueError(f"bad s-expression near {tok[:20]!r}")
+            stack[-1].append(_ESCAPE.sub(r"\1", tok[1:-1]) if "\\" in tok else tok[1:-1])
         else:
-            stack[-1].append(_atom(atom))
+            stack[-1].append(_atom(tok))
     if len(stack) != 1 or len(stack[0]) != 1:
         raise ValueError(f"unbalanced s-expression {text!r}")
     return stack[0][0]
 
 
 def _atom(tok: str):
-    if re.fullmatch(r"-?\d+", tok):
-        return int(tok)
-    if re.fullmatch(r"-?\d+\.\d*(e-?\d+)?", tok):
-        return float(tok)
+    c = tok[0]
+    if c.isdigit() or (c == "-" and len(tok) > 1):     # only these can be numbers
+        if _INT.fullmatch(tok):
+            return int(tok)
+        if _FLOAT.fullmatch(tok):
+            return float(tok)
     return Var(tok)
 
 

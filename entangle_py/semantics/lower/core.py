@@ -7,6 +7,7 @@ The op classes each have a module of their own (``pointwise``, ``reduction``, ``
 """
 from __future__ import annotations
 
+import re
 import math
 from dataclasses import dataclass
 
@@ -93,11 +94,19 @@ class Term:
 
     def bind(self, expr_of) -> str:
         """The term with each ``(ref "<node>")`` replaced by ``expr_of(node)`` (an s-expression;
-        a KeyError from it, a node the caller has no expression for, propagates)."""
-        return to_sexpr(_bind(parse_sexpr(self.text), expr_of))
+        a KeyError from it, a node the caller has no expression for, propagates).  Textual (a
+        G_d program binds tens of thousands of terms): a string literal is matched whole, so a
+        ``(ref "..."`` written inside one is never taken for a reference."""
+        def sub(m):
+            return m.group(0) if m.group(1) is None else expr_of(_UNESCAPE.sub(r"\1", m.group(1)))
+        return _REF_OR_STRING.sub(sub, self.text)
 
 
-def _bind(t, expr_of):
+_REF_OR_STRING = re.compile(r'\(ref "((?:[^"\\]|\\.)*)"\)|"(?:[^"\\]|\\.)*"')
+_UNESCAPE = re.compile(r"\\(.)")
+
+
+def _bind(t, expr_of):      # Term.bind on the parsed term: the reference it must agree with (tests)
     if not isinstance(t, tuple):
         return t
     if isinstance(t[0], Var) and t[0].name == "ref":

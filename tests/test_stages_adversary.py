@@ -141,6 +141,32 @@ def test_a_boundary_on_an_input_is_proved_from_its_relation_or_refused(skip, tmp
         assert code == 2 and rep["stages"][0]["status"] == "bad-input", (which, code, _statuses(rep))
 
 
+@pytest.mark.parametrize("section", ["cut", "expect", "inputs"])
+def test_a_boundary_written_twice_is_refused_before_any_stage_runs(skip, tmp_path, section, capsys):
+    """A boundary given a second relation elsewhere in the spec (one a stage would assume, the
+    other one it would prove or an input relation), or the same key twice in [stages] (TOML)."""
+    twice = '"relu" = "r1.relu"\n'
+    if section == "inputs":     # the base's own [inputs] table
+        text = SKIP_BASE.replace("[inputs]\n", "[inputs]\n" + twice) + _stages(("relu", "r0.relu")) + SKIP_EXPECT
+    else:
+        text = SKIP_BASE + _stages(("relu", "r0.relu")) + f"[{section}]\n" + twice
+        text += SKIP_EXPECT if section == "cut" else ""
+    assert _check(skip, "wrong", tmp_path, text) == (2, None)
+    assert "a stage boundary's relation is written once" in capsys.readouterr().err
+    text = SKIP_BASE + '[stages]\n"relu" = "r0.relu"\n"relu" = "r1.relu"\n' + SKIP_EXPECT
+    assert _check(skip, "wrong", tmp_path, text) == (2, None)
+    assert "not valid TOML" in capsys.readouterr().err
+
+
+def test_one_tensor_under_two_names_is_proved_under_each(skip, tmp_path):
+    """The output by its node (``add``) and by its port (``out``): each is proved by the stage
+    before the one given it; the swapped peers fail where ``add`` is proved."""
+    text = SKIP_BASE + _stages(("add", "r2.out"), ("out", "r2.out")) + '[outputs]\ncheck = ["out"]\n'
+    code, rep = _check(skip, "wrong", tmp_path, text)
+    assert code == 1 and rep["stages"][0]["status"] == "fails", _statuses(rep)
+    assert _check(skip, "correct", tmp_path, text)[0] == 0
+
+
 def test_a_name_in_stages_and_in_the_users_check_list_is_checked_not_dropped(skip, tmp_path):
     """The user's [outputs] check naming a boundary: the last stage checks it (given), and the
     stage before it proves it; with the swapped peers and only inner tensors checked, the program's

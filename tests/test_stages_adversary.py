@@ -243,6 +243,23 @@ def test_a_gradient_output_as_a_boundary_is_proved_before_it_is_given(joint, tmp
     assert _check(joint, "correct", tmp_path, text)[0] == 0
 
 
+# -- random draws: a boundary after a dropout -----------------------------------------------------
+
+def test_a_boundary_after_a_dropout_is_proved_with_its_draws_coupled(tmp_path):
+    """_sp_dropout.py (program corpus): the ranks' dropout with the attention rate where the hidden
+    one is configured.  The dropout's output as a boundary (shard(0), as the ranks hold it):
+    stage 0, which must prove it, fails on the draws; the last stage, given it, refines; the
+    verdict fails as checked whole.  The correct program refines."""
+    graphs = _capture(tmp_path, [("seq", f"{PROGRAMS}/_sp_dropout.py:sp_dropout_correct", 1, False),
+                                 ("correct", f"{PROGRAMS}/_sp_dropout.py:sp_dropout_correct", 2, False),
+                                 ("wrong", f"{PROGRAMS}/_sp_dropout.py:sp_dropout_wrong_p", 2, False)])
+    base, expect = (PROGRAMS / "sp_dropout.toml").read_text().split("[expect]")
+    text = base + _stages(("getitem", "shard(0)")) + "[expect]" + expect
+    code, rep = _check(graphs, "wrong", tmp_path, text)
+    assert code == 1 and _statuses(rep) == ["fails", "refines"]
+    assert _check(graphs, "correct", tmp_path, text)[0] == 0
+
+
 # -- state: a boundary on a parameter the programs write --------------------------------------------
 
 @pytest.mark.parametrize("relation", ["replicate", "r0.param:weight"])

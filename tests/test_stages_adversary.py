@@ -44,29 +44,27 @@ def _capture(d: Path, targets) -> dict:
     return out
 
 
+def _twins(factory, name, target, correct, wrong, ws, joint=False) -> dict:
+    """A family's sequential program (the correct builder at 1 rank) and its two twins, captured."""
+    return _capture(factory.mktemp(name), [("seq", f"{target}{correct}", 1, joint),
+                                           ("correct", f"{target}{correct}", ws, joint),
+                                           ("wrong", f"{target}{wrong}", ws, joint)])
+
+
 @pytest.fixture(scope="module")
 def skip(tmp_path_factory):
-    return _capture(tmp_path_factory.mktemp("skip"), [
-        ("seq", f"{PROGRAMS}/_pp.py:pp_skip_correct", 1, False),
-        ("correct", f"{PROGRAMS}/_pp.py:pp_skip_correct", 3, False),
-        ("wrong", f"{PROGRAMS}/_pp.py:pp_skip_swapped_peers", 3, False)])
+    return _twins(tmp_path_factory, "skip", f"{PROGRAMS}/_pp.py:", "pp_skip_correct", "pp_skip_swapped_peers", 3)
 
 
 @pytest.fixture(scope="module")
 def joint(tmp_path_factory):
-    s = SOUND / "c9_stages_skip.py"
-    return _capture(tmp_path_factory.mktemp("joint"), [
-        ("seq", f"{s}:skip_correct", 1, True),
-        ("correct", f"{s}:skip_correct", 3, True),
-        ("wrong", f"{s}:skip_grad_dropped", 3, True)])
+    return _twins(tmp_path_factory, "joint", f"{SOUND}/c9_stages_skip.py:", "skip_correct", "skip_grad_dropped", 3,
+                  joint=True)
 
 
 @pytest.fixture(scope="module")
 def state(tmp_path_factory):
-    return _capture(tmp_path_factory.mktemp("state"), [
-        ("seq", str(SOUND / "c9_stages_state_correct.py"), 1, False),
-        ("correct", str(SOUND / "c9_stages_state_correct.py"), 2, False),
-        ("wrong", str(SOUND / "c9_stages_state_wrong.py"), 2, False)])
+    return _twins(tmp_path_factory, "state", f"{SOUND}/c9_stages_state_", "correct.py", "wrong.py", 2)
 
 
 def _check(graphs, which, tmp_path, text, name="spec.toml"):
@@ -245,14 +243,13 @@ def test_a_gradient_output_as_a_boundary_is_proved_before_it_is_given(joint, tmp
 
 # -- random draws: a boundary after a dropout -----------------------------------------------------
 
-def test_a_boundary_after_a_dropout_is_proved_with_its_draws_coupled(tmp_path):
+def test_a_boundary_after_a_dropout_is_proved_with_its_draws_coupled(tmp_path_factory, tmp_path):
     """_sp_dropout.py (program corpus): the ranks' dropout with the attention rate where the hidden
     one is configured.  The dropout's output as a boundary (shard(0), as the ranks hold it):
     stage 0, which must prove it, fails on the draws; the last stage, given it, refines; the
     verdict fails as checked whole.  The correct program refines."""
-    graphs = _capture(tmp_path, [("seq", f"{PROGRAMS}/_sp_dropout.py:sp_dropout_correct", 1, False),
-                                 ("correct", f"{PROGRAMS}/_sp_dropout.py:sp_dropout_correct", 2, False),
-                                 ("wrong", f"{PROGRAMS}/_sp_dropout.py:sp_dropout_wrong_p", 2, False)])
+    graphs = _twins(tmp_path_factory, "dropout", f"{PROGRAMS}/_sp_dropout.py:", "sp_dropout_correct",
+                    "sp_dropout_wrong_p", 2)
     base, expect = (PROGRAMS / "sp_dropout.toml").read_text().split("[expect]")
     text = base + _stages(("getitem", "shard(0)")) + "[expect]" + expect
     code, rep = _check(graphs, "wrong", tmp_path, text)
@@ -287,10 +284,7 @@ STACK_END = '[outputs]\ncheck = ["out"]\n[expect]\nout = "replicate"\n'
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    return _capture(tmp_path_factory.mktemp("stack"), [
-        ("seq", str(SOUND / "c8_stack_correct.py"), 1, False),
-        ("correct", str(SOUND / "c8_stack_correct.py"), 2, False),
-        ("wrong", str(SOUND / "c8_stack_noreduce_wrong.py"), 2, False)])
+    return _twins(tmp_path_factory, "stack", f"{SOUND}/c8_stack_", "correct.py", "noreduce_wrong.py", 2)
 
 
 def _stack_check(stack, which, tmp_path, boundaries, memo):

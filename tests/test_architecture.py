@@ -166,3 +166,34 @@ def test_imports_by_name_are_seen():
     assert {"entangle_py.lemmas.reduction", "entangle_py.lemmas.movement"} <= seen, seen
     engine = {i for mod, path in _modules() if mod.startswith("entangle_py.engine") for i in _imports(path)}
     assert not {i for i in engine if i.startswith("entangle_py.lemmas")}, engine
+
+
+MAX_MODULE_LINES = 700
+TESTS = PKG.parent / "tests"
+
+
+def test_no_module_over_700_lines():
+    """A module past 700 lines does more than one job: split it by job (issue 27)."""
+    lines = {str(p.relative_to(PKG.parent)): len(p.read_text().splitlines()) for _, p in _modules()}
+    long = {p: n for p, n in lines.items() if n > MAX_MODULE_LINES}
+    assert not long, long
+
+
+def _test_tooling_names() -> set[str]:
+    """Top-level names importable from tests/ (tests/ is on sys.path under pytest): its packages and modules."""
+    return {p.stem for p in TESTS.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()} | {"tests"}
+
+
+def test_package_imports_no_test_tooling():
+    """The installed package holds no test tooling and imports none (lemma instances, mutants, the
+    test-suite's helpers live under tests/): an import of one would fail for a stranger's install."""
+    tooling = _test_tooling_names()
+    assert {"lemma_instances", "tooling", "conftest"} <= tooling, tooling
+    bad = []
+    for mod, path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+            bad += [f"{mod} imports {n}" for n in names if n.split(".")[0] in tooling]
+    assert not bad, bad
+    assert not list(PKG.rglob("_instances")), "instance generators belong in tests/lemma_instances/"

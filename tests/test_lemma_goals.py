@@ -6,7 +6,7 @@ import pytest
 
 from entangle_py.engine.egraph import STEP, Engine
 from entangle_py.lemmas import load_library
-from entangle_py.lemmas._instances import dlist, ilist
+from lemma_instances.common import dlist, ilist
 
 LIB = load_library()
 STEPS = 12

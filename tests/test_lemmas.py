@@ -1,7 +1,8 @@
 """Every lemma is checked numerically: both sides evaluated with torch on random instances.
 
 A conditioned lemma must also come with instances that violate its condition, and the condition
-must reject each of them.  Shape rules are checked by deriving shapes in a real e-graph.
+must reject each of them.  Shape rules are checked by deriving shapes in a real e-graph.  The
+instances and checks are test tooling, by lemma (rule) name: tests/lemma_instances/registry/.
 """
 import random
 import re
@@ -13,16 +14,17 @@ import torch
 from entangle_py.semantics import terms
 from entangle_py.engine.egraph import Engine, EngineError
 from entangle_py.lemmas import load_library
+from lemma_instances.registry import CHECKS, INSTANCES
 
 LIB = load_library()
 
 
 @pytest.mark.parametrize("lemma", LIB.lemmas, ids=lambda l: l.name)
 def test_lemma_sides_agree(lemma):
-    assert lemma.instances is not None, f"lemma {lemma.name} ships without instances"
+    assert lemma.name in INSTANCES, f"lemma {lemma.name} has no instances (tests/lemma_instances/registry/)"
     rng = random.Random(zlib.crc32(lemma.name.encode()))   # the same instances in every process
     n = 0
-    for env in lemma.instances(rng):
+    for env in INSTANCES[lemma.name].instances(rng):
         assert lemma.condition_holds(env), f"{lemma.name}: generated instance violates the condition"
         lhs, rhs = lemma.sides(env)
         assert terms.allclose(lhs, rhs), f"{lemma.name}: sides differ on {env}"
@@ -32,10 +34,11 @@ def test_lemma_sides_agree(lemma):
 
 @pytest.mark.parametrize("lemma", [l for l in LIB.lemmas if l.when], ids=lambda l: l.name)
 def test_conditioned_lemma_rejects(lemma):
-    assert lemma.rejects is not None, f"conditioned lemma {lemma.name} has no case its condition must reject"
+    rejects = INSTANCES[lemma.name].rejects if lemma.name in INSTANCES else None
+    assert rejects is not None, f"conditioned lemma {lemma.name} has no case its condition must reject"
     rng = random.Random(zlib.crc32(lemma.name.encode()))
     n = 0
-    for env in lemma.rejects(rng):
+    for env in rejects(rng):
         try:
             holds = lemma.condition_holds(env)
         except terms.EvalError:
@@ -99,11 +102,11 @@ def test_shape_rule_matches_torch(rule):
     shape fact, each equal to torch's.  ``(term, env, facts)``: the shape facts derived (if any) are
     torch's, and each egglog fact holds in the e-graph exactly when it is true of the torch values
     (``t`` is the term); across the checks some facts are true and some false."""
-    assert rule.check_terms is not None, f"rule {rule.name} ships without a check"
+    assert rule.name in CHECKS, f"rule {rule.name} has no check (tests/lemma_instances/registry/)"
     rng = random.Random(zlib.crc32(rule.name.encode()))
     truths, has_facts = set(), False
     n = 0
-    for text, env, *rest in rule.check_terms(rng):
+    for text, env, *rest in CHECKS[rule.name](rng):
         assert "t" not in env
         eng = Engine(LIB)
         for name, value in env.items():
@@ -137,10 +140,11 @@ def test_shape_rule_matches_torch(rule):
 def test_assuming_lemma_needs_its_assumption(lemma):
     """A lemma resting on an assumption ships counterexamples: inputs violating the assumption on
     which its sides differ (or one side is undefined) -- the assumption is really needed."""
-    assert lemma.rejects is not None, f"{lemma.name} has no counterexample to its assumption"
+    rejects = INSTANCES[lemma.name].rejects if lemma.name in INSTANCES else None
+    assert rejects is not None, f"{lemma.name} has no counterexample to its assumption"
     rng = random.Random(zlib.crc32(lemma.name.encode()))
     n = 0
-    for env in lemma.rejects(rng):
+    for env in rejects(rng):
         try:
             lhs, rhs = lemma.sides(env)
             differ = not terms.allclose(lhs, rhs)

@@ -9,7 +9,7 @@ import pytest
 from entangle_py.semantics import terms
 from entangle_py.engine.egraph import Engine, EngineError
 from entangle_py.lemmas import load_library
-from entangle_py.lemmas._instances import tensor
+from lemma_instances.common import tensor
 
 LIB = load_library()
 

@@ -14,7 +14,8 @@ from entangle_py.check.window import leaves_in
 from entangle_py.engine.egraph import CERTIFY, Outcome
 from entangle_py.ir import graph as G
 from entangle_py.semantics import lower as L
-from entangle_py.semantics.terms import BIG, EvalError, clean_meta, parse_sexpr, str_lit, to_sexpr
+from entangle_py.semantics.clean_shape import clean_meta
+from entangle_py.semantics.terms import BIG, EvalError, parse_sexpr, str_lit, to_sexpr
 
 SVAR = re.compile(r"\$v\d+")     # a G_s tensor's egglog global
 

@@ -1,19 +1,18 @@
-"""Lemmas as data: a rewrite, its side condition, and generators of concrete instances.
+"""Lemmas as data: a rewrite and its side condition.
 
 A lemma ``lhs => rhs when conds`` is an egglog rewrite over the term language of ``terms``.  The
-same text is evaluated with torch by the test-suite: ``instances(rng)`` yields variable bindings
-for which the condition must hold and both sides must agree numerically; ``rejects(rng)`` yields
-bindings that violate the condition (the condition must say so).  The library is data built on
-these classes in ``entangle_py/lemmas/`` (a layer above the engine, which never imports it): one
-module per operator family, each exporting ``LEMMAS`` (and optionally ``RULES``: plain egglog
-rules such as shape propagation, with a ``check`` of their own); ``entangle_py.lemmas.load_library``
-gathers them into a :class:`Library` the caller hands the engine.
+same text is evaluated with torch by the test-suite on concrete instances (test tooling, kept out
+of the package: tests/lemma_instances/, a registry by lemma name): bindings for which the
+condition must hold and both sides must agree numerically, and bindings that violate the
+condition (the condition must say so).  The library is data built on these classes in
+``entangle_py/lemmas/`` (a layer above the engine, which never imports it): one module per operator
+family, each exporting ``LEMMAS`` (and optionally ``RULES``: plain egglog rules such as shape
+propagation, with a check of their own); ``entangle_py.lemmas.load_library`` gathers them into a
+:class:`Library` the caller hands the engine.
 """
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from entangle_py.semantics import terms
 
@@ -24,8 +23,6 @@ class Lemma:
     lhs: str
     rhs: str
     when: tuple = ()
-    instances: Callable[[random.Random], Iterable[dict]] | None = None
-    rejects: Callable[[random.Random], Iterable[dict]] | None = None
     family: str = ""
     assumes: tuple = ()      # names in ASSUMPTIONS: active only when the spec enables them all
     # Extra egglog facts that must all match for the lemma to fire (a multi-pattern trigger).
@@ -68,14 +65,11 @@ class Lemma:
 
 @dataclass(frozen=True)
 class Rule:
-    """A plain egglog rule (e.g. shape propagation).  ``check_terms(rng)`` yields (term, env): the
-    test inserts the term, runs the rules, and compares every derived ``dim`` with torch; or
-    (term, env, facts): each egglog fact must hold exactly when torch says it is true (see
-    entangle_py/lemmas/_instances/__init__.py).  Every rule has a check (tests/test_lemmas.py)."""
+    """A plain egglog rule (e.g. shape propagation).  Every rule has a check by its name in
+    tests/lemma_instances/registry/: terms whose derived shape facts must match torch."""
     name: str
     text: str
     family: str = ""
-    check_terms: Callable[[random.Random], Iterable[tuple[str, dict]]] | None = None
 
 
 @dataclass

@@ -69,13 +69,26 @@ def evaluate(expr, env):        # noqa: F811  (terms.evaluate, with quoted value
 
 def assumption_holds(lemma, env) -> bool:
     """The assumptions a lemma rests on, on a binding (``valid_indices``: every table lookup in the
-    left side reads rows of its table, every pick and loss target a class of the last dim)."""
-    if "valid_indices" not in lemma.assumes:
+    left side reads rows of its table, every pick and loss target a class of the last dim;
+    ``no_ignored_targets``: no loss target equals its loss's ignore index)."""
+    valid, unpadded = "valid_indices" in lemma.assumes, "no_ignored_targets" in lemma.assumes
+    if not (valid or unpadded):
         return True
     ok = True
 
     def go(e):
         nonlocal ok
+        if isinstance(e, tuple) and unpadded and e[0] in (Var("tpick"), Var("tcount"), Var("tplace")):
+            try:
+                ids, c = evaluate(e[2], env), evaluate(e[3], env)
+            except EvalError:
+                return
+            if ids.numel() and bool((ids == c).any()):
+                ok = False
+        if isinstance(e, tuple) and not valid:
+            for a in e[1:]:
+                go(a)
+            return
         if isinstance(e, tuple):
             if e[0] == Var("take"):
                 try:

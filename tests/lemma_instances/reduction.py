@@ -5,7 +5,7 @@ from __future__ import annotations
 from entangle_py.lazy import torch
 
 from entangle_py.semantics import terms
-from entangle_py.lemmas._instances import concat_parts, ilist, repeat, tensor
+from lemma_instances.common import concat_parts, ilist, repeat, tensor
 
 @repeat(6)
 def softmax_other(rng):
@@ -586,7 +586,7 @@ def softmax_mul_unshifted_bad(rng):
     yield {"x": tensor(rng, n, n) * 5.0, "k": 1, "s": [n, 1, 1], "f": "float64", "c": tensor(rng, n), "m": 1}
 
 
-# the reduction class's table rows (lemmas/reduction.py COMBINE_OVER_PARTS): log-sum-exp
+# the reduction class's table rows (COMBINE_OVER_PARTS; registry/reduction.py): log-sum-exp
 lse_concat_with_d = _gen(8, ["logsumexp"], True)
 lse_concat_other = _gen(4, ["logsumexp"], False)
 

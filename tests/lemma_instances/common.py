@@ -1,18 +1,29 @@
 """Instances for lemma and rule checks: shared helpers (random tensors, shard counts 1-8, uneven
-splits), with one sibling module per lemma family holding that family's generators.
+splits), and ``Instances``, a lemma's entry in the registry (tests/lemma_instances/registry/).
 
-A lemma's ``instances(rng)`` / ``rejects(rng)`` yield variable bindings (see entangle_py/engine/lemma.py).
-A rule's ``check_terms(rng)`` yields ``(term, env)``: the term is inserted over leaves of env's
-tensors and every shape fact derived for it must be there and match torch; or
-``(term, env, facts)``: every derived shape fact must match torch, and each egglog fact in
-``facts`` (over env's names and ``t``, the term) must hold in the e-graph exactly when it is true
-of the torch values (``terms.evaluate``: VIEW_RELATIONS / PRIMITIVES; an undefined fact is false).
+A lemma's ``instances(rng)`` / ``rejects(rng)`` yield variable bindings: for the first the lemma's
+condition must hold and its two sides agree; the second violate the condition (the condition must
+say so), or, for a lemma resting on an assumption, violate the assumption and make the sides differ.
+A rule's check ``(rng)`` yields ``(term, env)``: the term is inserted over leaves of env's tensors
+and every shape fact derived for it must be there and match torch; or ``(term, env, facts)``: every
+derived shape fact must match torch, and each egglog fact in ``facts`` (over env's names and ``t``,
+the term) must hold in the e-graph exactly when it is true of the torch values (``terms.evaluate``:
+VIEW_RELATIONS / PRIMITIVES; an undefined fact is false).  tests/test_lemmas.py runs them.
 """
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
+from typing import Callable, Iterable
 
 from entangle_py.lazy import torch
+
+
+@dataclass(frozen=True)
+class Instances:
+    """A lemma's bindings: ``instances`` it must hold on, ``rejects`` its condition (or assumption) refuses."""
+    instances: Callable[[random.Random], Iterable[dict]]
+    rejects: Callable[[random.Random], Iterable[dict]] | None = None
 
 
 def tensor(rng: random.Random, *shape, positive: bool = False) -> torch.Tensor:

@@ -2,7 +2,7 @@
 must derive for them (see entangle_py/lemmas/_instances/__init__.py for the two forms)."""
 from __future__ import annotations
 
-from entangle_py.lemmas._instances import concat_parts, dlist, ilist, repeat, tensor
+from lemma_instances.common import concat_parts, dlist, ilist, repeat, tensor
 
 @repeat(3)
 def elementwise_terms(rng):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from entangle_py.lazy import torch
 
-from entangle_py.lemmas._instances import repeat, tensor
+from lemma_instances.common import repeat, tensor
 
 
 # An instance of pattern p (L: that operand of where(c, a, b) is a concat along the axis k from the

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from entangle_py.lazy import torch
 
-from entangle_py.lemmas._instances import repeat
+from lemma_instances.common import repeat
 
 
 def _arange(rng):

@@ -1,11 +1,9 @@
 """Instances of the collective lemmas (entangle_py/lemmas/collective.py): sums and maxima over ranks."""
 from __future__ import annotations
 
-import random
-
 from entangle_py.lazy import torch
 
-from entangle_py.lemmas._instances import dlist, concat_parts, repeat, tensor
+from lemma_instances.common import concat_parts, repeat, tensor
 
 
 @repeat(4)
@@ -141,7 +139,7 @@ def rsum_nested(rng):
     s = [rng.randint(0, 3) for _ in range(rng.randint(1, 3))]
     dt = rng.choice([torch.float64, torch.float32, torch.int64])
     part = lambda *shape: (tensor(rng, *shape) * 4).to(dt)
-    i = torch.nonzero(torch.randint(0, 2, (s[0],)))
+    i = torch.nonzero(torch.tensor([rng.randint(0, 1) for _ in range(s[0])], dtype=torch.int64))
     return {"a": part(*s), "z": part(*s), "i": i, "x": part(i.shape[0], 1, *s[1:]),
             "r": [part(*s) for _ in range(rng.randint(0, 3))]}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from entangle_py.lazy import torch
 
-from entangle_py.lemmas._instances import dlist, repeat, sizes, tensor
+from lemma_instances.common import dlist, repeat, sizes, tensor
 
 @repeat(6)
 def col(rng):

@@ -1,6 +1,6 @@
 """Instances for entangle_py/lemmas/arith.py."""
 from entangle_py.semantics.terms import const_product
-from entangle_py.lemmas._instances import repeat, tensor
+from lemma_instances.common import repeat, tensor
 
 CONSTS = ["2.0", "0.5", "3.0", "4.0", "0.25", "8.0", "-2.0", "1.5"]
 

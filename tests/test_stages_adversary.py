@@ -301,20 +301,30 @@ def _stack_check(stack, which, tmp_path, boundaries, memo):
 def test_a_stack_cut_around_its_wrong_block_fails_in_the_stage_holding_it(stack, tmp_path, boundaries):
     """c8's 8 Megatron MLP blocks, block 5 without its all-reduce: boundaries at block outputs
     (replicated after the all-reduce) before it, or at its own output; the stage holding block 5
-    fails, with or without layer memoization, and the correct stack refines (without memoization:
-    see the next test)."""
+    fails, with or without layer memoization, and the correct stack refines."""
     holding = sum(1 for b in boundaries if int(b.split("_")[1]) < 5)     # the stage that relates block 5
     for memo in (False, True):
         code, rep = _stack_check(stack, "wrong", tmp_path, boundaries, memo)
         assert code != 0, (boundaries, memo)
-        if not memo:
-            assert code == 1 and rep["stages"][holding]["status"] == "fails", _statuses(rep)
-    assert _stack_check(stack, "correct", tmp_path, boundaries, memo=False)[0] == 0
+        assert code == 1 and rep["stages"][holding]["status"] == "fails", (memo, _statuses(rep))
+    for memo in (False, True):
+        assert _stack_check(stack, "correct", tmp_path, boundaries, memo)[0] == 0, memo
 
 
-@pytest.mark.xfail(strict=True, reason="layer memoization defines every block of the stack, also those a [cut] or an "
-                   "inner [outputs] check leaves out, and refuses the parameters nobody related (exit 2: 'reads "
-                   "param:layers.4.w1 as a tensor operand'); the same without [stages], with [cut] add_3 or [outputs] "
-                   "check = [add_3] (check/blocks.py, not the stages)")
 def test_a_correct_stack_refines_by_stages_with_layer_memoization(stack, tmp_path):
+    """Layer memoization defines only the blocks' operators the checked outputs need and no spec
+    entry gives: it once defined every block, also those a boundary cuts off, and refused the
+    parameters nobody related (exit 2, 'reads param:layers.4.w1 as a tensor operand')."""
     assert _stack_check(stack, "correct", tmp_path, ("add_4",), memo=True)[0] == 0
+
+
+@pytest.mark.parametrize("entry", ['[cut]\n"add_3" = "replicate"\n', '[outputs]\ncheck = ["add_3"]\n'])
+def test_a_memoized_stack_cut_by_the_spec_is_checked_where_it_is_needed(stack, tmp_path, entry):
+    """Without [stages]: a [cut] inside the stack, or an inner tensor as the only checked output;
+    the correct stack refines memoized, the wrong one fails (block 5 is after add_3: with the
+    inner output only, nothing checked reads it)."""
+    spec = tmp_path / "cut.toml"
+    spec.write_text(STACK_BASE + entry + ("" if "outputs" in entry else STACK_END))
+    assert main(["check", stack["seq"], stack["correct"], "--spec", str(spec), "--no-numeric"]) == 0
+    assert main(["check", stack["seq"], stack["wrong"], "--spec", str(spec), "--no-numeric"]) == \
+        (0 if "outputs" in entry else 1)

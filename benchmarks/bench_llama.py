@@ -29,7 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from bench_grid import run_measured  # noqa: E402
+from bench_grid import compile_package, run_measured  # noqa: E402
 
 SCRIPT = ROOT / "examples" / "llama_stack.py"
 
@@ -85,6 +85,7 @@ def main():
     ap.add_argument("--json", metavar="F")
     ap.add_argument("extra", nargs="*", help="arguments passed to `entangle check` (after --)")
     args = ap.parse_args()
+    compile_package()
     tmp = None if args.cache else tempfile.TemporaryDirectory()
     cache = Path(args.cache or tmp.name)
     cache.mkdir(parents=True, exist_ok=True)

@@ -73,9 +73,13 @@ def test_a_correct_pipeline_refines_by_stages(skip, tmp_path, workers, capsys):
 def test_swapped_peers_fail_in_the_last_stage_at_the_bug(skip, tmp_path):
     out = tmp_path / "r.json"
     assert main(["check", skip["seq"], skip["swapped"], "--spec", _spec(tmp_path, BASE + STAGES + EXPECT),
-                 "--workers", "1", "--json", str(out), "--no-numeric"]) == 1
+                 "--workers", "1", "--json", str(out)]) == 1
     rep = json.loads(out.read_text())
     assert [s["status"] for s in rep["stages"]] == ["refines", "refines", "fails"]
+    # the numeric second opinion runs in a stage too: its given boundaries are drawn on the ranks
+    # the relations name (rank 1's relu holds h2), the refining stages re-check, the last confirms
+    assert [s["report"]["numeric"]["status"] for s in rep["stages"]] == ["agrees", "agrees", "confirmed"], \
+        [s["report"]["numeric"] for s in rep["stages"]]
     src = (PROGRAMS / "_pp.py").read_text().splitlines()
     bug = next(i for i, line in enumerate(src, 1) if "h2 taken from rank 0" in line)
     lines = [n for f, n in _locations(rep["stages"][2]["report"]) if f.endswith("_pp.py")]

@@ -248,7 +248,7 @@ class Memo:
                 fk = [f for u in self.created.get(b, []) for f in c.sfacts[u]]
                 if len(self.created[a]) != len(self.created.get(b, [])):
                     return None
-                for u0, uk in zip(self.created[a], self.created[b]):
+                for u0, uk in zip(self.created[a], self.created.get(b, [])):
                     if svar.setdefault(u0, uk) != uk:
                         return None
                 if not _pair_gs_names(f0, fk, gs):
@@ -290,7 +290,7 @@ class Memo:
         reads from outside holds the relation block 0 was checked under, renamed."""
         c = self.c
         for a in self.block_ops(0):
-            for u in self.created[a]:
+            for u in self.created.get(a, ()):
                 if ren.svar.get(u) is None or not same_facts(ren, c.sfacts[u], c.sfacts[ren.svar[u]]):
                     return False
         inside, outside = self.gd_keys0
@@ -330,7 +330,9 @@ class Memo:
         saved_svar, saved_coupled = dict(c.svar), dict(c.coupled)
         count = self.p.count
         region = [n for k in range(count) for n in self.p.seq.block(self.seq_ops, k)]
-        for n in region:                 # every block's G_s facts (no proof yet)
+        for n in region:                 # every block's G_s facts (no proof yet) ...
+            if n.name not in self.needed or n.name in c.svar:
+                continue                 # ... that the checked outputs need and no spec entry gives
             before, keys = c._n, set(c.svar)
             v = c._define(self.low, n, layout=False)
             self.created[n.name] = [f"$v{j}" for j in range(before + 1, c._n + 1)]
@@ -338,7 +340,7 @@ class Memo:
             if v is not None:
                 self.to_prove[n.name] = v
         block0 = set(self.block_ops(0))
-        made0 = {u for a in block0 for u in self.created[a]}
+        made0 = {u for a in block0 for u in self.created.get(a, ())}
         # what block 0 reads from outside: inputs read as inputs by block 1 too (its parameters,
         # shared ones), checked by their relations' facts; the others (the previous block's
         # output: the program's input, or a tensor computed before) by the relation they hold
@@ -396,7 +398,7 @@ class Memo:
         keep = {a for k in range(reused + 1) for a in self.block_ops(k)}
         for n in region:
             if n.name not in keep:
-                for key in self.keys_made[n.name]:
+                for key in self.keys_made.get(n.name, ()):
                     c.svar.pop(key, None)
                 for key in list(c.coupled):
                     if key in saved_coupled and key.split("#")[0] == n.name:

@@ -90,8 +90,13 @@ class Draw:
                 shape = [graph_values.eval_size(d, sizes, f"[cut] {name}") for d in meta.shape]
                 value = placement.random_tensor(shape, _float(meta.dtype), gen)
                 seq_ov[node] = value
-                for r, t in enumerate(placement.distribute(value, rel, name, dist, spec.mesh if spec.mesh.shape else None, gen)):
-                    dnode = checker.dist_names[r].node(name)
+                if rel.term is not None:      # an explicit term: the tensors it names hold it (a stage's boundary, r1.relu)
+                    held = placement.distribute_term(value, rel.term, dist, gen).items()
+                else:
+                    held = [((r, name), t) for r, t in enumerate(placement.distribute(
+                        value, rel, name, dist, spec.mesh if spec.mesh.shape else None, gen))]
+                for (r, leaf), t in held:
+                    dnode = checker.dist_names[r].node(leaf)
                     if t is not None and dnode is not None:
                         dist_ov[r][dnode] = t
             dist_in = placement.distribute_inputs({k: v for k, v in seq_in.items()}, spec, dist, gen, float_dtype=torch.float64)

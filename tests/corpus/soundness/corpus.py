@@ -146,6 +146,10 @@ CORPUS = [
     _e("c8_stack_sliced_offset_wrong", 8),
     _e("c8_stack_param_wrong", 8, script="c8_stack_correct"),
     _e("c8_stack_boundary_wrong", 8),
+    # 9. checking by stages (tests/test_stages_adversary.py attacks [stages] with them): state a
+    #    replicated weight's in-place update writes, one rank with the wrong factor
+    _e("c9_stages_state_correct", 9),
+    _e("c9_stages_state_wrong", 9),
 ]
 
 BY_NAME = {e.name: e for e in CORPUS}

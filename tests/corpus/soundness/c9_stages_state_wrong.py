@@ -1,0 +1,26 @@
+"""WRONG: every rank holds the whole weight (replicated) and decays it in place after the forward,
+as the sequential program does; rank 1 decays it by the wrong factor (its replica diverges: the
+next call differs).  The output of this call is right.  A [stages] boundary naming the weight
+with a relation only rank 0's copy satisfies must not hide rank 1's write
+(tests/test_stages_adversary.py)."""
+import torch
+import torch.nn as nn
+
+B, K, F = 4, 6, 8     # x [B, K] and weight [F, K] replicated
+
+
+class Replicated(nn.Module):
+    def __init__(self, rank):
+        super().__init__()
+        self.rank = rank
+        self.weight = nn.Parameter(torch.empty(F, K))
+
+    def forward(self, x):
+        y = x @ self.weight.t()
+        with torch.no_grad():
+            self.weight.mul_(0.25 if self.rank == 1 else 0.5)    # BUG: rank 1's factor
+        return y
+
+
+def build(rank, world_size):
+    return Replicated(rank), {"x": torch.randn(B, K)}

@@ -227,7 +227,7 @@ def _grid_steps(layers: int, tp: int, policy=None) -> tuple[str, dict]:
     res, checker = check_files(str(GPT / f"paral1_layer{layers}"), str(GPT / f"paral{tp}_layer{layers}"),
                                str(GPT / "specs" / f"layer{layers}_tp{tp}.toml"), assume=("same_rng",),
                                policy=policy, numeric=False)
-    return res.status, {k: s["iterations"] for k, s in checker.op_stats.items()}
+    return res.status, {k: s["iterations"] for k, s in checker.op_stats.items()}, res.blocks
 
 
 def test_gpt_block_proof_steps_do_not_grow_with_the_degree():
@@ -236,7 +236,27 @@ def test_gpt_block_proof_steps_do_not_grow_with_the_degree():
     boundary instead (its operators' facts are defined before any is proved) left TP 8's
     attention to saturate a window without the ranks' own operators: 228 lemma steps at TP 8
     against 137 at TP 2."""
-    v2, s2 = _grid_steps(8, 2)
-    v8, s8 = _grid_steps(8, 8)
+    v2, s2, b2 = _grid_steps(8, 2)
+    v8, s8, b8 = _grid_steps(8, 8)
     assert v2 == v8 == "refines"
+    # the 8 layers' dumps hold 7 alike blocks (the spec gives each layer's `empty` buffer: an input
+    # of the block, related by its facts, not a tensor computed before it)
+    assert b2 == b8 == {"proved": 1, "reused": 6, "count": 7, "period": 70}, (b2, b8)
     assert sum(s8.values()) <= 1.05 * sum(s2.values()), (sum(s8.values()), sum(s2.values()))
+
+
+def test_gpt_a_block_whose_given_buffer_is_related_otherwise_is_not_reused(tmp_path):
+    """The spec gives each layer's `empty` buffer, an input of its block: a block whose given
+    relation is not block 0's renamed (rank 1's part first) is checked on its own, and the verdict
+    and relations are those of the check without memoization."""
+    from entangle_py.config import Policy
+    text = (GPT / "specs" / "layer8_tp2.toml").read_text()
+    edited = text.replace('empty_4 = "concat(r0.empty_12, r1.empty_12, dim=0)"',
+                          'empty_4 = "concat(r1.empty_12, r0.empty_12, dim=0)"')
+    assert edited != text
+    (tmp_path / "spec.toml").write_text(edited)
+    args = (str(GPT / "paral1_layer8"), str(GPT / "paral2_layer8"), str(tmp_path / "spec.toml"))
+    memo, _ = check_files(*args, assume=("same_rng",), numeric=False)
+    plain, _ = check_files(*args, assume=("same_rng",), numeric=False, policy=Policy(memoize=False))
+    assert memo.blocks.get("reused", 0) < 6, memo.blocks
+    assert (memo.status, memo.failure and memo.failure.node) == (plain.status, plain.failure and plain.failure.node)

@@ -235,6 +235,15 @@ class Memo:
         self.boundary: dict[str, list[str]] = {}             # outside global -> terms it is checked under
         self.own: dict[str, list[str]] = {}                  # block 0's global -> its facts, while restarted
 
+    def as_input(self, node: str) -> bool:
+        """A G_s placeholder, or a tensor the spec gives ([cut], an inner [inputs] entry): an input
+        of the block, related by its facts."""
+        return self.c.seq.node(node).is_placeholder or node in self.given
+
+    @cached_property
+    def given(self) -> set[str]:
+        return {self.c.seq_names.node(name) for name in self.c._given_tensors()}
+
     # -- block k's names --------------------------------------------------------------------
     def renaming(self, k: int) -> Renaming | None:
         c, p = self.c, self.p
@@ -257,8 +266,7 @@ class Memo:
                 if a + suffix in c.svar and b + suffix in c.svar:
                     if svar.setdefault(c.svar[a + suffix], c.svar[b + suffix]) != c.svar[b + suffix]:
                         return None
-            if c.seq.has(a) and c.seq.node(a).is_placeholder and c.seq.node(b).is_placeholder \
-                    and a in c.svar and b in c.svar:
+            if c.seq.has(a) and self.as_input(a) and self.as_input(b) and a in c.svar and b in c.svar:
                 if not _pair_gs_names(c.sfacts[c.svar[a]], c.sfacts[c.svar[b]], gs):
                     return None
         rank_maps = []
@@ -346,8 +354,7 @@ class Memo:
         # output: the program's input, or a tensor computed before) by the relation they hold
         m1 = block_map(c.seq, self.p.seq, 1) or {}
         reads = {r for a in block0 for r in c.seq.node(a).refs() if r in c.svar and c.svar[r] not in made0}
-        param = {r for r in reads if c.seq.node(r).is_placeholder and c.seq.has(m1.get(r, "")) and
-                 c.seq.node(m1[r]).is_placeholder}
+        param = {r for r in reads if self.as_input(r) and c.seq.has(m1.get(r, "")) and self.as_input(m1[r])}
         self.inputs0 = sorted({c.svar[r] for r in param})
         computed = sorted({c.svar[r] for r in reads - param} - set(self.inputs0))
         for v in computed:                # what block 0 reads from outside: proven, its terms

@@ -51,6 +51,7 @@ SAMPLE_ONE_IN = {
     "test_adversary.py": 20,
     "test_soundness_corpus.py": 10,
     "test_random_draws.py": 5,
+    "test_stages_adversary.py": 5,      # each attack captures its programs: a sample by default
 }
 # Integration files that spawn gloo ranks or a process per mutant: the corpus tier, whole.
 CORPUS_FILES = {"test_capture_isolation.py", "test_interp_gloo.py", "test_gloo_ranks.py", "test_mutations.py"}

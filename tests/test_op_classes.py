@@ -241,7 +241,14 @@ def test_every_pointwise_op_torch_lists_commutes_with_concat():
 def test_binding_a_terms_references_is_the_parsed_terms(text):
     """Term.bind substitutes references in the text; it must be what substituting them in the
     parsed term and printing it gives."""
-    from entangle_py.semantics.lower.core import Term, _bind
-    from entangle_py.semantics.sexpr import parse_sexpr, to_sexpr
+    from entangle_py.semantics.lower.core import Term
+    from entangle_py.semantics.sexpr import Var, parse_sexpr, to_sexpr
+
+    def _bind(t, expr_of):      # the reference: each (ref "<node>") of the parsed term replaced
+        if not isinstance(t, tuple):
+            return t
+        if isinstance(t[0], Var) and t[0].name == "ref":
+            return Var(expr_of(t[1]))        # printed verbatim by to_sexpr
+        return tuple(_bind(a, expr_of) for a in t)
     expr = {"a": '(Gd "r0.a")', "b": "$v1", "x": "$v2", "y": "$v3", "r": '(Gd "r1.r")', 'q"uote': "$v4"}.__getitem__
     assert Term(text).bind(expr) == to_sexpr(_bind(parse_sexpr(text), expr))

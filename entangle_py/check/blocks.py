@@ -89,9 +89,9 @@ def find_stack(g: G.RankGraph, min_count: int = 2) -> Stack | None:
     for p in range(1, n // 2 + 1):
         if best is not None and (n // p) * p <= best.count * best.period:
             continue        # whole blocks of this period cannot cover more than the best
-        if best is not None and sum(map(operator.eq, shapes, shapes[p:])) <= best.count * best.period - p:
-            continue        # too few alike pairs at this period to cover more than the best
         same = list(map(operator.eq, shapes, shapes[p:]))      # the cheap half of alike (a C loop)
+        if best is not None and sum(same) <= best.count * best.period - p:
+            continue        # too few alike pairs at this period to cover more than the best
         i = 0
         while i + p < n:
             if not same[i] or not alike(i, p):

@@ -9,8 +9,6 @@ the e-graph.
 """
 from __future__ import annotations
 
-import re
-
 from entangle_py.check import spec as S
 from entangle_py.check.inputs import declared_constant
 from entangle_py.check.names import Names, gd_leaf, meta_text, source, split_key, unsupported_key
@@ -20,6 +18,7 @@ from entangle_py.check.window import DistFacts, data_movement, defined_term, lea
 from entangle_py.ir import graph as G
 from entangle_py.ir import ops
 from entangle_py.semantics import lower as L
+from entangle_py.semantics.sexpr import head
 from entangle_py.semantics.terms import given_input
 
 
@@ -28,13 +27,6 @@ from entangle_py.semantics.terms import given_input
 _VIEWS = frozenset({"view", "transpose"})
 
 
-def _head(term: str) -> str | None:
-    """The constructor a term's text applies first (None for a leaf or a literal)."""
-    m = _APPLIES.match(term)
-    return m.group(1) if m else None
-
-
-_APPLIES = re.compile(r"\(\s*([^\s()\"]+)")
 
 class DistProgram:
     """Lower every rank graph of ``dist`` (``run()``): afterwards ``dvar[r][node]`` is the
@@ -86,7 +78,7 @@ class DistProgram:
         a new sum every step (adv2_flip_dim joint: slice_backward's peers, a limit instead of its
         bug)."""
         moved = {k for k in data_movement(self.dfacts)
-                 if not all(_head(defined_term(c)) in _VIEWS for c in self.dfacts.defn[k])}
+                 if not all(head(defined_term(c)) in _VIEWS for c in self.dfacts.defn[k])}
         for key, cmds in self.dfacts.shape.items():
             self.dfacts.shape[key] = [c for c in cmds if not (c.startswith("(peer ") and leaves_in(c) & moved)]
 

@@ -13,10 +13,30 @@ class Var:
     name: str
 
 
-_TOKENS = re.compile(r'\(|\)|"(?:[^"\\]|\\.)*"|[^\s()"]+|\S')
+STRING = r'"(?:[^"\\]|\\.)*"'       # a string literal, escapes included (the pattern's text)
+_TOKENS = re.compile(r'\(|\)|' + STRING + r'|[^\s()"]+|\S')
 _INT = re.compile(r"-?\d+")
 _FLOAT = re.compile(r"-?\d+\.\d*(e-?\d+)?")
 _ESCAPE = re.compile(r"\\(.)")
+_STRING = re.compile(STRING)
+_APPLIES = re.compile(r'\(\s*([^\s()"]+)')
+
+
+def unescape(body: str) -> str:
+    """A string literal's text between its quotes, its escapes resolved."""
+    return _ESCAPE.sub(r"\1", body) if "\\" in body else body
+
+
+def heads(text: str) -> list[str]:
+    """The constructors the s-expression ``text`` applies, outermost first, without parsing it
+    (string literals are skipped: a name holding ``(mm`` is no application)."""
+    return _APPLIES.findall(_STRING.sub('""', text))
+
+
+def head(text: str) -> str | None:
+    """The constructor ``text`` applies at its top (None for an atom or a literal)."""
+    m = _APPLIES.match(text)
+    return m.group(1) if m else None
 
 
 def parse_sexpr(text: str):
@@ -34,7 +54,7 @@ def parse_sexpr(text: str):
         elif c == '"':
             if len(tok) < 2 or tok[-1] != '"':
                 raise ValueError(f"bad s-expression near {tok[:20]!r}")
-            stack[-1].append(_ESCAPE.sub(r"\1", tok[1:-1]) if "\\" in tok else tok[1:-1])
+            stack[-1].append(unescape(tok[1:-1]))
         else:
             stack[-1].append(_atom(tok))
     if len(stack) != 1 or len(stack[0]) != 1:

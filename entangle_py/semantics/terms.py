@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -26,7 +25,7 @@ from entangle_py.semantics.meanings import (  # noqa: F401  (re-exported: the te
     INT_SCALAR_OPS, _iscalar, _take, _iput, _mtake, _pick, _mpick, _tpick, _tcount, _cst, _map_offsets,
     _layernorm, _arange, _scatter, _mscatter, _place, _tplace, _mplace, _pad, _map_pad, ROWWISE_OPS,
     rowwise_fn, _rowwise,)
-from entangle_py.semantics.sexpr import Var, parse_sexpr, to_sexpr  # noqa: F401  (the term language's text)
+from entangle_py.semantics.sexpr import Var, heads, parse_sexpr, to_sexpr  # noqa: F401  (the term language's text)
 
 BIG = 100_000        # cost of a compute op / a G_s tensor: any term containing one is not clean
 CLEAN_COST = 1
@@ -41,14 +40,10 @@ def is_clean(t) -> bool:
     return c is not None and c.clean and all(is_clean(a) for a in t[1:])
 
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_HEAD = re.compile(r"\(\s*([^\s()\"]+)")
-
-
 def is_clean_text(text: str) -> bool:
     """``is_clean`` of the term written in ``text``, read from the heads of its applications
     (string literals removed first), without parsing it: G_d holds thousands of definitions."""
-    return all(_clean_head(h) for h in _HEAD.findall(_STRING.sub('""', text)))
+    return all(_clean_head(h) for h in heads(text))
 
 
 @functools.lru_cache(maxsize=None)

@@ -15,7 +15,7 @@ from entangle_py.ir import ops
 from entangle_py.ir.graph import Node, Ref, TensorMeta, TorchConst
 from entangle_py.lazy import LazyModule, is_sympy, sympy
 from entangle_py.semantics import opcall
-from entangle_py.semantics.sexpr import Var, parse_sexpr, to_sexpr
+from entangle_py.semantics.sexpr import STRING, unescape
 from entangle_py.semantics.terms import str_lit
 
 symbolic = LazyModule("entangle_py.ir.symbolic")     # sympy, for symbolic sizes only
@@ -98,20 +98,11 @@ class Term:
         G_d program binds tens of thousands of terms): a string literal is matched whole, so a
         ``(ref "..."`` written inside one is never taken for a reference."""
         def sub(m):
-            return m.group(0) if m.group(1) is None else expr_of(_UNESCAPE.sub(r"\1", m.group(1)))
+            return m.group(0) if m.group(1) is None else expr_of(unescape(m.group(1)[1:-1]))
         return _REF_OR_STRING.sub(sub, self.text)
 
 
-_REF_OR_STRING = re.compile(r'\(ref "((?:[^"\\]|\\.)*)"\)|"(?:[^"\\]|\\.)*"')
-_UNESCAPE = re.compile(r"\\(.)")
-
-
-def _bind(t, expr_of):      # Term.bind on the parsed term: the reference it must agree with (tests)
-    if not isinstance(t, tuple):
-        return t
-    if isinstance(t[0], Var) and t[0].name == "ref":
-        return Var(expr_of(t[1]))        # printed verbatim by to_sexpr
-    return tuple(_bind(a, expr_of) for a in t)
+_REF_OR_STRING = re.compile(r'\(ref (' + STRING + r')\)|' + STRING)
 
 
 @dataclass(frozen=True)

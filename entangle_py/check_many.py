@@ -45,6 +45,7 @@ class CheckTask:
     max_memory: int = 0         # resident bytes before the check gives up (0: the default limit)
     limits: object = None       # a config.Limits for every limit (then max_memory is its memory)
     memo: bool = True           # layer memoization (--no-memo: False)
+    text: bool = False          # also the verdict as `entangle check` prints it (a stage's report)
 
 
 @dataclass
@@ -60,20 +61,25 @@ class CheckOutcome:
 
 def check_task(t: CheckTask) -> CheckOutcome:
     """One whole check, as ``entangle check SEQ DIST --spec SPEC`` runs it (a task's function)."""
-    import io
-    from rich.console import Console
     from entangle_py.config import Limits, Policy
     from entangle_py.pipeline import check_files
     from entangle_py.report.jsonout import to_json
-    from entangle_py.report.text import print_result
     try:
         res, _ = check_files(t.seq, t.dist, t.spec, limits=t.limits or Limits(memory=t.max_memory),
                              numeric=t.numeric, assume=t.assume, policy=Policy(memoize=t.memo))
     except InputError as e:
         return CheckOutcome("bad-input", 2, None, str(e))
+    return CheckOutcome(res.status, res.exit_code, to_json(res, t.seq, t.dist, t.spec),
+                        text=_printed(res) if t.text else "")
+
+
+def _printed(res) -> str:
+    import io
+    from rich.console import Console
+    from entangle_py.report.text import print_result
     out = io.StringIO()
     print_result(res, Console(file=out, highlight=False, emoji=False, soft_wrap=True, color_system=None))
-    return CheckOutcome(res.status, res.exit_code, to_json(res, t.seq, t.dist, t.spec), text=out.getvalue())
+    return out.getvalue()
 
 
 def preload():

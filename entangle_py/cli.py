@@ -86,9 +86,10 @@ def _add_check(sub):
 
     def run(args):
         from entangle_py.check.spec import load_spec
-        if args.spec and load_spec(args.spec).stages:
+        spec = load_spec(args.spec) if args.spec else None
+        if spec is not None and spec.stages:
             from entangle_py.stages import run_stages_cli
-            return run_stages_cli(args)
+            return run_stages_cli(args, spec)
         given = [f for f, v in (("--workers", args.workers), ("--ray", args.ray), ("--ray-address", args.ray_address)) if v]
         if given:
             raise InputError(f"{', '.join(given)}: only a check by stages runs on workers (a spec with [stages]; "

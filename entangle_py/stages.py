@@ -62,9 +62,10 @@ def split(spec: Spec) -> list[Stage]:
 
 
 def run_stages(seq: str, dist: str, spec_path: str, executor, assume=(), numeric=True, limits=None, memo=True,
-               on_result=None) -> list[dict]:
-    """Every stage of the spec's [stages] through ``executor``; one entry per stage, in order."""
-    spec = load_spec(spec_path)
+               on_result=None, spec: Spec | None = None) -> list[dict]:
+    """Every stage of the spec's [stages] through ``executor``; one entry per stage, in order
+    (``spec``: the file's, where the caller has read it)."""
+    spec = spec or load_spec(spec_path)
     if not spec.stages:
         raise InputError(f"{spec_path}: no [stages]: nothing to split")
     stages = split(spec)
@@ -74,7 +75,7 @@ def run_stages(seq: str, dist: str, spec_path: str, executor, assume=(), numeric
             path = Path(d) / f"stage{st.index}.toml"
             path.write_text(st.spec.to_toml())
             tasks.append(CheckTask(st.label, seq, dist, str(path), tuple(assume), numeric,
-                                   limits.memory if limits else 0, limits, memo))
+                                   limits.memory if limits else 0, limits, memo, text=True))
         results = executor.run([Task(t.name, check_task, (t,)) for t in tasks], on_result=on_result)
     entries = []
     for st, t, r in zip(stages, tasks, results):
@@ -92,7 +93,7 @@ def run_stages(seq: str, dist: str, spec_path: str, executor, assume=(), numeric
 _NOT_BY_STAGES = {"html": "--html", "sarif": "--sarif", "write_spec": "--write-spec", "lemmas": "--lemmas"}
 
 
-def run_stages_cli(args) -> int:
+def run_stages_cli(args, spec: Spec) -> int:
     from rich.console import Console
     from entangle_py.config import Limits
     for key, flag in _NOT_BY_STAGES.items():
@@ -104,7 +105,7 @@ def run_stages_cli(args) -> int:
     memory = args.max_memory or Limits().memory_bytes() // executor.workers
     limits = Limits(iterations=args.max_iterations, nodes=args.max_enodes, matches=args.max_matches,
                     seconds=args.max_seconds, memory=memory)
-    n = len(load_spec(args.spec).stages) + 1
+    n = len(spec.stages) + 1
     console.print(f"checking by {n} stages on {executor.name}, {executor.workers} worker(s)")
     t0, finished = time.perf_counter(), [0]
 
@@ -115,7 +116,8 @@ def run_stages_cli(args) -> int:
                       f"peak {r.peak_rss / 2**20:.0f} MB" + (f", {r.attempts} attempts" if r.attempts > 1 else ""))
 
     entries = run_stages(args.seq, args.dist, args.spec, executor, assume=args.assume,
-                         numeric=not args.no_numeric, limits=limits, memo=not args.no_memo, on_result=progress)
+                         numeric=not args.no_numeric, limits=limits, memo=not args.no_memo, on_result=progress,
+                         spec=spec)
     wall = time.perf_counter() - t0
     code = max(e["exit_code"] for e in entries)
     for e in entries:
@@ -135,7 +137,7 @@ def run_stages_cli(args) -> int:
                       f"{', '.join(bad)} (wall {wall:.1f} s)")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"status": "refines" if code == 0 else entries[[e["exit_code"] for e in entries].index(code)]["status"],
+            json.dump({"status": next(e["status"] for e in entries if e["exit_code"] == code),
                        "exit_code": code, "executor": executor.name, "workers": executor.workers,
                        "wall_seconds": round(wall, 3),
                        "stages": [{k: v for k, v in e.items() if k != "text"} for e in entries]}, fh, indent=1)

@@ -102,8 +102,8 @@ class Display:
             return ", ".join(self.term(x) for x in list_items(t))
         if head in ("concat",):
             return f"concat({self.term(args[0])}, dim={args[1]})"
-        if head in ("rsum", "rmax"):
-            return f"{'sum' if head == 'rsum' else 'max'}({self.term(args[0])})"
+        if head in ("rsum", "rmax", "rmean"):
+            return f"{head[1:]}({self.term(args[0])})"
         if head == "DLit":
             return str(args[0])
         if head in ("unary", "scalar", "binary", "opaque"):

@@ -245,8 +245,8 @@ class Printer:
             return a[0][1:] if a[0].startswith("\0") else self.leaf(a[0])
         if h == "Gs":
             return f"seq.{a[0]}"
-        if h in ("rsum", "rmax"):
-            word = "sum" if h == "rsum" else "max"
+        if h in ("rsum", "rmax", "rmean"):
+            word = {"rsum": "sum", "rmax": "max", "rmean": "mean"}[h]
             xs = items(a[0])
             if xs is None:
                 return f"{word} over ranks of {s(a[0])}"

@@ -155,7 +155,7 @@ class Engine:
         # dim (GPT at TP 8: the attention's bmm waited for the loss's size-1 dim to be proven)
         self._run_commands([f"(let $dlit_{k.replace('-', 'm')} (DLit {k}))"
                             for k in sorted(set(re.findall(r"\(DLit (-?\d+)\)", rules)))])
-        self._asked_cmul, self._folded = None, set()
+        self._asked_consts, self._folded = None, set()
         self.run1("(push)")      # the empty e-graph with its rules compiled: reset() comes back here
         # lemma name -> egglog matches of its rule, summed over every lemma step (explain / reports)
         self.matches: Counter = Counter()
@@ -178,7 +178,7 @@ class Engine:
         self._declared_forms = set(self._base_forms)     # those declared after the push are gone
         self.dims = self.dims.fresh()
         self._dim_sizes = None
-        self._asked_cmul, self._folded = None, set()
+        self._asked_consts, self._folded = None, set()
 
     # -- commands ------------------------------------------------------------------------
     def _run_commands(self, commands: list[str]):
@@ -370,22 +370,23 @@ class Engine:
         return bool(added)
 
     def _fold_constants(self) -> bool:
-        """Answer (ask_cmul a b) with (cmul a b) where the product is exact (terms.const_product)."""
-        asked = self.sizes(("ask_cmul",))
-        if asked == self._asked_cmul:       # nothing new asked: skip the table read
+        """Answer (ask_cmul a b) with (cmul a b), (ask_cdiv a b) with (cdiv a b), where the product
+        or quotient is a float exactly (terms.FOLDS)."""
+        asked = self.sizes(tuple(f"ask_{f}" for f in terms.FOLDS))
+        if asked == self._asked_consts:       # nothing new asked: skip the table read
             return False
-        self._asked_cmul = asked
+        self._asked_consts = asked
         added = []
-        for row in self.table("ask_cmul"):
-            a, b = row[1], row[2]
-            if (a, b) in self._folded:
-                continue
-            self._folded.add((a, b))
-            try:
-                added.append(f"(set (cmul {terms.str_lit(a)} {terms.str_lit(b)}) "
-                             f"{terms.str_lit(terms.const_product(a, b))})")
-            except ValueError:
-                pass
+        for f, fold in terms.FOLDS.items():
+            for row in self.table(f"ask_{f}"):
+                a, b = row[1], row[2]
+                if (f, a, b) in self._folded:
+                    continue
+                self._folded.add((f, a, b))
+                try:
+                    added.append(f"(set ({f} {terms.str_lit(a)} {terms.str_lit(b)}) {terms.str_lit(fold(a, b))})")
+                except ValueError:
+                    pass
         self.add(*added)
         return bool(added)
 

@@ -28,6 +28,8 @@ def load_library(extra_files: Iterable[str] = ()) -> Library:
     lib = Library()
     for family in LEMMA_FAMILIES:
         _from_module(importlib.import_module(f"entangle_py.lemmas.{family}"), family, lib)
+    from entangle_py.lemmas.collective import mean_twins
+    lib.lemmas += mean_twins(lib.lemmas)
     for path in extra_files:
         p = Path(path)
         if not p.is_file():

@@ -105,11 +105,56 @@ LEMMAS += [
           when=("(= t (dtype x))", "(= t (dtype a))", "(= t (dtype b))", '(!= "bool" t)')),
 ]
 
+# the mean over ranks (clean: division by the world size).  A sum over n ranks divided by n -- the
+# text a program's `/ world_size` lowers to (ntext) -- is their mean: Megatron's
+# average_losses_across_data_parallel_group, DDP's gradient average.  So is a sum over n ranks of
+# each part divided by n: the sequential mean's 1 / N carried into the ranks' sums (scalar-div-rsum,
+# div-div) meets the ranks' own means that way.  Floating parts only (an int sum divides into
+# another dtype); a divisor other than the list's length is no mean (a rank count is no batch size)
+_MEAN_OF = ("(= n (tlen (Cons x r)))", "(= c (ntext n))", "(= t (dtype x))", "(fdtype t)")
+LEMMAS += [
+    Lemma("rmean-div-rsum", '(scalar "div" (rsum (Cons x r)) c)', "(rmean (Cons x r))", when=_MEAN_OF),
+    Lemma("rmean-rsum-div", '(rsum (map_scalar "div" (Cons x r) c))', "(rmean (Cons x r))", when=_MEAN_OF),
+    # ... and a sum over n ranks of parts divided by c is the mean of the parts divided by c / n,
+    # where that quotient is a float exactly: the sequential mean over N rows, sum_r s_r / N, is
+    # the mean of the ranks' means s_r / (N / n) over shards of N / n rows (equal shards only:
+    # with uneven ones no single divisor makes each rank's mean)
+    Lemma("rmean-rsum-div-scaled", '(rsum (map_scalar "div" (Cons x r) c))',
+          '(rmean (map_scalar "div" (Cons x r) a))',
+          when=("(= n (tlen (Cons x r)))", "(= w (ntext n))", "(= a (cdiv c w))", '(!= a "1.0")',
+                "(= t (dtype x))", "(fdtype t)")),
+    # a list of parts each divided by c is the list divided by c, folded from its end, so that
+    # rmean-rsum-div sees a sum over ranks of quotients however it was written
+    Lemma("map-scalar-div-fold-one", '(Cons (scalar "div" x c) (Nil))', '(map_scalar "div" (Cons x (Nil)) c)'),
+    Lemma("map-scalar-div-fold", '(Cons (scalar "div" x c) (map_scalar "div" m c))',
+          '(map_scalar "div" (Cons x m) c)'),
+]
+
+
+
+def mean_twins(lemmas) -> list:
+    """The mean over ranks' twin of every lemma that moves an op into a sum over ranks part by part,
+    f(rsum l) = rsum(map_f l): f(rmean l) = rmean(map_f l).  Sound for each: f additive over the
+    parts (what the sum's lemma states) is homogeneous for the rational 1 / n, f(y / n) = f(y) / n,
+    so f(sum_i x_i / n) = sum_i f(x_i / n) = sum_i f(x_i) / n.  Derived, not written twice: a new
+    linear op's sum lemma brings its mean lemma (load_library)."""
+    out = []
+    for lem in lemmas:
+        if lem.lhs.count("(rsum ") == 1 and lem.rhs.startswith("(rsum (map_") and lem.rhs.count("(rsum ") == 1:
+            def twin(text):
+                return text.replace("(rsum ", "(rmean ")
+            out.append(Lemma(lem.name.replace("rsum", "rmean"), twin(lem.lhs), twin(lem.rhs),
+                             when=tuple(map(twin, lem.when)), family="collective",
+                             assumes=lem.assumes, trigger=tuple(map(twin, lem.trigger))))
+    return out
+
+
 RULES = [
     Rule("ask-bsame-add-rsum-part", (
         '(rule ((= z (binary "add" (rsum (Cons a r)) y)) (= w (binary "add" a y))) ((bsame a w 0)) :ruleset shapes)\n'
         '(rule ((= z (binary "add" (rsum (Cons a (Cons b r))) y)) (= w (binary "add" b y))) ((bsame b w 0)) :ruleset shapes)')),
-    # (tlen l): the length of a list of ranks, asked where add-rsum-shared may fire; (ntext n) the
+    # (tlen l): the length of a list of ranks, asked where add-rsum-shared or a mean over ranks
+    # (ask-rmean) may fire; (ntext n) the
     # text of the divisor by that count ("2.0", as lowering writes a float constant)
     Rule("tlen", (
         '(rule ((= t (binary "add" (rsum l) y)) (= q (scalar "div" y c))) ((ask_tlen l)) :ruleset shapes)\n'
@@ -118,4 +163,10 @@ RULES = [
         "(rule ((ask_tlen l) (= l (Cons a r)) (= n (tlen r))) ((set (tlen l) (+ n 1))) :ruleset shapes)\n"
         f"(rule ((ask_tlen l) (= n (tlen l)) (> n 0) (< n {NTEXT_MAX})) "
         '((set (ntext n) (+ (to-string n) ".0"))) :ruleset shapes)')),
+    # a mean over ranks may be read where a sum over n ranks is divided (rmean-div-rsum), or is a sum
+    # of parts divided (rmean-rsum-div and -scaled: c / n asked, the engine folds it where exact)
+    Rule("ask-rmean", (
+        '(rule ((= t (scalar "div" (rsum l) c))) ((ask_tlen l)) :ruleset shapes)\n'
+        '(rule ((= t (rsum (map_scalar "div" l c)))) ((ask_tlen l)) :ruleset shapes)\n'
+        '(rule ((= t (rsum (map_scalar "div" l c))) (= n (tlen l)) (= w (ntext n))) ((ask_cdiv c w)) :ruleset shapes)')),
 ]

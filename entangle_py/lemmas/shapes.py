@@ -13,14 +13,15 @@ def _same_shape(pattern: str, src: str, name: str) -> Rule:
         f"(rule ((= y {pattern}) (= v (dim {src} i))) ((set (dim y i) v)) :ruleset shapes)"))
 
 
+# the reductions over a list of ranks' parts of one shape and dtype (semantics/terms.py)
+RANK_REDUCTIONS = ("rsum", "rmax", "rmean", "rlse")
+
 RULES = [
     _same_shape("(unary op x)", "x", "shape-unary"),
     _same_shape("(scalar op x c)", "x", "shape-scalar"),
     _same_shape("(softmax x s)", "x", "shape-softmax"),
-    # a sum (max) over ranks has the shape of every rank's value, so of the first
-    _same_shape("(rsum (Cons x r))", "x", "shape-rsum"),
-    _same_shape("(rmax (Cons x r))", "x", "shape-rmax"),
-    _same_shape("(rlse (Cons x r))", "x", "shape-rlse"),
+    # a sum (max, mean, log-sum-exp) over ranks has the shape of every rank's value, so of the first
+    *(_same_shape(f"({r} (Cons x r))", "x", f"shape-{r}") for r in RANK_REDUCTIONS),
     # broadcasting operands: only facts both operands agree on (equal ndim, equal dims)
     Rule("shape-binary-same", (
         "(rule ((= y (binary op a b)) (= n (ndim a)) (= n (ndim b))) ((set (ndim y) n)) :ruleset shapes)\n"
@@ -106,7 +107,7 @@ RULES = [
     Rule("dtype-movement", "\n".join(
         f"(rule ((= y {pattern}) (= t (dtype x))) ((set (dtype y) t)) :ruleset shapes)" for pattern in (
             "(view x s)", "(expand x s)", "(slice x d a b)", "(transpose x a b)", "(permute x p)",
-            "(concat (Cons x r) d)", "(rsum (Cons x r))", "(rmax (Cons x r))", "(rlse (Cons x r))", "(zpad x d lo hi)"))),
+            "(concat (Cons x r) d)", *(f"({r} (Cons x r))" for r in RANK_REDUCTIONS), "(zpad x d lo hi)"))),
     # ... and float arithmetic (and matrix products) of one dtype keeps it (torch's promotion is the identity there; a
     # Python scalar never promotes a float tensor): so a condition can read the dtype of a sum, a
     # product or a reduction computed inside a lowered op (layer norm's backward), not only of the

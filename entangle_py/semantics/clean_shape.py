@@ -44,7 +44,7 @@ def clean_meta(t, leaf, size, same) -> tuple[tuple, str]:
 
     if head == "Gd":
         return leaf(a[0])
-    if head in ("rsum", "rmax", "concat"):
+    if head in ("rsum", "rmax", "rmean", "concat"):
         ps = parts(a[0])
         check(ps, "no parts")
         shape, dtype = ps[0]
@@ -52,6 +52,7 @@ def clean_meta(t, leaf, size, same) -> tuple[tuple, str]:
         check(all(len(s) == len(shape) for s, _ in ps), "parts of different ranks")
         if head != "concat":
             check(all(all(same(x, y) for x, y in zip(s, shape)) for s, _ in ps), "parts of different shapes")
+            check(head != "rmean" or "float" in dtype, f"a mean over ranks of {dtype} parts")
             return shape, dtype
         d = a[1]
         check(0 <= d < len(shape), f"dim {d} of a {len(shape)}-D tensor")

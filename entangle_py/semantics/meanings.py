@@ -162,6 +162,15 @@ def _stack_sum(parts):
     return out
 
 
+def _stack_mean(parts):
+    # the mean over ranks, as a program writes it: the ranks' sum divided by their number (an
+    # all-reduce, then / world size); floating tensors only (an int sum divides into a float)
+    _same_parts(parts)
+    if not parts[0].is_floating_point():
+        raise ValueError("a mean over ranks of non-float tensors")
+    return _stack_sum(parts) / len(parts)
+
+
 def _stack_lse(parts):
     # the log-sum-exp over ranks, element by element (torch's, stable: no exp overflows)
     _same_parts(parts)
@@ -233,6 +242,19 @@ def const_product(a: str, b: str) -> str:
     if Fraction(fa) * Fraction(fb) != Fraction(p):
         raise ValueError(f"{a} * {b} is not a float exactly")
     return repr(p)
+
+
+def const_quotient(a: str, b: str) -> str:
+    """The text of a / b for two float constant texts, only when the quotient is itself a float
+    exactly (6.0 / 2.0 = 3.0; not 1.0 / 3.0); else undefined."""
+    from fractions import Fraction
+    fa, fb = float(a), float(b)
+    if not (math.isfinite(fa) and math.isfinite(fb)) or fa == 0 or fb == 0:
+        raise ValueError(f"{a} / {b}: not folded")
+    q = fa / fb
+    if Fraction(fa) / Fraction(fb) != Fraction(q):
+        raise ValueError(f"{a} / {b} is not a float exactly")
+    return repr(q)
 
 
 # float32's largest finite value: a constant beyond it overflows to inf in float32 (and in the

@@ -19,8 +19,8 @@ from entangle_py.lazy import torch
 
 from entangle_py.semantics.meanings import (  # noqa: F401  (re-exported: the term language's meanings)
     _unary, unary_fn, _scalar, _binary, binary_fn, _pointwise, _slice, _view, _expand, _reduce,
-    REDUCTIONS, _concat, _no_bool, _stack_sum, _stack_max, _stack_lse, UNARY_OPS, CASTS, SCALAR_OPS, BINARY_OPS,
-    UNARY_NAMES, BINARY_NAMES, const_product, const_positive, MASKED_FILL, THRESHOLD_BACKWARD,
+    REDUCTIONS, _concat, _no_bool, _stack_sum, _stack_max, _stack_mean, _stack_lse, UNARY_OPS, CASTS, SCALAR_OPS, BINARY_OPS,
+    UNARY_NAMES, BINARY_NAMES, const_product, const_quotient, const_positive, MASKED_FILL, THRESHOLD_BACKWARD,
     _exact_div, _dset, _repl, _zip_aligned, _zip_concat_fold, _where, _bc_like, WHERE_PATTERNS, _zip_where, _zip_exact,
     INT_SCALAR_OPS, _iscalar, _take, _iput, _mtake, _pick, _mpick, _tpick, _tcount, _cst, _map_offsets,
     _layernorm, _arange, _scatter, _mscatter, _place, _tplace, _mplace, _pad, _map_pad, ROWWISE_OPS,
@@ -97,6 +97,9 @@ CONSTRUCTORS: list[Constructor] = [
     _c("concat", "TList i64", "T", CLEAN_COST, True, _concat),
     _c("rsum", "TList", "T", CLEAN_COST, True, _stack_sum),
     _c("rmax", "TList", "T", CLEAN_COST, True, _stack_max),
+    # the mean over ranks: their sum divided by their number (division by the world size is clean:
+    # data-parallel loss averaging, DTensor's Partial("avg"), ReduceOp.AVG)
+    _c("rmean", "TList", "T", CLEAN_COST, True, _stack_mean),
     # the log-sum-exp over a list of parts of one shape (a logsumexp over a dim the parts split:
     # the ranks' logsumexps gathered and reduced again).  No collective computes it: not clean
     _c("rlse", "TList", "T", BIG, False, _stack_lse),
@@ -262,6 +265,10 @@ CONSTRUCTORS: list[Constructor] = [
 
 BY_NAME = {c.name: c for c in CONSTRUCTORS}
 
+# constants the engine folds where a rule asks (ask_<name> a b): the text of an exact product or
+# quotient of two float constant texts (engine/egraph.py)
+FOLDS: dict[str, Callable] = {"cmul": const_product, "cdiv": const_quotient}
+
 # egglog primitives usable in lemma guards and right-hand sides, with their Python meaning.
 PRIMITIVES: dict[str, Callable] = {
     "+": lambda a, b: a + b,
@@ -276,7 +283,7 @@ PRIMITIVES: dict[str, Callable] = {
     ">": lambda a, b: a > b,
     ">=": lambda a, b: a >= b,
     "dle": lambda a, b: a <= b,     # a relation on sizes, proven by egglog (literals) or Z3
-    "cmul": lambda a, b: const_product(a, b),   # product of two constant texts (see const_product)
+    **FOLDS,        # exact products and quotients of two constant texts
     # the text of an integer constant (a cst's value), and the masked_fill op filling it (filled by
     # rules where a pattern asks: entangle_py/lemmas/indexing.py)
     "itext": lambda c: str(int(c)),
@@ -411,6 +418,8 @@ FUNCTIONS_TEXT = """
 (function ipos (IList i64) i64 :merge old)
 (relation ask_cmul (String String))
 (function cmul (String String) String :merge old)
+(relation ask_cdiv (String String))
+(function cdiv (String String) String :merge old)
 (function itext (i64) String :merge old)
 (function fillop (i64) String :merge old)
 (function clampop (i64) String :merge old)

@@ -290,3 +290,85 @@ def add_assoc_rsum_bad(rng):
     """Mixed dtypes (an int sum rounded in float), bools (a sum over ranks of bools is undefined)."""
     yield {"x": torch.tensor([1.0]), "a": torch.tensor([2]), "b": torch.tensor([3]), "t": "float32"}
     yield {"x": torch.tensor([True]), "a": torch.tensor([True]), "b": torch.tensor([False]), "t": "bool"}
+
+
+def _parts(rng, k, dtype=None):
+    shape = [rng.randint(1, 3) for _ in range(rng.randint(0, 2))]
+    parts = [tensor(rng, *shape) for _ in range(k)]
+    return [p.to(dtype) if dtype is not None else p for p in parts]
+
+
+@repeat(8)
+def rank_mean(rng):
+    """A sum over k ranks (1-8) divided by k, as "k.0" (the text lowering writes for / k)."""
+    k = rng.randint(1, 8)
+    x, *r = _parts(rng, k)
+    return {"x": x, "r": r, "n": k, "c": repr(float(k)), "t": "float64"}
+
+
+def rank_mean_bad(rng):
+    """The divisor is not the number of ranks (or not its text), or the parts are ints."""
+    for _ in range(4):
+        k = rng.randint(1, 6)
+        x, *r = _parts(rng, k)
+        for c in (repr(float(k + 1)), repr(float(2 * k)), str(k), repr(k - 0.5)):
+            yield {"x": x, "r": r, "n": k, "c": c, "t": "float64"}
+        xi, *ri = _parts(rng, k, torch.int64)
+        yield {"x": xi, "r": ri, "n": k, "c": repr(float(k)), "t": "int64"}
+
+
+@repeat(8)
+def rank_mean_scaled(rng):
+    """sum_i (x_i / c) over k ranks, c = k * a for an exact a != 1 (a global mean's count over
+    k equal shards of a rows each)."""
+    k = rng.randint(1, 8)
+    a = rng.choice([2.0, 3.0, 0.5, 6.0, 1.5, 128.0])
+    x, *r = _parts(rng, k)
+    return {"x": x, "r": r, "n": k, "w": repr(float(k)), "c": repr(k * a), "a": repr(a), "t": "float64"}
+
+
+def rank_mean_scaled_bad(rng):
+    """c / k not a float exactly (1 / 3), the quotient 1 (rmean-rsum-div's case), the wrong
+    quotient, or int parts."""
+    for _ in range(3):
+        x, *r = _parts(rng, 3)
+        yield {"x": x, "r": r, "n": 3, "w": "3.0", "c": "1.0", "a": repr(1.0 / 3.0), "t": "float64"}
+        yield {"x": x, "r": r, "n": 3, "w": "3.0", "c": "3.0", "a": "1.0", "t": "float64"}
+        yield {"x": x, "r": r, "n": 3, "w": "3.0", "c": "12.0", "a": "3.0", "t": "float64"}
+        xi, *ri = _parts(rng, 3, torch.int64)
+        yield {"x": xi, "r": ri, "n": 3, "w": "3.0", "c": "6.0", "a": "2.0", "t": "int64"}
+
+
+@repeat(6)
+def div_fold_one(rng):
+    return {"x": tensor(rng, rng.randint(1, 3)), "c": rng.choice(["2.0", "0.5", "-3.0", "6.0"])}
+
+
+@repeat(6)
+def div_fold(rng):
+    x, *m = _parts(rng, rng.randint(1, 8))
+    return {"x": x, "m": m, "c": rng.choice(["2.0", "0.5", "-3.0", "6.0"])}
+
+
+def ask_rmean_terms(rng):
+    """A sum over k ranks divided by k, and a sum of parts each divided by c: the engine answers
+    the list's length, its text and the exact quotient c / k (none for an inexact one)."""
+    for k, c in ((2, "6.0"), (3, "1.0"), (4, "2.0")):
+        names = [f"a{i}" for i in range(k)]
+        env = {a: tensor(rng, 2, 3) for a in names}
+        lst = "(Nil)"
+        for a in reversed(names):
+            lst = f"(Cons {a} {lst})"
+        w = repr(float(k))
+        term = f'(binary "add" (scalar "div" (rsum {lst}) "{w}") (rsum (map_scalar "div" {lst} "{c}")))'
+        facts = [f"(= (tlen {lst}) {k})", f'(= (ntext {k}) "{w}")',
+                 f'(= (cdiv "{c}" "{w}") {_quotient_text(c, w)})', f'(= (cdiv "{c}" "{w}") "7.0")']
+        yield term, env, facts
+
+
+def _quotient_text(c, w):
+    from entangle_py.semantics.terms import const_quotient
+    try:
+        return f'"{const_quotient(c, w)}"'
+    except ValueError:      # no exact quotient: the fact naming the float nearest is false
+        return f'"{float(c) / float(w)!r}"'

@@ -90,6 +90,7 @@ def _rank_sum_terms(op):
 rsum_terms = _rank_sum_terms("rsum")
 rmax_terms = _rank_sum_terms("rmax")
 rlse_terms = _rank_sum_terms("rlse")
+rmean_terms = _rank_sum_terms("rmean")
 
 
 def binary_terms(rng):

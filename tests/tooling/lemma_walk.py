@@ -21,8 +21,10 @@ class Walks:
     def __init__(self, lemmas):
         self.by_head: dict[str, list] = {}
         for lem in lemmas:
-            if lem.ruleset == "walks":
-                lhs = parse_sexpr(lem.lhs)
+            lhs = parse_sexpr(lem.lhs)
+            # a walk advances a helper term; a lemma rewriting a list cell (map-scalar-div-fold: a
+            # Cons of quotients is a map_scalar) rewrites data, which evaluates as it is
+            if lem.ruleset == "walks" and lhs[0].name != "Cons":
                 self.by_head.setdefault(lhs[0].name, []).append(
                     (lhs, [parse_sexpr(c) for c in lem.when], parse_sexpr(lem.rhs), pattern_vars(lhs)))
 

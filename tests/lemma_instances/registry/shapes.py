@@ -3,7 +3,7 @@ rules, by rule name."""
 from lemma_instances.shapes import (
     binary_0d_terms, binary_bcast_terms, binary_terms, concat_terms, dlen_terms, dtype_float_arith_terms,
     dtype_terms, elementwise_terms, ilist_query_terms, layernorm_terms, mm_terms, reduce_terms, rlse_terms,
-    rmax_terms, rsum_terms, scalar_terms, slice_terms, softmax_terms, transpose_terms, view_and_dat_terms,
+    rmax_terms, rmean_terms, rsum_terms, scalar_terms, slice_terms, softmax_terms, transpose_terms, view_and_dat_terms,
     where_bcast_terms, where_terms)
 
 INSTANCES = {}
@@ -15,6 +15,7 @@ CHECKS = {
     "shape-rsum": rsum_terms,
     "shape-rmax": rmax_terms,
     "shape-rlse": rlse_terms,
+    "shape-rmean": rmean_terms,
     "shape-layernorm": layernorm_terms,
     "shape-binary-same": binary_terms,
     "shape-binary-bcast": binary_bcast_terms,

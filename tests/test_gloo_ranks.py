@@ -43,3 +43,30 @@ def test_two_crashes_are_raised(tmp_path):
     import torch.multiprocessing as mp
     with pytest.raises(mp.ProcessExitedException, match="SIGABRT"):
         gloo_ranks.spawn(_worker, 2, (str(tmp_path / "n"), 2))
+
+
+def _out_of_step_worker(rank, world, port, out_dir, names):
+    """Entry "split": rank 0 raises before the all-reduce rank 1 enters (a vocab lookup out of range on
+    one rank only), so the ranks fall out of step; the entries after it must still run."""
+    gloo_ranks.init(rank, world, port, timeout_s=10)
+    import torch.distributed as dist
+
+    def one(name):
+        if name == "split" and rank == 0:
+            raise IndexError("index out of range in self")
+        t = torch.full((30,), float(rank + 1))
+        dist.all_reduce(t)
+        return {"sum": t[0].item()}
+    gloo_ranks.run_each(out_dir, rank, names, lambda n: n, one)
+
+
+def test_entries_after_ranks_fall_out_of_step_still_run():
+    names = ["before", "split", "after", "last"]
+    runs = []
+    got = gloo_ranks.run_all(names, lambda n: n,
+                             lambda todo: runs.append(todo) or gloo_ranks.spawn(_out_of_step_worker, 2, (todo,)))
+    assert runs == [names, ["after", "last"]]      # the rest in a fresh spawn
+    assert set(got) == set(names)
+    for n in ("before", "after", "last"):
+        assert got[n] == [{"sum": 3.0}, {"sum": 3.0}], (n, got[n])
+    assert all("error" in r for r in got["split"]), got["split"]

@@ -319,16 +319,17 @@ def run(entries=None, seed=0, verbose=True) -> dict:
     finally:
         Fmod.dropout = saved
         torch.use_deterministic_algorithms(prev[0], warn_only=prev[1])
-    ranks = {}
-    for ws in sorted({e.world_size for e in entries}):
-        group = [e for e in entries if e.world_size == ws]
+    def spawn_batch(todo):
         with tempfile.TemporaryDirectory() as tmp:
             payload = os.path.join(tmp, "payload.pt")
-            torch.save((group, {e.id: inputs[e.id] for e in group}), payload)
-            ranks[ws] = gloo_ranks.spawn(_worker, ws, (payload,))
+            torch.save((todo, {e.id: inputs[e.id] for e in todo}), payload)
+            return gloo_ranks.spawn(_worker, todo[0].world_size, (payload,))
+    runs = {}
+    for ws in sorted({e.world_size for e in entries}):
+        runs.update(gloo_ranks.run_all([e for e in entries if e.world_size == ws], lambda e: e.id, spawn_batch))
     report = {}
     for e in entries:
-        res = [ranks[e.world_size][r].get(e.id, {"error": "not run"}) for r in range(e.world_size)]
+        res = runs[e.id]
         errs = [f"rank {r}: {x['error']}" for r, x in enumerate(res) if "error" in x]
         if errs:
             verdict, detail = "buggy", "; ".join(errs)

@@ -50,8 +50,10 @@ def finish(out_dir: str, rank: int, results) -> None:
 
 def run_each(out_dir: str, rank: int, entries, key, run_one) -> None:
     """``run_one(entry)`` for every entry, in order, a barrier after each (the ranks stay in step);
-    an exception is the entry's ``{"error": ...}`` (a program that fails on gloo is wrong).  Then
-    ``finish``: the results by ``key(entry)``."""
+    an exception is the entry's ``{"error": ...}`` (a program that fails on gloo is wrong).  When
+    the barrier itself fails, the ranks fell out of step in that entry (a rank raised before a
+    collective the others entered): the entry is an error and this run stops there (``run_all``
+    runs the rest in a fresh spawn).  Then ``finish``: the results by ``key(entry)``."""
     import torch.distributed as dist
     results = {}
     try:
@@ -60,9 +62,31 @@ def run_each(out_dir: str, rank: int, entries, key, run_one) -> None:
                 results[key(e)] = run_one(e)
             except Exception as ex:  # noqa: BLE001 - a program that fails on gloo is wrong
                 results[key(e)] = {"error": f"{type(ex).__name__}: {str(ex).splitlines()[0][:200]}"}
-            dist.barrier()
+            try:
+                dist.barrier()
+            except Exception as ex:  # noqa: BLE001 - the process group is no longer usable
+                results[key(e)] = {"error": f"the ranks fell out of step in it ({type(ex).__name__}: "
+                                            f"{str(ex).splitlines()[0][:160]})"}
+                break
     finally:
         finish(out_dir, rank, results)
+
+
+def run_all(entries, key, spawn_batch) -> dict:
+    """{key(entry): [each rank's result]} for every entry: ``spawn_batch(entries)`` runs a list of
+    entries on fresh gloo ranks (a worker calling ``run_each``) and returns each rank's results.
+    Entries a run did not reach, because the ranks fell out of step in an earlier one, run again
+    in a fresh spawn; a run that reaches no entry is an error, never a label."""
+    results, todo = {}, list(entries)
+    while todo:
+        ranks = spawn_batch(todo)
+        done = [e for e in todo if all(key(e) in r for r in ranks)]
+        if not done:
+            raise AssertionError(f"a gloo run reached none of {[key(e) for e in todo][:5]}...")
+        for e in done:
+            results[key(e)] = [r[key(e)] for r in ranks]
+        todo = [e for e in todo if key(e) not in results]
+    return results
 
 
 def spawn(worker, world: int, args: tuple = (), setup=None) -> list:

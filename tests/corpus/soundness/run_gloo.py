@@ -220,10 +220,10 @@ def run(entries=None, seed=0, verbose=True) -> dict:
             inputs_rel[e.name] = read_spec(e.spec)[0]
     finally:   # the caller's process (pytest) keeps its own setting
         torch.use_deterministic_algorithms(prev[0], warn_only=prev[1])
-    ranks = spawn_with_payload(_worker, (entries, inputs))
+    runs = gloo_ranks.run_all(entries, lambda e: e.name, lambda todo: spawn_with_payload(_worker, (todo, inputs)))
     report = {}
     for e in entries:
-        res = [ranks[r].get(e.name, {"error": "not run"}) for r in range(WORLD)]
+        res = runs[e.name]
         errs = [f"rank {r}: {x['error']}" for r, x in enumerate(res) if "error" in x]
         if errs:
             verdict, detail = "wrong", "; ".join(errs)

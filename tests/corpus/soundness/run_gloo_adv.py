@@ -256,6 +256,7 @@ def _run(model, inputs: dict, given: dict) -> dict:
 def _case(entry, seed):
     """(seq results, every rank's given values) for one attempt."""
     torch.use_deterministic_algorithms(True, warn_only=True)     # empty() is NaN: never right by accident
+    torch.manual_seed(seed)      # integer inputs are what build() draws: the same on every run
     g = torch.Generator().manual_seed(seed)
     spec = S.load_spec(entry.truth)
     ws, mesh = entry.world_size, mesh_of(spec, entry.world_size)
@@ -363,18 +364,20 @@ def run(entries, seed=0, verbose=True) -> dict:
         alone = getattr(load_script(e.script), "GLOO_ALONE", False)
         batches.setdefault((e.world_size, e.name if alone else ""), []).append(e)
     results = {}
-    for (ws, _), group in batches.items():
+
+    def spawn_batch(todo):
+        ws = todo[0].world_size
         with tempfile.TemporaryDirectory() as tmp:
             payload = os.path.join(tmp, "payload.pt")
-            torch.save((group, {e.name: given[e.name] for e in group}), payload)
+            torch.save((todo, {e.name: given[e.name] for e in todo}), payload)
             try:
-                ranks = gloo_ranks.spawn(_worker, ws, (payload,))
+                return gloo_ranks.spawn(_worker, ws, (payload,))
             except torch.multiprocessing.ProcessExitedException as ex:
-                if len(group) > 1:
+                if len(todo) > 1:
                     raise
-                ranks = [{group[0].name: {"error": f"a rank aborted ({ex})"}}] * ws
-        for e in group:
-            results[e.name] = [ranks[r].get(e.name, {"error": "not run"}) for r in range(ws)]
+                return [{todo[0].name: {"error": f"a rank aborted ({ex})"}}] * ws
+    for group in batches.values():
+        results.update(gloo_ranks.run_all(group, lambda e: e.name, spawn_batch))
     report = {}
     for e in entries:
         res = results[e.name]

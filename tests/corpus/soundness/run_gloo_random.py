@@ -177,10 +177,10 @@ def _run(entries, seed, verbose) -> dict:
             for r, part in enumerate(_split(v, rel[port])):
                 per_rank[r][port] = part
         given[e.id] = per_rank
-    ranks = spawn_with_payload(_worker, (entries, given))
+    runs = gloo_ranks.run_all(entries, lambda e: e.id, lambda todo: spawn_with_payload(_worker, (todo, given)))
     report = {}
     for e in entries:
-        res = [ranks[r].get(e.id, {"error": "not run"}) for r in range(WORLD)]
+        res = runs[e.id]
         report[e.id] = {"label": e.label, **_verdict(e, seq_values[e.id], res)}
     if verbose:
         print_labels(report)

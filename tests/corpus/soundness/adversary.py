@@ -244,6 +244,13 @@ ATTEMPTS = [
        "mo_dp_noexpect", script="mo_local_only_wrong",
        found=HOLE + ": certificate out = mean(r0.out, r1.out), refines: no rank holds the output (the all-reduce is missing); "
              "the gloo label (run_gloo.py's relations: replicate, partial, shard(d)) and docs/concepts.md's clean terms have no mean"),
+    _a("mo_cancel_noexpect_wrong", "mean over ranks / no [expect]", "each rank's own mean shifted by +1 / -1 (the shifts cancel in the ranks' mean), no [expect]",
+       "mo_dp_noexpect", script="mo_cancel_wrong",
+       found="rejected (exit 1), but the numeric witness guesses the relation out = mean over ranks of out and says "
+             "'numerically equal ... probably not a bug' (misleading: every rank's output is off by 1)"),
+    _a("mo_cancel_wrong", "mean over ranks", "the same under [expect] out = replicate", "mo_dp"),
+    _a("mo_uneven_local_only_noexpect_wrong", "mean over ranks / no [expect]", "uneven shards (4, 2 rows): each rank's own mean, no all-reduce, no [expect]",
+       "mo_uneven_noexpect", script="mo_uneven_local_only_wrong"),
     _a("mo_mean_of_means_noexpect_correct", "mean over ranks / no [expect]", "twin: averaged over the ranks, no [expect]", "mo_dp_noexpect", script="mo_mean_of_means_correct"),
     _a("mo_scalar_loss_correct", "mean over ranks / 0-D", "a 0-D loss averaged over 4 ranks", "mo_dp", world_size=4),
     _a("mo_scalar_loss_div2_wrong", "mean over ranks / 0-D", "a 0-D loss all-reduced over 4 ranks, / 2 (sums of 0-D parts fold: lists of 4, 3, 2 parts)", "mo_dp", world_size=4),

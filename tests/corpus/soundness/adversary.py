@@ -280,6 +280,7 @@ ATTEMPTS = [
     _a("mo_mesh_dp_mean_correct", "mean over ranks / mesh", "the means averaged over the dp group", "mo_mesh", world_size=4),
     _a("mo_mesh_tp_mean_wrong", "mean over ranks / mesh", "the means averaged over the tp group (replicas) instead of dp", "mo_mesh", world_size=4),
     _a("mo_mesh_dp_div_world_wrong", "mean over ranks / mesh", "the means summed over dp, / world size 4", "mo_mesh", world_size=4),
+    _a("mo_mesh_dp_only_wrong", "mean over ranks / mesh", "batch split over dp and tp, averaged over dp only; [expect] out = replicate@dp (tp unnamed)", "mo_mesh_dp_only", world_size=4),
     _a("mo_replicas_mean_correct", "mean over ranks / replicas vs shares", "replicated tanh(x) averaged over the ranks: the value", "mo_rep",
        found=FALSE_ALARM + ": no lemma for the mean over ranks of one replicated value (mean(x, x) = x)"),
     _a("mo_shares_mean_wrong", "mean over ranks / replicas vs shares", "partial shares of x averaged (not summed) over the ranks", "mo_partial"),

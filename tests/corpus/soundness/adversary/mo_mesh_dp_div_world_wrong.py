@@ -1,26 +1,10 @@
 """WRONG ([dp=2, tp=2] mesh): the ranks' means summed over the dp group and divided by the world
 size (4) instead of the dp size: half the batch mean."""
-import torch
-import torch.distributed._functional_collectives as funcol
-import torch.nn as nn
-
 from _adv_groups import mesh_groups
-
-B, F = 8, 3
-
-
-class M(nn.Module):
-    def __init__(self, rank, world_size):
-        super().__init__()
-        self.ws = world_size
-        self.dp, self.tp = mesh_groups(rank) if world_size == 4 else (None, None)
-
-    def forward(self, x):
-        m = x.mean(0)
-        if self.ws == 1:
-            return m
-        return funcol.all_reduce(m, "sum", self.dp) / self.ws     # BUG: the world size, not dp's
+from _mean_programs import program, world_sum
 
 
-def build(rank, world_size):
-    return M(rank, world_size), {"x": torch.randn(B // 2 if world_size == 4 else B, F)}
+# BUG: the world size, not dp's
+build = program(lambda x: x.mean(0),
+                lambda x, s: world_sum(x.mean(0), s.groups[0]) / s.ws,
+                split=lambda ws: 2 if ws == 4 else 1, groups=mesh_groups)

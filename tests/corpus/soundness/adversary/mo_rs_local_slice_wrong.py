@@ -1,24 +1,9 @@
-"""WRONG: each rank returns its rows of its OWN mean (divided by the world size), never reduced."""
-import torch
-import torch.distributed as dist
-import torch.distributed._functional_collectives as funcol
-import torch.nn as nn
-
-B, F = 8, 4     # x [B, F] split along B; the output [F, F] split along its rows (ZeRO-style)
+"""WRONG: each rank returns its rows of its OWN [F, F] mean (divided by the world size), never
+reduced."""
+from _mean_programs import program
 
 
-class M(nn.Module):
-    def __init__(self, rank, world_size):
-        super().__init__()
-        self.rank, self.ws = rank, world_size
-
-    def forward(self, x):
-        g = x.t() @ x / x.shape[0]      # this rank's mean of the rows' outer products
-        if self.ws == 1:
-            return g
-        rows = F // self.ws
-        return g[self.rank * rows:(self.rank + 1) * rows] / self.ws     # BUG: no reduce-scatter
-
-
-def build(rank, world_size):
-    return M(rank, world_size), {"x": torch.randn(B // world_size, F)}
+# BUG: no reduce-scatter
+build = program(lambda x: x.t() @ x / x.shape[0],
+                lambda x, s: (x.t() @ x / x.shape[0])[s.rank * 4 // s.ws:(s.rank + 1) * 4 // s.ws] / s.ws,
+                rows=8, cols=4)

@@ -1,24 +1,7 @@
 """WRONG: a 0-D loss averaged over the ranks with the divisor 2, whatever the world size (right
 at 2 ranks only; checked at 4)."""
-import torch
-import torch.distributed as dist
-import torch.distributed._functional_collectives as funcol
-import torch.nn as nn
-
-B, F = 24, 3     # x [B, F] split along B over the ranks
+from _mean_programs import program, world_sum
 
 
-class M(nn.Module):
-    def __init__(self, world_size):
-        super().__init__()
-        self.ws = world_size
-
-    def forward(self, x):
-        loss = x.pow(2).mean()
-        if self.ws == 1:
-            return loss
-        return funcol.all_reduce(loss, "sum", dist.group.WORLD) / 2     # BUG: not the world size
-
-
-def build(rank, world_size):
-    return M(world_size), {"x": torch.randn(B // world_size, F)}
+build = program(lambda x: x.pow(2).mean(),
+                lambda x, s: world_sum(x.pow(2).mean()) / 2)     # BUG: not the world size

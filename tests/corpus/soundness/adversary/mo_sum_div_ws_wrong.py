@@ -1,23 +1,7 @@
 """WRONG: the ranks' row SUMS all-reduced and divided by the world size: the mean over ranks of
 the sums is not the mean over rows."""
-import torch
-import torch.distributed as dist
-import torch.distributed._functional_collectives as funcol
-import torch.nn as nn
-
-B, F = 24, 3     # x [B, F] split along B over the ranks
+from _mean_programs import program, world_sum
 
 
-class M(nn.Module):
-    def __init__(self, world_size):
-        super().__init__()
-        self.ws = world_size
-
-    def forward(self, x):
-        if self.ws == 1:
-            return x.mean(0)
-        return funcol.all_reduce(x.sum(0), "sum", dist.group.WORLD) / self.ws     # BUG: sums, not means
-
-
-def build(rank, world_size):
-    return M(world_size), {"x": torch.randn(B // world_size, F)}
+build = program(lambda x: x.mean(0),
+                lambda x, s: world_sum(x.sum(0)) / s.ws)     # BUG: sums, not means

@@ -23,15 +23,43 @@ class Step(nn.Module):
         return self.seq(x) if self.ws == 1 else self.ranks(x, self)
 
 
-def program(seq, ranks, rows=24, cols=3, split=None, groups=None):
+def program(seq, ranks, rows=24, cols=3, split=None, chunk=False, groups=None, ints=False):
     """``build(rank, world_size)`` of a Step.  x is [rows, cols]: a rank holds ``rows // n`` of its
     rows where ``n = split(world_size)`` (default: the world size; 1: every rank holds all of x),
-    or, for a list ``rows``, rank r holds ``rows[r]`` rows of their sum (uneven shards).
-    ``groups(rank)``: the process groups the ranks use (built collectively, in build)."""
+    its torch.chunk of them (``chunk``: uneven where rows is not a multiple), or, for a list
+    ``rows``, rank r holds ``rows[r]`` rows of their sum (uneven shards).  ``ints``: integer counts
+    (the same on every run) instead of floats.  ``groups(rank)``: the process groups the ranks use
+    (built collectively, in build)."""
     def build(rank, world_size):
         if isinstance(rows, list):
             n_rows = sum(rows) if world_size == 1 else rows[rank]
+        elif chunk:
+            n_rows = len(torch.arange(rows).chunk(world_size)[rank])
         else:
             n_rows = rows // (split(world_size) if split is not None else world_size)
-        return Step(seq, ranks, rank, world_size, groups), {"x": torch.randn(n_rows, cols)}
+        x = (torch.randint(0, 10, (n_rows, cols), generator=torch.Generator().manual_seed(7)) if ints
+             else torch.randn(n_rows, cols))
+        return Step(seq, ranks, rank, world_size, groups), {"x": x}
+    return build
+
+
+class LeastSquaresGrad(nn.Module):
+    """The gradient of the mean squared error of x w - y over this rank's rows, by hand
+    (2 x^T (x w - y) / rows); ``ranks(g, step)`` combines it on a rank."""
+    def __init__(self, ranks, world_size, features):
+        super().__init__()
+        self.ranks, self.ws = ranks, world_size
+        self.w = nn.Parameter(torch.randn(features))
+
+    def forward(self, x, y):
+        g = 2 * (x.t() @ (x @ self.w - y)) / x.shape[0]
+        return g if self.ws == 1 else self.ranks(g, self)
+
+
+def least_squares(ranks, rows=8, features=3):
+    """``build(rank, world_size)``: x [rows, features], y [rows] split evenly along the rows, the
+    weight w [features] replicated."""
+    def build(rank, world_size):
+        n = rows // world_size
+        return LeastSquaresGrad(ranks, world_size, features), {"x": torch.randn(n, features), "y": torch.randn(n)}
     return build

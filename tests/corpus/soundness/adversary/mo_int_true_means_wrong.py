@@ -1,26 +1,14 @@
 """WRONG: integer counts; each rank's FLOOR mean of its rows (an int), then the floor means
 true-divided over the ranks (all-reduce, / world size): the rows' fractions are lost."""
 import torch
-import torch.distributed as dist
-import torch.distributed._functional_collectives as funcol
-import torch.nn as nn
 
-B, F = 8, 3
+from _mean_programs import program, world_sum
 
 
-class M(nn.Module):
-    def __init__(self, world_size):
-        super().__init__()
-        self.ws = world_size
-
-    def forward(self, x):
-        if self.ws == 1:
-            return x.sum(0) / B
-        m = torch.div(x.sum(0), x.shape[0], rounding_mode="floor")     # BUG: an int mean
-        return funcol.all_reduce(m, "sum", dist.group.WORLD) / self.ws
+def floor_mean(x):
+    """The floor of the mean of x's rows (an int)."""
+    return torch.div(x.sum(0), x.shape[0], rounding_mode="floor")
 
 
-def build(rank, world_size):
-    g = torch.Generator().manual_seed(7)
-    x = torch.randint(0, 10, (B, F), generator=g)
-    return M(world_size), {"x": x if world_size == 1 else x.chunk(world_size)[rank].clone()}
+build = program(lambda x: x.sum(0) / 8,
+                lambda x, s: world_sum(floor_mean(x)) / s.ws, rows=8, ints=True)     # BUG: an int mean

@@ -55,8 +55,12 @@ def test_grad_accumulation_bug_violates_expectation_at_loss_normalisation(tmp_pa
     dist = _bundle(tmp_path, "dist", [GA / "2step.bug" / "fw.g0.r0.py"])
     res, _ = check_files(seq, dist, GA_SPEC)
     assert res.status == "fails"
-    assert res.failure.node == "div" and res.failure.target == "aten.div.Tensor"   # sum_1 / 8
-    assert "test_trainer_simple.py" in res.failure.source
+    # each micro-batch's loss is its own mean (sum_k / 4); the sequential loss over the whole
+    # batch (sum / 8) is the mean of the two -- a clean term, the mean over the micro-batches' parts
+    # -- but the trainer adds them (tr_loss + tr_loss_step) without averaging: the first operator
+    # without a clean mapping is that accumulation (the fixed twin divides each sum by 8 instead)
+    assert res.failure.node == "add_1" and res.failure.target == "aten.add.Tensor", res.failure
+    assert "trace_trainer.py" in res.failure.source
     [(out, req, found, ok)] = res.expectations
     assert (out, req, ok) == ("add_1", "r0.add_3", False)
 
@@ -200,7 +204,8 @@ def test_check_reads_dump_directories_directly(tmp_path):
     """`entangle check DIR DIR`: per-rank FX dumps imported on the fly (no import-fx step)."""
     r = run_entangle("check", str(GA / "1step"), str(GA / "2step.bug"),
                         "--spec", GA_SPEC)
-    assert r.returncode == 1 and "first operator without a clean mapping: div" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 1 and "first operator without a clean mapping: add_1" in r.stdout, r.stdout + r.stderr
+    assert "input detach_2 = mean of (r0.mean, r0.mean_1)" in r.stdout, r.stdout
     (tmp_path / "fw.g0.r0.py").write_text((GA / "1step" / "fw.g0.r0.py").read_text())
     (tmp_path / "fw.g1.r0.py").write_text((GA / "1step" / "fw.g0.r0.py").read_text())
     r = run_entangle("check", str(tmp_path), str(GA / "2step.bug"))

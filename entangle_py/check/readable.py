@@ -127,6 +127,7 @@ _HELPERS = {
     "map_mtake": ((0,), lambda a, e, k: _app("mtake", e[0], a[1], _offset(a[2], k))),
     "map_mpick": ((0,), lambda a, e, k: _app("mpick", e[0], a[1], _offset(a[2], k))),
     "map_take": ((0,), lambda a, e, k: _app("take", e[0], a[1])),
+    "map_take_ids": ((1,), lambda a, e, k: _app("take", a[0], e[0])),
     "map_scatter": ((0,), lambda a, e, k: _app("scatter", e[0], a[1], a[2])),
     "zip_ranks": ((1, 2), lambda a, e, k: _app("binary", a[0], e[0], e[1])),
     "zip_where": ((1, 2, 3), lambda a, e, k: _app("where", e[0], e[1], e[2])),

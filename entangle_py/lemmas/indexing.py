@@ -103,6 +103,12 @@ LEMMAS = [
           when=("(= d (ndim ids))",)),
     Lemma("map-scatter-nil", "(map_scatter (Nil) ids n)", "(Nil)"),
     Lemma("map-scatter-cons", "(map_scatter (Cons x r) ids n)", "(Cons (scatter x ids n) (map_scatter r ids n))"),
+    # a lookup at ids split along any of their dims (token ids sharded over data-parallel ranks)
+    # is the lookups at the parts, side by side along that dim (the output has ids' dims first).
+    # Exact for any ids (a negative one wraps alike: every part looks up the same table)
+    Lemma("take-concat-ids", "(take W (concat l d))", "(concat (map_take_ids W l) d)"),
+    Lemma("map-take-ids-nil", "(map_take_ids W (Nil))", "(Nil)"),
+    Lemma("map-take-ids-cons", "(map_take_ids W (Cons x r))", "(Cons (take W x) (map_take_ids W r))"),
     Lemma("map-take-nil", "(map_take (Nil) ids)", "(Nil)"),
     Lemma("map-take-cons", "(map_take (Cons x r) ids)", "(Cons (take x ids) (map_take r ids))"),
     Lemma("mtake-concat", "(mtake (concat l d) ids lo)", "(rsum (map_mtake l ids lo))",

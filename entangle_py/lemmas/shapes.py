@@ -5,6 +5,7 @@ terms (concat of parts, slices, elementwise results, products).  A shape fact ga
 tests insert random terms, run these rules and compare every derived fact with torch.
 """
 from entangle_py.engine.lemma import Rule
+from entangle_py.semantics.terms import UNARY_NAMES
 
 
 def _same_shape(pattern: str, src: str, name: str) -> Rule:
@@ -12,6 +13,9 @@ def _same_shape(pattern: str, src: str, name: str) -> Rule:
         f"(rule ((= y {pattern}) (= n (ndim {src}))) ((set (ndim y) n)) :ruleset shapes)\n"
         f"(rule ((= y {pattern}) (= v (dim {src} i))) ((set (dim y i) v)) :ruleset shapes)"))
 
+
+# the unary ops whose result has a float operand's dtype (the casts and logical_not do not)
+FLOAT_UNARY = tuple(op for op in UNARY_NAMES if not op.startswith("to_") and op != "logical_not")
 
 # the reductions over a list of ranks' parts of one shape and dtype (semantics/terms.py)
 RANK_REDUCTIONS = ("rsum", "rmax", "rmean", "rlse")
@@ -107,7 +111,8 @@ RULES = [
     Rule("dtype-movement", "\n".join(
         f"(rule ((= y {pattern}) (= t (dtype x))) ((set (dtype y) t)) :ruleset shapes)" for pattern in (
             "(view x s)", "(expand x s)", "(slice x d a b)", "(transpose x a b)", "(permute x p)",
-            "(concat (Cons x r) d)", *(f"({r} (Cons x r))" for r in RANK_REDUCTIONS), "(zpad x d lo hi)"))),
+            "(concat (Cons x r) d)", *(f"({r} (Cons x r))" for r in RANK_REDUCTIONS), "(zpad x d lo hi)",
+            "(pick x i)", "(take x i)"))),
     # ... and float arithmetic (and matrix products) of one dtype keeps it (torch's promotion is the identity there; a
     # Python scalar never promotes a float tensor): so a condition can read the dtype of a sum, a
     # product or a reduction computed inside a lowered op (layer norm's backward), not only of the
@@ -119,6 +124,9 @@ RULES = [
            ":ruleset shapes)" for op in ("add", "sub", "mul", "div")]
         + [f'(rule ((= y (scalar "{op}" x c)) (= t (dtype x)) (fdtype t)) ((set (dtype y) t)) :ruleset shapes)'
            for op in ("add", "sub", "rsub", "mul", "div")]
+        # the unary math ops (not the casts, not logical_not: a bool) of a float keep its dtype
+        + [f'(rule ((= y (unary "{op}" x)) (= t (dtype x)) (fdtype t)) ((set (dtype y) t)) :ruleset shapes)'
+           for op in FLOAT_UNARY]
         # matrix products of one floating dtype (the parts of a row-parallel layer's partial sums)
         + [f"(rule ((= y ({op} a b)) (= t (dtype a)) (= t (dtype b)) (fdtype t)) ((set (dtype y) t)) :ruleset shapes)"
            for op in ("mm", "bmm", "matmul")])),

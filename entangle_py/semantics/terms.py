@@ -143,6 +143,7 @@ CONSTRUCTORS: list[Constructor] = [
        lambda l1, l2, c, d: [_tpick(a, b, c) for a, b in _zip_aligned(l1, l2, d, d)]),
     # a lookup of every part at the same ids (rows of a table split along another dim than its rows)
     _c("map_take", "TList T", "TList", BIG, False, lambda l, ids: [_take(x, ids) for x in l]),
+    _c("map_take_ids", "T TList", "TList", BIG, False, lambda w, l: [_take(w, ids) for ids in l]),
     _c("map_scatter", "TList T i64", "TList", BIG, False, lambda l, ids, n: [_scatter(g, ids, n) for g in l]),
     _c("map_mtake", "TList T i64", "TList", BIG, False,
        lambda l, ids, lo: _map_offsets(_mtake, l, ids, lo, 0)),

@@ -58,6 +58,33 @@ def map_take(rng):
     return {"x": l[0], "r": l[1:], "ids": _ids(rng, _lead(rng), -n, n)}
 
 
+@repeat(8)
+def take_concat_ids(rng):
+    """A table (2-D, or 1-D: a lookup of scalars) at ids cut along one of their dims in 1-8 uneven
+    parts, negatives among them."""
+    n = rng.randint(1, 9)
+    W = tensor(rng, n, rng.randint(1, 4)) if rng.random() < 0.8 else tensor(rng, n)
+    nd = rng.randint(1, 3)
+    d = rng.randrange(nd)
+    base = [rng.randint(1, 3) for _ in range(nd)]
+    parts = []
+    for _ in range(shard_count(rng)):
+        s = list(base)
+        s[d] = rng.randint(0, 3)        # an empty part too
+        parts.append(_ids(rng, s, -n, n))
+    return {"W": W, "l": parts, "d": d}
+
+
+@repeat(4)
+def map_take_ids(rng):
+    n = rng.randint(1, 6)
+    return {"W": tensor(rng, n, 2), "x": _ids(rng, _lead(rng), -n, n), "r": [_ids(rng, [2], 0, n)]}
+
+
+def map_take_ids_nil(rng):
+    return [{"W": tensor(rng, 3, 2)}]
+
+
 def map_take_nil(rng):
     return [{"ids": _ids(rng, [3], 0, 4)}]
 

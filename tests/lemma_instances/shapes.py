@@ -173,10 +173,17 @@ def dtype_terms(rng):
                      "(slice x 1 (DLit 0) (DLit 2))", "(transpose x 0 2)", f"(permute x {ilist([2, 0, 1])})",
                      "(concat (Cons x (Cons y (Nil))) 1)", "(rmax (Cons x (Cons y (Nil))))", "(zpad x 1 2 1)"):
             yield term, {"x": x, "y": y}, facts
+        # a pick (gather along the last dim) and a lookup (rows) move values: the dtype is x's
+        i = torch.tensor([[0, 3], [1, 2], [3, 3]]).expand(2, 3, 2).contiguous()
+        yield "(pick x i)", {"x": x, "i": i[:, :, :1].squeeze(-1)}, facts
+        yield "(take x i)", {"x": x, "i": torch.tensor([1, 0, 1])}, facts
         if dt != torch.bool:       # a sum over ranks of bools is undefined
             yield "(rsum (Cons x (Cons y (Nil))))", {"x": x, "y": y}, facts
         if dt.is_floating_point:   # a log-sum-exp over ranks of ints too
             yield "(rlse (Cons x (Cons y (Nil))))", {"x": x, "y": y}, facts
+
+
+from entangle_py.lemmas.shapes import FLOAT_UNARY  # noqa: E402
 
 
 def dtype_float_arith_terms(rng):
@@ -201,6 +208,9 @@ def dtype_float_arith_terms(rng):
         for op in ("add", "sub", "rsub", "mul", "div"):
             if dt != torch.bool:
                 yield f'(scalar "{op}" x "{rng.choice(["2.0", "0.5", "inf"])}")', {"x": x}, facts
+        for op in FLOAT_UNARY:     # the unary math ops (ints: torch's own, where it has them)
+            if dt.is_floating_point or (op in ("neg", "abs", "relu") and dt != torch.bool):
+                yield f'(unary "{op}" x)', {"x": x}, facts
         if dt == dt2 and dt != torch.bool:      # matrix products (of one dtype; torch has none of bools)
             w = tensor(rng, 3, rng.randint(1, 3)).to(dt2)
             yield "(mm x w)", {"x": x, "w": w}, facts

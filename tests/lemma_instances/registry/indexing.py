@@ -14,7 +14,7 @@ from lemma_instances.indexing_pick import (
     tplace_local, tplace_local_bad, tplace_terms, tplace_valid)
 from lemma_instances.indexing_take import (
     cst_terms, iscalar_terms, map_mpick, map_mpick_bad, map_mpick_nil, map_mtake, map_mtake_bad, map_mtake_nil,
-    map_take, map_take_nil, mpick_concat, mpick_concat_bad, mpick_intro, mpick_intro_bad, mpick_terms,
+    map_take, map_take_ids, map_take_ids_nil, map_take_nil, take_concat_ids, mpick_concat, mpick_concat_bad, mpick_intro, mpick_intro_bad, mpick_terms,
     mscatter_intro, mscatter_intro_bad, mscatter_split, mscatter_split_bad, mtake_concat, mtake_concat_bad,
     mtake_intro, mtake_intro_bad, mtake_terms, pick_terms, place_terms, scatter_invalid, scatter_terms,
     scatter_valid, slice_mscatter, slice_mscatter_bad, take_concat_other, take_concat_rows, take_negative,
@@ -33,6 +33,9 @@ INSTANCES = {
     "map-scatter-nil": Instances(map_scatter_nil),
     "map-scatter-cons": Instances(map_scatter),
     "map-take-nil": Instances(map_take_nil),
+    "take-concat-ids": Instances(take_concat_ids),
+    "map-take-ids-nil": Instances(map_take_ids_nil),
+    "map-take-ids-cons": Instances(map_take_ids),
     "map-take-cons": Instances(map_take),
     "mtake-concat": Instances(mtake_concat, rejects=mtake_concat_bad),
     "map-mtake-nil": Instances(map_mtake_nil),

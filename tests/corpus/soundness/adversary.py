@@ -253,8 +253,9 @@ ATTEMPTS = [
     _a("mo_local_only_wrong", "mean over ranks", "each rank returns its own rows' mean (no all-reduce)", "mo_dp"),
     _a("mo_local_only_noexpect_wrong", "mean over ranks / no [expect]", "the same with no [expect]: the certificate alone decides (a mean over ranks of the outputs?)",
        "mo_dp_noexpect", script="mo_local_only_wrong",
-       found=HOLE + ": certificate out = mean(r0.out, r1.out), refines: no rank holds the output (the all-reduce is missing); "
-             "the gloo label (run_gloo.py's relations: replicate, partial, shard(d)) and docs/concepts.md's clean terms have no mean"),
+       found=HOLE + ": certificate out = mean(r0.out, r1.out), refines: no rank holds the output (the all-reduce is missing).  "
+             "docs/concepts.md and soundness.md (c85e94d) now count the mean over ranks as clean; the gloo harnesses' relations "
+             "(run_gloo.py, run_gloo_adv.py: replicate, partial, shard(d)) and the spec language (no partial(avg)) do not"),
     _a("mo_cancel_noexpect_wrong", "mean over ranks / no [expect]", "each rank's own mean shifted by +1 / -1 (the shifts cancel in the ranks' mean), no [expect]",
        "mo_dp_noexpect", script="mo_cancel_wrong",
        found="rejected (exit 1), but the numeric witness guesses the relation out = mean over ranks of out and says "

@@ -54,7 +54,8 @@ SAMPLE_ONE_IN = {
     "test_stages_adversary.py": 5,      # each attack captures its programs: a sample by default
 }
 # Integration files that spawn gloo ranks or a process per mutant: the corpus tier, whole.
-CORPUS_FILES = {"test_capture_isolation.py", "test_interp_gloo.py", "test_gloo_ranks.py", "test_mutations.py"}
+CORPUS_FILES = {"test_capture_isolation.py", "test_interp_gloo.py", "test_gloo_ranks.py", "test_mutations.py",
+                "test_blind_mean.py"}
 
 
 def pytest_collection_modifyitems(config, items):

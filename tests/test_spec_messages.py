@@ -12,7 +12,7 @@ def test_a_misspelt_placement_gets_a_guess(text, guess):
         S.parse_spec({"inputs": {"x": text}})
     msg = str(err.value)
     assert f"{text!r} is not a placement (did you mean {guess!r}?)" in msg
-    assert "shard(D), replicate, partial or partial(max)" in msg
+    assert "shard(D), replicate, partial, partial(max) or partial(avg)" in msg
 
 
 @pytest.mark.parametrize("text", ["bogus", "partial(mean)", "shard(x)"])
@@ -24,5 +24,7 @@ def test_no_guess_where_none_is_close(text):
 
 def test_placements_and_terms_still_parse():
     sp = S.parse_spec({"inputs": {"a": "shard(0)", "b": "replicate", "c": "partial(max)",
-                                  "d": "concat(r0.d, r1.d, dim=0)"}})
+                                  "d": "concat(r0.d, r1.d, dim=0)", "e": "partial(avg)", "f": "mean(r0.f, r1.f)"}})
     assert str(sp.inputs["a"]) == "shard(0)" and sp.inputs["d"].term is not None
+    # the mean over ranks: a placement (DTensor's Partial("avg")) and a term
+    assert str(sp.inputs["e"]) == "partial(avg)" and sp.inputs["f"].term.op == "mean"

@@ -172,8 +172,8 @@ class SpecTerms:
             node = self.node(t, where)
             return self.dvar[t.rank].get(node) or gd_leaf(t.rank, node)
         args = [self.text(a, where) for a in t.args]
-        if t.op in ("sum", "max"):
-            return f"({'rsum' if t.op == 'sum' else 'rmax'} {L.term_list(args)})"
+        if t.op in ("sum", "max", "mean"):
+            return f"(r{t.op} {L.term_list(args)})"
         if t.op == "concat":
             return f"(concat {L.term_list(args)} {t.attr('dim')})"      # dims are non-negative in terms
         if t.op == "slice":

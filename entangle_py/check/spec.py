@@ -102,7 +102,7 @@ def leaves(t: Term):
 
 
 # Operators an explicit input expression may use: data movement and reductions over ranks.
-CLEAN_OPS = frozenset({"concat", "sum", "max", "slice", "transpose", "permute", "reshape", "neg"})
+CLEAN_OPS = frozenset({"concat", "sum", "max", "mean", "slice", "transpose", "permute", "reshape", "neg"})
 
 _TOK = re.compile(r'\s*(?:(-?\d+)|("(?:[^"\\]|\\.)*")|([A-Za-z_][A-Za-z0-9_:.\-]*)|([(),=\[\]]))')
 
@@ -211,6 +211,11 @@ class Replicate:
         return "replicate" + (f"@{self.group}" if self.group else "")
 
 
+# a partial placement's reduction over the ranks -> the spec term combining them (avg: their
+# mean, the sum over the ranks divided by their number -- DTensor's Partial("avg"))
+RANK_REDUCE = {"sum": "sum", "max": "max", "avg": "mean"}
+
+
 @dataclass(frozen=True)
 class Partial:
     group: str | None = None
@@ -233,7 +238,7 @@ class Relation:
         return str(self.term) if self.term is not None else ", ".join(str(p) for p in self.placements)
 
 
-_PLACEMENT = re.compile(r"^\s*(shard\(\s*(-?\d+)\s*\)|replicate|partial(?:\(\s*(sum|max)\s*\))?)\s*(?:@\s*([A-Za-z_][A-Za-z0-9_]*))?\s*$")
+_PLACEMENT = re.compile(r"^\s*(shard\(\s*(-?\d+)\s*\)|replicate|partial(?:\(\s*(sum|max|avg)\s*\))?)\s*(?:@\s*([A-Za-z_][A-Za-z0-9_]*))?\s*$")
 
 
 def parse_relation(text: str, where: str, mesh: "Mesh") -> Relation:
@@ -259,7 +264,7 @@ def parse_relation(text: str, where: str, mesh: "Mesh") -> Relation:
         return Relation(placements=tuple(placements))
     if not re.search(r"\br\d+\.", text):     # no rank's tensor named: meant as placements
         raise SpecError(f"{where}: {text!r} is not a placement{_did_you_mean(parts or [text])}: write "
-                        "shard(D), replicate, partial or partial(max) (each optionally @mesh_dim; one per "
+                        "shard(D), replicate, partial, partial(max) or partial(avg) (each optionally @mesh_dim; one per "
                         "mesh dimension, comma-separated), or a term over the ranks' tensors such as "
                         "concat(r0.x, r1.x, dim=0)")
     return Relation(term=parse_term(text, where))
@@ -481,7 +486,7 @@ def _nest(active, coords, by_dim, mesh, name):
         return parts[0]
     if isinstance(p, Shard):
         return Call("concat", parts, (("dim", p.dim),))
-    return Call("sum" if p.reduce == "sum" else "max", parts)
+    return Call(RANK_REDUCE[p.reduce], parts)
 
 
 def _prod(xs):
@@ -505,7 +510,7 @@ def _product(ranges):
 # Operators the checker seeds from an explicit relation, with the attributes each takes.  Any
 # other attribute is refused: a misspelt key (``dimm=1``) must never fall back to a default and
 # silently change what the relation says.
-TERM_ATTRS = {"concat": frozenset({"dim"}), "sum": frozenset(), "max": frozenset(),
+TERM_ATTRS = {"concat": frozenset({"dim"}), "sum": frozenset(), "max": frozenset(), "mean": frozenset(),
               "slice": frozenset({"dim", "start", "end", "step"}), "transpose": frozenset({"dims", "dim0", "dim1"}),
               "permute": frozenset({"dims"}), "reshape": frozenset({"shape"}), "neg": frozenset()}
 assert set(TERM_ATTRS) == CLEAN_OPS     # what a spec may write is what the checker understands
@@ -541,7 +546,7 @@ def normalize_term(t: Term, shape_of, where: str, le=None) -> tuple[Term, tuple]
     shape = shapes[0]
     if any(len(s) != len(shape) for s in shapes):
         raise SpecError(f"{where}: {t.op}() of tensors with different numbers of dims in {t}")
-    if t.op in ("sum", "max"):
+    if t.op in ("sum", "max", "mean"):
         return Call(t.op, args), shape
     if t.op in ("neg", "transpose", "permute", "reshape"):
         if len(args) != 1:

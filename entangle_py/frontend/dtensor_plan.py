@@ -27,8 +27,8 @@ def placement_text(t, world_size) -> str:
         return f"shard({p.dim})"
     if type(p) is Replicate:
         return "replicate"
-    if type(p) is Partial and p.reduce_op in ("sum", "max"):
-        return "partial" if p.reduce_op == "sum" else "partial(max)"
+    if type(p) is Partial and p.reduce_op in ("sum", "max", "avg"):
+        return "partial" if p.reduce_op == "sum" else f"partial({p.reduce_op})"
     return f"unmapped: placement {p} has no spec form"
 
 

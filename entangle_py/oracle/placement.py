@@ -130,6 +130,10 @@ def _random_parts(value: torch.Tensor, n: int, reduce: str, generator, where) ->
         for p in parts:
             rest = rest - p
         return parts + [rest]
+    if reduce == "avg":     # parts whose mean is the value: n times parts that add up to it
+        if not _is_float(value.dtype):
+            raise InterpError(f"{where}: a mean over ranks of {value.dtype} parts")
+        return [p * n for p in _random_parts(value, n, "sum", generator, where)]
     if reduce == "max":
         winner = torch.randint(0, n, value.shape, generator=generator)
         out = []
@@ -209,8 +213,9 @@ def _invert(term: S.Term, value: torch.Tensor, bundle, generator, out: dict, par
         sizes = _solve_sizes([_term_size(a, d, bundle) for a in args], value.shape[d], f"{term}")
         for a, part in zip(args, torch.split(value, sizes, dim=d)):
             _invert(a, part.contiguous(), bundle, generator, out, parts)
-    elif op in ("sum", "max"):
-        for a, part in zip(args, _random_parts(value, len(args), op, generator, str(term))):
+    elif op in ("sum", "max", "mean"):
+        reduce = {"sum": "sum", "max": "max", "mean": "avg"}[op]
+        for a, part in zip(args, _random_parts(value, len(args), reduce, generator, str(term))):
             _invert(a, part, bundle, generator, out, parts)
     elif op == "neg" and len(args) == 1:
         _invert(args[0], -value, bundle, generator, out, parts)
@@ -283,7 +288,7 @@ def _term_size(t: S.Term, d: int, bundle):
             raise InterpError(f"cannot size {t} along dim {d}")
         start, stop, _ = slice(t.attr("start", 0), t.attr("end", None)).indices(int(size))
         return max(stop - start, 0)
-    if t.op in ("concat", "sum", "max", "neg", "slice"):
+    if t.op in ("concat", "sum", "max", "mean", "neg", "slice"):
         return _term_size(t.args[0], d, bundle)
     if t.op == "transpose" and len(t.args) == 1:
         d0, d1 = (x % _term_ndim(t, bundle) for x in _transpose_dims(t))
@@ -424,6 +429,8 @@ def eval_term(term: S.Term, values_per_rank: list[dict[str, Any]]) -> torch.Tens
         return functools.reduce(torch.add, args)
     if op == "max":
         return functools.reduce(torch.maximum, args)
+    if op == "mean":
+        return functools.reduce(torch.add, args) / len(args)
     if op == "neg":
         return -args[0]
     if op == "slice":

@@ -23,6 +23,7 @@ must (float64, rtol = atol = 1e-9, or the script's ``GLOO_TOL``).  ``python test
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import tempfile
@@ -275,11 +276,13 @@ def _compare(seq, outs, rel, mesh, ws, name=None, tol=None):
         return False, "no tensor"
     if isinstance(rel.term, S.Leaf) and not 0 <= rel.term.rank < ws:
         return False, f"no rank {rel.term.rank}"
-    if rel.term is None and any(type(p).__name__ == "Partial" for p in rel.placements):
+    partial = [p for p in rel.placements if type(p).__name__ == "Partial"] if rel.term is None else []
+    if partial:
         if any(o.shape != seq.shape for o in outs):
             return False, "shapes differ"
-        s = sum(outs)
-        return torch.allclose(s, seq, rtol=tol, atol=tol), "partial"
+        reduce = partial[0].reduce     # the ranks' sum, their max, or their mean (partial(avg))
+        s = functools.reduce(torch.maximum, outs) if reduce == "max" else sum(outs) / (len(outs) if reduce == "avg" else 1)
+        return torch.allclose(s, seq, rtol=tol, atol=tol), f"partial({reduce})"
     if isinstance(rel.term, S.Call):   # an explicit term over the ranks' outputs: evaluated on them
         from entangle_py.oracle.placement import eval_term
         got = eval_term(rel.term, [{name: o} for o in outs])

@@ -259,15 +259,16 @@ ATTEMPTS = [
     _a("mo_sum_div_global_rows3_correct", "mean over ranks / divisor", "the same on 3 ranks (24 / 3 = 8 rows each)", "mo_dp",
        script="mo_sum_div_global_rows_correct", world_size=3),
     _a("mo_local_only_wrong", "mean over ranks", "each rank returns its own rows' mean (no all-reduce)", "mo_dp"),
-    _a("mo_local_only_noexpect_wrong", "mean over ranks / no [expect]", "the same with no [expect]: the certificate alone decides (a mean over ranks of the outputs?)",
-       "mo_dp_noexpect", script="mo_local_only_wrong",
-       found=HOLE + ": certificate out = mean(r0.out, r1.out), refines: no rank holds the output (the all-reduce is missing).  "
-             "docs/concepts.md and soundness.md (c85e94d) now count the mean over ranks as clean; the gloo harnesses' relations "
-             "(run_gloo.py, run_gloo_adv.py: replicate, partial, shard(d)) and the spec language (no partial(avg)) do not"),
-    _a("mo_cancel_noexpect_wrong", "mean over ranks / no [expect]", "each rank's own mean shifted by +1 / -1 (the shifts cancel in the ranks' mean), no [expect]",
-       "mo_dp_noexpect", script="mo_cancel_wrong",
-       found="rejected (exit 1), but the numeric witness guesses the relation out = mean over ranks of out and says "
-             "'numerically equal ... probably not a bug' (misleading: every rank's output is off by 1)"),
+    _a("mo_local_only_noexpect_correct", "mean over ranks / no [expect]", "the same with no [expect]: the certificate alone decides (a mean over ranks of the outputs)",
+       "mo_dp_noexpect", script="pa_local_mean_correct",
+       found="was a hole (labelled wrong: the harnesses knew no mean over ranks, the spec no partial(avg)); the mean over "
+             "ranks is clean (division by the world size), so its certificate out = mean(r0.out, r1.out) is a relation the "
+             "spec can now expect (partial(avg)) and the harnesses accept: correct, refines"),
+    _a("mo_cancel_noexpect_correct", "mean over ranks / no [expect]", "each rank's own mean shifted by +1 / -1 (the shifts cancel in the ranks' mean), no [expect]",
+       "mo_dp_noexpect", script="mo_cancel_shares",
+       found=FALSE_ALARM + ": the ranks' outputs are shares of the mean (out = mean(r0.out, r1.out) holds exactly: first labelled "
+             "wrong, before the mean over ranks was a relation the harnesses know); no lemma cancels the constants +1 and -1 "
+             "inside a mean over ranks"),
     _a("mo_cancel_wrong", "mean over ranks", "the same under [expect] out = replicate", "mo_dp"),
     _a("mo_uneven_local_only_noexpect_wrong", "mean over ranks / no [expect]", "uneven shards (4, 2 rows): each rank's own mean, no all-reduce, no [expect]",
        "mo_uneven_noexpect", script="mo_uneven_local_only_wrong"),
@@ -310,6 +311,12 @@ ATTEMPTS = [
     _a("mo_grad_avg_twice4_wrong", "mean over ranks / gradients", "the same on 4 ranks", "mo_grad", script="mo_grad_avg_twice_wrong", world_size=4),
     _a("mo_grad_sum_wrong", "mean over ranks / gradients", "the gradients all-reduced, never divided", "mo_grad"),
     _a("mo_grad_prescaled_sum_correct", "mean over ranks / gradients", "the loss pre-scaled by 1 / W, the gradients summed", "mo_grad"),
+    # --- partial(avg): the mean over ranks as a placement (DTensor's Partial("avg")) -------------
+    _a("pa_avg_as_sum_wrong", "partial(avg)", "x = partial(avg) (shares whose mean is x), summed by an all-reduce SUM: W times x", "pa_avg_in"),
+    _a("pa_avg_reduced_correct", "partial(avg)", "twin: the shares averaged (all-reduce AVG)", "pa_avg_in"),
+    _a("pa_local_sum_wrong", "partial(avg)", "[expect] out = partial(avg); each rank returns its rows' SUM", "pa_expect_avg"),
+    _a("pa_local_mean_correct", "partial(avg)", "twin: each rank returns its rows' mean (equal shards)", "pa_expect_avg"),
+    _a("pa_uneven_local_mean_wrong", "partial(avg)", "[expect] out = partial(avg); uneven shards (16 / 8 rows), each rank's mean", "pa_uneven_expect_avg"),
 ]
 
 BY_NAME = {a.name: a for a in ATTEMPTS}

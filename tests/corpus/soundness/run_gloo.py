@@ -8,7 +8,8 @@ the same tensor, ``partial``: a random split whose rank-order sum is the tensor)
 compared with seq's through its ``[expect]`` relation: replicate -> every rank's equals seq's,
 shard(d) -> their concat along d does, partial -> their sum does (float64, rtol = atol = 1e-9).
 An output without ``[expect]`` matches if ANY of these relations holds (replicate, shard(d) for
-every d, partial): the checker may then certify whichever relation it finds.  The parameters and
+every d, partial, partial(avg): their mean, a sum over ranks divided by the world size, clean as
+the definition of refines says): the checker may then certify whichever relation it finds.  The parameters and
 buffers after the call must keep their input relation (a write only one program makes, or makes
 differently, changes what the next call computes); an inner tensor a spec checks is not observed.  Verdict: "correct" iff every checked output matches; an exception is "wrong".
 
@@ -171,12 +172,12 @@ def _worker(rank, world, port, out_dir, payload):
 
 
 def _match_any(seq, outs):
-    cands = [("replicate", None), ("partial", None)] + [("shard", d) for d in range(seq.dim())]
+    cands = [("replicate", None), ("partial", None), ("mean", None)] + [("shard", d) for d in range(seq.dim())]
     for kind, d in cands:
         ok, _ = _match(seq, outs, kind, d)
         if ok:
             return True, f"matches as {kind}" + (f"({d})" if d is not None else "")
-    return False, "no relation (replicate, shard(d), partial) matches"
+    return False, "no relation (replicate, shard(d), partial, partial(avg)) matches"
 
 
 def _match(seq, outs, kind, d):
@@ -194,7 +195,7 @@ def _match(seq, outs, kind, d):
     else:
         if any(o.shape != outs[0].shape for o in outs):
             return False, "shapes differ across ranks"
-        cands = [sum(outs)]
+        cands = [sum(outs) / (len(outs) if kind == "mean" else 1)]
     for c in cands:
         if c.shape != seq.shape:
             return False, f"shape {tuple(c.shape)} vs seq {tuple(seq.shape)}"

@@ -14,7 +14,7 @@ torch, independently of the checker:
 * a placement (``shard(d)``, ``replicate``, ``partial``, ``partial(max)``, ``@<mesh dim>`` on an
   N-D mesh, row-major like DeviceMesh): a sequential input is drawn and split -- a shard is
   ``torch.chunk`` along d over that mesh dim, nested in mesh-dim order; ``partial`` random shares
-  that add up to it; ``partial(max)`` shares no larger than it, one of which holds each element;
+  that add up to it (``partial(avg)``: shares whose mean it is); ``partial(max)`` shares no larger than it, one of which holds each element;
 * an explicit term (``concat``, ``sum``, ``max``, ``slice`` with Python's bounds, ``transpose``,
   ``permute``, ``reshape``, ``neg`` over ``rK.name``): the ranks' tensors it names are drawn and the
   sequential input is the term evaluated on them; a rank tensor it does not name is drawn apart;
@@ -90,9 +90,10 @@ def split(v: torch.Tensor, rel: S.Relation, mesh: S.Mesh, g: torch.Generator) ->
         for members in groups.values():
             whole = parts[members[0]]
             n = len(members)
-            if p.reduce == "sum":
+            if p.reduce in ("sum", "avg"):     # avg: n times shares that add up to it
                 noise = [torch.randn(whole.shape, generator=g, dtype=whole.dtype) for _ in range(n - 1)]
                 shares = [whole - sum(noise, torch.zeros_like(whole))] + noise
+                shares = [s * n for s in shares] if p.reduce == "avg" else shares
             else:      # max: every share at most the value, one of them equal to it per element
                 holder = torch.randint(0, n, whole.shape, generator=g)
                 shares = [torch.where(holder == k, whole,
@@ -119,8 +120,8 @@ def evaluate(t, value_of) -> torch.Tensor:
     a = dict(t.attrs)
     if t.op == "concat":
         return torch.cat(args, dim=a.get("dim", 0))
-    if t.op == "sum":
-        return sum(args[1:], args[0])
+    if t.op in ("sum", "mean"):
+        return sum(args[1:], args[0]) / (len(args) if t.op == "mean" else 1)
     if t.op == "max":
         out = args[0]
         for x in args[1:]:
@@ -148,11 +149,11 @@ def matches(seq, values: list, rel, mesh: S.Mesh, name: str) -> tuple[bool, str]
     """Whether the ranks' tensors ``values`` (None where a rank has none) relate to ``seq`` as
     ``rel`` says (None: some relation, as run_gloo.py's ``_match_any``)."""
     if rel is None:
-        for cand in ["replicate", "partial"] + [f"shard({d})" for d in range(seq.dim())]:
+        for cand in ["replicate", "partial", "partial(avg)"] + [f"shard({d})" for d in range(seq.dim())]:
             ok, _ = matches(seq, values, S.parse_relation(cand, "", S.Mesh()), mesh, name)
             if ok:
                 return True, f"matches as {cand}"
-        return False, "no relation (replicate, partial, shard(d)) matches"
+        return False, "no relation (replicate, partial, partial(avg), shard(d)) matches"
     if rel.term is not None:
         try:
             got = evaluate(rel.term, lambda r, n: values[r] if n == name else None)
@@ -176,8 +177,8 @@ def matches(seq, values: list, rel, mesh: S.Mesh, name: str) -> tuple[bool, str]
                 return False, "the partial shares' shapes differ"
             combined = got[0]
             for x in got[1:]:
-                combined = combined + x if partial[0][1].reduce == "sum" else torch.maximum(combined, x)
-            got = [combined]
+                combined = torch.maximum(combined, x) if partial[0][1].reduce == "max" else combined + x
+            got = [combined / len(got) if partial[0][1].reduce == "avg" else combined]
         want = shard_part(seq, rel, mesh, members[0])
         for x in got:
             ok, why = _close(x, want, f"ranks {members}")

@@ -28,3 +28,20 @@ def test_a_gap_is_found():
     assert _gaps(lib, stale, {**CHECKS, "no-such-rule": CHECKS[lib.rules[0].name]}) == [
         "lemma without instances: no-instances", "instances naming no lemma: no-such-lemma",
         "rule without a check: no-check", "check naming no rule: no-such-rule"]
+
+
+def test_mean_twins_only_for_sum_lemmas_whose_conditions_survive_dividing_the_parts():
+    """f(rsum l) = rsum(map_f l) brings f(rmean l) = rmean(map_f l) (collective.mean_twins) where
+    its conditions speak only of dtypes and the constant's text; a condition on the parts' values
+    may not hold for the parts divided by n, so such a lemma gets no twin."""
+    from entangle_py.engine.lemma import Lemma
+    from entangle_py.lemmas.collective import mean_twins
+    linear = Lemma("scale-rsum", '(scalar "mul" (rsum l) c)', '(rsum (map_scalar "mul" l c))',
+                   when=('(!= c "inf")', "(= t (dtype (rsum l)))", "(fdtype t)"))
+    valued = Lemma("floor-rsum", '(unary "floor" (rsum l))', '(rsum (map_unary "floor" l))',
+                   when=('(= 1 (intvalued l))',))
+    not_a_map = Lemma("rsum-pair", "(rsum (Cons a (Cons b (Nil))))", '(binary "add" a b)')
+    twins = mean_twins([linear, valued, not_a_map])
+    assert [(t.name, t.lhs, t.rhs) for t in twins] == [
+        ("scale-rmean", '(scalar "mul" (rmean l) c)', '(rmean (map_scalar "mul" l c))')]
+    assert twins[0].when == ('(!= c "inf")', "(= t (dtype (rmean l)))", "(fdtype t)")

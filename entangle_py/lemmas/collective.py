@@ -1,4 +1,6 @@
 """Sums and maxima over ranks (the meaning of all-reduce / reduce-scatter)."""
+import re
+
 from entangle_py.engine.lemma import Lemma, Rule
 from entangle_py.semantics.terms import NTEXT_MAX
 from entangle_py.lemmas.conditions import is_zero_text
@@ -132,15 +134,23 @@ LEMMAS += [
 
 
 
+# conditions a sum lemma may have and still be twinned: its dtype, a floating one, the constant's text
+_TWIN_CONDITIONS = re.compile(r'^\((= t \(dtype .*\)|fdtype t|!= c "[^"]*")\)$')
+
+
 def mean_twins(lemmas) -> list:
     """The mean over ranks' twin of every lemma that moves an op into a sum over ranks part by part,
     f(rsum l) = rsum(map_f l): f(rmean l) = rmean(map_f l).  Sound for each: f additive over the
     parts (what the sum's lemma states) is homogeneous for the rational 1 / n, f(y / n) = f(y) / n,
-    so f(sum_i x_i / n) = sum_i f(x_i / n) = sum_i f(x_i) / n.  Derived, not written twice: a new
-    linear op's sum lemma brings its mean lemma (load_library)."""
+    so f(sum_i x_i / n) = sum_i f(x_i / n) = sum_i f(x_i) / n.  That needs the sum's lemma to hold
+    for the parts x_i / n too: only lemmas whose conditions speak of dtypes and of the constant's
+    text (_TWIN_CONDITIONS) are twinned -- a condition on the parts' values (integer-valued parts,
+    say) may fail for x_i / n.  Derived, not written twice: a new linear op's sum lemma brings its
+    mean lemma (load_library), and the property tests draw bindings for the twin as for any lemma."""
     out = []
     for lem in lemmas:
-        if lem.lhs.count("(rsum ") == 1 and lem.rhs.startswith("(rsum (map_") and lem.rhs.count("(rsum ") == 1:
+        if lem.lhs.count("(rsum ") == 1 and lem.rhs.startswith("(rsum (map_") and lem.rhs.count("(rsum ") == 1 \
+                and all(_TWIN_CONDITIONS.match(c) for c in lem.when):
             def twin(text):
                 return text.replace("(rsum ", "(rmean ")
             out.append(Lemma(lem.name.replace("rsum", "rmean"), twin(lem.lhs), twin(lem.rhs),

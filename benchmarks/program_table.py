@@ -3,6 +3,9 @@ label, mode, verdict / exit code, failing operator and source line, seconds.
 
     python benchmarks/program_table.py [ID...]     # print the rows
     python benchmarks/program_table.py --write     # every entry, written into docs/corpus-results.md
+    python benchmarks/program_table.py --write --from-checks DIR...   # the same, from the results
+        the corpus tests saved (tests/test_program_corpus.py: <pytest basetemp>/program_checks/,
+        one JSON per entry) instead of checking every entry again; an entry no DIR has is checked
 """
 from __future__ import annotations
 
@@ -101,13 +104,25 @@ def distance_to_bug(entry, lines) -> int | None:
     return min(near) if near else None
 
 
-def table(entries=None):
+def saved_check(entry, dirs):
+    """The result tests/test_program_corpus.py saved for ``entry`` in one of ``dirs`` (its
+    ``checks_dir``: ``sha1(entry id).json``), or None."""
+    name = hashlib.sha1(entry.id.encode()).hexdigest() + ".json"
+    for d in dirs:
+        if (Path(d) / name).exists():
+            return json.loads((Path(d) / name).read_text())
+    return None
+
+
+def table(entries=None, from_checks=()):
     entries = list(entries or CORPUS)
     rows = []
     captured: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         for e in entries:
-            r = check_entry(e, tmp, captured)
+            r = saved_check(e, from_checks) if from_checks else None
+            if r is None:       # (an entry of the default run's sample: the corpus tier skips it)
+                r = check_entry(e, tmp, captured)
             rows.append((e, r))
             print(f"  {e.id}: exit {r['exit']} ({r['seconds']:.1f} s)", file=sys.stderr)
     lines = ["| program | label | mode | ranks | verdict (exit) | expected | failing operator and source line | "
@@ -135,15 +150,22 @@ def write_doc(path: Path, text: str) -> None:
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    write = "--write" in args
-    ids = [a for a in args if a != "--write"]
-    if write and ids:
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("ids", nargs="*", help="entry ids (default: every entry)")
+    ap.add_argument("--write", action="store_true", help="write the table into docs/corpus-results.md")
+    ap.add_argument("--from-checks", nargs="+", default=[], metavar="DIR",
+                    help="read the corpus tests' saved results instead of checking again")
+    args = ap.parse_args()
+    if args.write and args.ids:
         raise SystemExit("--write regenerates the whole table: give no IDs")
-    picked = [BY_ID[n] for n in ids] if ids else CORPUS
-    text, rows = table(picked)
+    picked = [BY_ID[n] for n in args.ids] if args.ids else CORPUS
+    write, dirs = args.write, args.from_checks
+    text, rows = table(picked, dirs)
     ok = sum(1 for e, r in rows if r["exit"] == (0 if e.label == "correct" else 1))
     summary = f"{ok}/{len(rows)} as expected; {sum(r['seconds'] for _, r in rows):.0f} s total ({date.today()})"
+    if dirs:
+        summary += "; from the results the corpus tests saved (wall seconds under `pytest -n 2`)"
     if write:
         write_doc(DOC, f"{text}\n\n{summary}")
         print(f"wrote {len(rows)} rows to {DOC.relative_to(ROOT)}: {summary}")

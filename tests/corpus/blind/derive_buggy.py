@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import twins as _twins  # noqa: E402  (tests/corpus/blind/twins.py)
 
 BUGS = {
     "megatron_mlp": ("dist.all_reduce(out)", "# dist.all_reduce(out)"),
@@ -63,17 +65,7 @@ BUGS = {
 
 
 def derive(name: str) -> Path:
-    old, new = BUGS[name]
-    src = (HERE / f"{name}_correct.py").read_text().splitlines(keepends=True)
-    hits = [i for i, line in enumerate(src) if old in line]
-    if len(hits) != 1:
-        raise SystemExit(f"{name}: {old!r} found {len(hits)} times in the correct program")
-    i = hits[0]
-    indent = src[i][: len(src[i]) - len(src[i].lstrip())]
-    src[i] = f"{indent}{new}  # BUG\n"
-    out = HERE / f"{name}_buggy.py"
-    out.write_text("".join(src))
-    return out
+    return _twins.write_twin(HERE, name, *BUGS[name], contains=True, mark='  # BUG')
 
 
 if __name__ == "__main__":

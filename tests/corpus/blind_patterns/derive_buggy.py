@@ -4,9 +4,12 @@
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "blind"))
+import twins as _twins  # noqa: E402  (tests/corpus/blind/twins.py)
 
 # pair -> (the correct program's line, stripped; the buggy line, without indentation)
 BUGS = {
@@ -61,16 +64,8 @@ BUGS = {
 }
 
 
-def derive(pair: str) -> None:
-    old, new = BUGS[pair]
-    lines = (HERE / f"{pair}_correct.py").read_text().splitlines(keepends=True)
-    hits = [i for i, line in enumerate(lines) if line.strip() == old]
-    if len(hits) != 1:
-        raise SystemExit(f"{pair}: expected one line {old!r}, found {len(hits)}")
-    i = hits[0]
-    indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
-    lines[i] = indent + new + "\n"
-    (HERE / f"{pair}_buggy.py").write_text("".join(lines))
+def derive(name: str) -> Path:
+    return _twins.write_twin(HERE, name, *BUGS[name])
 
 
 if __name__ == "__main__":

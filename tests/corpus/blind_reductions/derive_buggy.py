@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "blind"))
+import twins as _twins  # noqa: E402  (tests/corpus/blind/twins.py)
 
 BUGS = {
     "megatron_grad_norm_l2": ("total = local_norm ** 2",
@@ -48,17 +50,7 @@ BUGS = {
 
 
 def derive(name: str) -> Path:
-    old, new = BUGS[name]
-    src = (HERE / f"{name}_correct.py").read_text().splitlines(keepends=True)
-    hits = [i for i, line in enumerate(src) if line.strip() == old]
-    if len(hits) != 1:
-        raise SystemExit(f"{name}: {len(hits)} lines are {old!r}")
-    i = hits[0]
-    indent = src[i][: len(src[i]) - len(src[i].lstrip())]
-    src[i] = indent + new + "\n"
-    out = HERE / f"{name}_buggy.py"
-    out.write_text("".join(src))
-    return out
+    return _twins.write_twin(HERE, name, *BUGS[name])
 
 
 if __name__ == "__main__":

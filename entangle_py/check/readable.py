@@ -247,7 +247,7 @@ class Printer:
         if h == "Gs":
             return f"seq.{a[0]}"
         if h in ("rsum", "rmax", "rmean"):
-            word = {"rsum": "sum", "rmax": "max", "rmean": "mean"}[h]
+            word = h[1:]        # sum, max, mean
             xs = items(a[0])
             if xs is None:
                 return f"{word} over ranks of {s(a[0])}"

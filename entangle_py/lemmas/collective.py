@@ -132,8 +132,6 @@ LEMMAS += [
           '(map_scalar "div" (Cons x m) c)'),
 ]
 
-
-
 # conditions a sum lemma may have and still be twinned: its dtype, a floating one, the constant's text
 _TWIN_CONDITIONS = re.compile(r'^\((= t \(dtype .*\)|fdtype t|!= c "[^"]*")\)$')
 
@@ -147,12 +145,12 @@ def mean_twins(lemmas) -> list:
     text (_TWIN_CONDITIONS) are twinned -- a condition on the parts' values (integer-valued parts,
     say) may fail for x_i / n.  Derived, not written twice: a new linear op's sum lemma brings its
     mean lemma (load_library), and the property tests draw bindings for the twin as for any lemma."""
+    def twin(text):
+        return text.replace("(rsum ", "(rmean ")
     out = []
     for lem in lemmas:
         if lem.lhs.count("(rsum ") == 1 and lem.rhs.startswith("(rsum (map_") and lem.rhs.count("(rsum ") == 1 \
                 and all(_TWIN_CONDITIONS.match(c) for c in lem.when):
-            def twin(text):
-                return text.replace("(rsum ", "(rmean ")
             out.append(Lemma(lem.name.replace("rsum", "rmean"), twin(lem.lhs), twin(lem.rhs),
                              when=tuple(map(twin, lem.when)), family="collective",
                              assumes=lem.assumes, trigger=tuple(map(twin, lem.trigger))))
@@ -164,8 +162,8 @@ RULES = [
         '(rule ((= z (binary "add" (rsum (Cons a r)) y)) (= w (binary "add" a y))) ((bsame a w 0)) :ruleset shapes)\n'
         '(rule ((= z (binary "add" (rsum (Cons a (Cons b r))) y)) (= w (binary "add" b y))) ((bsame b w 0)) :ruleset shapes)')),
     # (tlen l): the length of a list of ranks, asked where add-rsum-shared or a mean over ranks
-    # (ask-rmean) may fire; (ntext n) the
-    # text of the divisor by that count ("2.0", as lowering writes a float constant)
+    # (ask-rmean) may fire; (ntext n) the text of the divisor by that count ("2.0", as lowering
+    # writes a float constant)
     Rule("tlen", (
         '(rule ((= t (binary "add" (rsum l) y)) (= q (scalar "div" y c))) ((ask_tlen l)) :ruleset shapes)\n'
         "(rule ((ask_tlen (Cons a r))) ((ask_tlen r)) :ruleset shapes)\n"

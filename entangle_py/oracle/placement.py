@@ -214,7 +214,7 @@ def _invert(term: S.Term, value: torch.Tensor, bundle, generator, out: dict, par
         for a, part in zip(args, torch.split(value, sizes, dim=d)):
             _invert(a, part.contiguous(), bundle, generator, out, parts)
     elif op in ("sum", "max", "mean"):
-        reduce = {"sum": "sum", "max": "max", "mean": "avg"}[op]
+        reduce = {term_op: p for p, term_op in S.RANK_REDUCE.items()}[op]     # mean -> avg
         for a, part in zip(args, _random_parts(value, len(args), reduce, generator, str(term))):
             _invert(a, part, bundle, generator, out, parts)
     elif op == "neg" and len(args) == 1:

@@ -165,10 +165,10 @@ def _stack_sum(parts):
 def _stack_mean(parts):
     # the mean over ranks, as a program writes it: the ranks' sum divided by their number (an
     # all-reduce, then / world size); floating tensors only (an int sum divides into a float)
-    _same_parts(parts)
-    if not parts[0].is_floating_point():
+    total = _stack_sum(parts)
+    if not total.is_floating_point():
         raise ValueError("a mean over ranks of non-float tensors")
-    return _stack_sum(parts) / len(parts)
+    return total / len(parts)
 
 
 def _stack_lse(parts):
@@ -231,30 +231,27 @@ BINARY_NAMES = ("add", "sub", "mul", "div", "div_floor", "div_trunc", "maximum",
                 "le", "ge", "ne", "bitwise_or", "bitwise_and", "logical_or", "logical_and", "gelu_backward",
                 "gelu_tanh_backward", "silu_backward", "sigmoid_backward", "tanh_backward")
 
-def const_product(a: str, b: str) -> str:
-    """The text of a * b for two float constant texts, only when the product of the two floats is
-    itself a float exactly (so (x / a) / b = x / (a * b) in exact arithmetic); else undefined."""
+def _exact_const(a: str, b: str, op, sign: str) -> str:
+    """The text of ``op(a, b)`` for two finite non-zero float constant texts, only when the result
+    of the two floats is itself a float exactly (the real result, no rounding); else undefined."""
     from fractions import Fraction
     fa, fb = float(a), float(b)
     if not (math.isfinite(fa) and math.isfinite(fb)) or fa == 0 or fb == 0:
-        raise ValueError(f"{a} * {b}: not folded")
-    p = fa * fb
-    if Fraction(fa) * Fraction(fb) != Fraction(p):
-        raise ValueError(f"{a} * {b} is not a float exactly")
-    return repr(p)
+        raise ValueError(f"{a} {sign} {b}: not folded")
+    r = op(fa, fb)
+    if op(Fraction(fa), Fraction(fb)) != Fraction(r):
+        raise ValueError(f"{a} {sign} {b} is not a float exactly")
+    return repr(r)
+
+
+def const_product(a: str, b: str) -> str:
+    """a * b, where exact (so (x / a) / b = x / (a * b) in exact arithmetic)."""
+    return _exact_const(a, b, lambda x, y: x * y, "*")
 
 
 def const_quotient(a: str, b: str) -> str:
-    """The text of a / b for two float constant texts, only when the quotient is itself a float
-    exactly (6.0 / 2.0 = 3.0; not 1.0 / 3.0); else undefined."""
-    from fractions import Fraction
-    fa, fb = float(a), float(b)
-    if not (math.isfinite(fa) and math.isfinite(fb)) or fa == 0 or fb == 0:
-        raise ValueError(f"{a} / {b}: not folded")
-    q = fa / fb
-    if Fraction(fa) / Fraction(fb) != Fraction(q):
-        raise ValueError(f"{a} / {b} is not a float exactly")
-    return repr(q)
+    """a / b, where exact (6.0 / 2.0 = 3.0; not 1.0 / 3.0)."""
+    return _exact_const(a, b, lambda x, y: x / y, "/")
 
 
 # float32's largest finite value: a constant beyond it overflows to inf in float32 (and in the

@@ -417,10 +417,6 @@ FUNCTIONS_TEXT = """
 (relation ask_zip (TList TList i64 i64))
 (relation zipok (TList TList i64 i64))
 (function ipos (IList i64) i64 :merge old)
-(relation ask_cmul (String String))
-(function cmul (String String) String :merge old)
-(relation ask_cdiv (String String))
-(function cdiv (String String) String :merge old)
 (function itext (i64) String :merge old)
 (function fillop (i64) String :merge old)
 (function clampop (i64) String :merge old)
@@ -464,6 +460,8 @@ def declarations() -> str:
     for c in CONSTRUCTORS:
         lines.append(f"(constructor {c.name} ({c.signature}) {c.sort} :cost {c.cost})")
     lines.append(FUNCTIONS_TEXT)
+    for f in FOLDS:          # asked by a rule, answered by the engine (engine/egraph.py)
+        lines += [f"(relation ask_{f} (String String))", f"(function {f} (String String) String :merge old)"]
     lines += [f"(fdtype {str_lit(t)})" for t in FLOAT_DTYPES] + [f"(glinear {str_lit(op)})" for op in GRAD_LINEAR]
     lines += [f"(fcast {str_lit(op)})" for op in FLOAT_CASTS]
     lines += [f"(set (fexact {str_lit(op)}) {n})" for op, n in FLOAT_EXACT.items()]

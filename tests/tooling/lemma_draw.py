@@ -38,7 +38,7 @@ _FUNCS = {
     "tprod": (("T", "i64"), "i64"), "sprod": (("DList", "i64"), "i64"), "spos": (("DList", "i64"), "i64"),
     "bsame": (("T", "T", "i64"), "bool"), "zipok": (("TList", "TList", "i64", "i64"), "bool"), "ipos": (("IList", "i64"), "i64"),
     "dle": (("Dim", "Dim"), "bool"),
-    "cmul": (("String", "String"), "String"), "cdiv": (("String", "String"), "String"), "itext": (("i64",), "String"), "fillop": (("i64",), "String"), "clampop": (("i64",), "String"),
+    "itext": (("i64",), "String"), "fillop": (("i64",), "String"), "clampop": (("i64",), "String"),
     "dtype": (("T",), "String"), "fdtype": (("String",), "bool"), "glinear": (("String",), "bool"),
     "fcast": (("String",), "bool"), "fexact": (("String",), "i64"), "given": (("T",), "bool"),
     "peer": (("T", "T"), "bool"), "concat2": (("T", "T", "i64"), "bool"),
@@ -46,6 +46,8 @@ _FUNCS = {
     "replace": (("String", "String", "String"), "String"), "count-matches": (("String", "String"), "i64"),
     "tlen": (("TList",), "i64"), "ntext": (("i64",), "String"), "to-string": (("i64",), "String"),
 }
+for _fold in terms.FOLDS:      # the engine's exact products and quotients of constant texts
+    _FUNCS[_fold] = (("String", "String"), "String")
 for _op in ("+", "-", "*", "/", "%", "max"):
     _FUNCS[_op] = (("i64", "i64"), "i64")
 for _op in ("<", "<=", ">", ">="):
